@@ -1,0 +1,140 @@
+package gatehouse
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// Actor is who performs an operation: the key that authenticated the
+// request and the user it belongs to. Operations run from the command line
+// have no actor.
+type Actor struct {
+	KeyHash string
+	UserID  *string
+}
+
+type actorKey struct{}
+type requestIDKey struct{}
+
+// WithActor returns ctx carrying the actor, so that stores can write it
+// into the audit log in the transaction of the change.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorFrom returns the actor of ctx, if any.
+func ActorFrom(ctx context.Context) (Actor, bool) {
+	a, ok := ctx.Value(actorKey{}).(Actor)
+	return a, ok
+}
+
+// WithRequestID returns ctx carrying the id of the request being served.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDFrom returns the request id of ctx, or "".
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// AuditRecord describes one change, as a store method records it: the
+// operation, the resources it changed, and details that never hold a
+// secret (field names, ids and counts, not values).
+type AuditRecord struct {
+	Operation    string // e.g. "key.update"
+	ResourceType string // e.g. "key"
+	ResourceIDs  []string
+	Details      map[string]any
+}
+
+// AuditEntry is a row of the audit log: a management change that
+// succeeded, appended in the transaction that made it.
+type AuditEntry struct {
+	ID             string
+	OrganizationID string
+	At             time.Time
+	ActorKeyHash   *string
+	ActorUserID    *string
+	Operation      string
+	ResourceType   string
+	ResourceIDs    []string
+	Details        map[string]any
+	Result         string
+	RequestID      *string
+}
+
+// AuditResultSuccess is the result of every recorded change: failed
+// requests change nothing, so they leave no row (the request log has them).
+const AuditResultSuccess = "success"
+
+// NewAuditEntry fills an entry for rec at now from the actor and request
+// id that ctx carries.
+func NewAuditEntry(ctx context.Context, orgID string, now time.Time, rec AuditRecord) *AuditEntry {
+	e := &AuditEntry{
+		ID: newTimeUUID(), OrganizationID: orgID, At: now, Operation: rec.Operation,
+		ResourceType: rec.ResourceType, ResourceIDs: rec.ResourceIDs, Details: rec.Details,
+		Result: AuditResultSuccess,
+	}
+	if e.ResourceIDs == nil {
+		e.ResourceIDs = []string{}
+	}
+	if a, ok := ActorFrom(ctx); ok {
+		e.ActorKeyHash, e.ActorUserID = &a.KeyHash, a.UserID
+	}
+	if id := RequestIDFrom(ctx); id != "" {
+		e.RequestID = &id
+	}
+	return e
+}
+
+// AuditFilter selects audit entries of one organization.
+type AuditFilter struct {
+	Since, Until *time.Time // At >= Since, At < Until
+	Actor        string     // a key hash or a user id
+	ResourceType string
+	ResourceID   string
+	Page         Page
+}
+
+// AuditService reads the audit log.
+type AuditService interface {
+	// FindAuditEntries lists entries newest first, with their total.
+	FindAuditEntries(ctx context.Context, orgID string, filter AuditFilter) ([]*AuditEntry, int, error)
+}
+
+// ChangedFields returns the JSON names of the fields an update struct sets
+// (its Patch fields with Set), for audit details: names, never values.
+func ChangedFields(update any) []string {
+	out := []string{}
+	v := reflect.ValueOf(update)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f, fv := t.Field(i), v.Field(i)
+		if f.Anonymous && fv.Kind() == reflect.Struct {
+			out = append(out, ChangedFields(fv.Interface())...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			name = f.Name
+		}
+		switch fv.Kind() {
+		case reflect.Struct:
+			if set := fv.FieldByName("Set"); set.IsValid() && set.Kind() == reflect.Bool && set.Bool() {
+				out = append(out, name)
+			}
+		case reflect.Pointer:
+			if !fv.IsNil() {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}

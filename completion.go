@@ -1,0 +1,396 @@
+package gatehouse
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Provider is an upstream serving models over the OpenAI Chat Completions
+// API. Its API key is read from the environment variable APIKeyEnv; it is
+// never stored or logged.
+type Provider struct {
+	ID        string
+	BaseURL   string // e.g. https://api.openai.com/v1
+	APIKeyEnv string
+	APIKey    string
+	BYOK      bool // usage through it counts as BYOK usage
+	Timeout   time.Duration
+	Models    []*Model
+}
+
+// Model is a model of a provider, with its prices.
+type Model struct {
+	Provider string
+	ID       string // the upstream's name for it, e.g. gpt-4o-mini
+	Name     string
+	// Prices in dollars per million tokens.
+	PromptPrice     Money
+	CompletionPrice Money
+	// MaxCompletionTokens caps a completion when the request sets no
+	// max_tokens; the reservation assumes it.
+	MaxCompletionTokens int
+	ContextLength       int
+}
+
+// Slug returns the name clients use for the model: provider/id.
+func (m *Model) Slug() string { return m.Provider + "/" + m.ID }
+
+// Cost returns the cost of the tokens at the model's prices, rounded up to
+// the nano-dollar so that no request is ever under-charged.
+func (m *Model) Cost(promptTokens, completionTokens int64) Money {
+	total := new(big.Int).Mul(big.NewInt(promptTokens), big.NewInt(int64(m.PromptPrice)))
+	total.Add(total, new(big.Int).Mul(big.NewInt(completionTokens), big.NewInt(int64(m.CompletionPrice))))
+	q, r := total.QuoRem(total, big.NewInt(1_000_000), new(big.Int))
+	if r.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() || q.Int64() > int64(MaxMoney) {
+		return MaxMoney
+	}
+	return Money(q.Int64())
+}
+
+// Catalog is the set of configured providers and their models.
+type Catalog struct {
+	Providers []*Provider
+	models    map[string]*Model
+	providers map[string]*Provider
+}
+
+// NewCatalog indexes providers. Provider ids and model slugs must be
+// unique; the config loader checks that with line numbers, this is the
+// last line of defence.
+func NewCatalog(providers []*Provider) (*Catalog, error) {
+	c := &Catalog{Providers: providers, models: map[string]*Model{}, providers: map[string]*Provider{}}
+	for _, p := range providers {
+		if _, dup := c.providers[p.ID]; dup {
+			return nil, fmt.Errorf("provider %q is defined twice", p.ID)
+		}
+		c.providers[p.ID] = p
+		for _, m := range p.Models {
+			m.Provider = p.ID
+			if _, dup := c.models[m.Slug()]; dup {
+				return nil, fmt.Errorf("model %q is defined twice", m.Slug())
+			}
+			c.models[m.Slug()] = m
+		}
+	}
+	return c, nil
+}
+
+// Model returns the model of a slug and its provider.
+func (c *Catalog) Model(slug string) (*Model, *Provider, bool) {
+	m, ok := c.models[slug]
+	if !ok {
+		return nil, nil, false
+	}
+	return m, c.providers[m.Provider], true
+}
+
+// Models returns every model, in configuration order.
+func (c *Catalog) Models() []*Model {
+	var out []*Model
+	for _, p := range c.Providers {
+		out = append(out, p.Models...)
+	}
+	return out
+}
+
+// EPAYMENT is the code of a spending limit reached (402).
+const EPAYMENT = "payment_required"
+
+// AppliedGuardrail is a guardrail that governs a request, with the subject
+// whose spending its budget counts: the key (a key assignment or the
+// workspace default) or the member (a member assignment).
+type AppliedGuardrail struct {
+	Guardrail *Guardrail
+	Subject   string // "key:<hash>" or "member:<user id>"
+}
+
+// KeySubject and MemberSubject name the subjects of guardrail budgets.
+func KeySubject(hash string) string      { return "key:" + hash }
+func MemberSubject(userID string) string { return "member:" + userID }
+
+// CheckModel applies the allow- and deny-lists of every guardrail to a
+// model and its provider. The lists of several guardrails intersect: the
+// model must pass each. The error names the guardrail and the rule.
+func CheckModel(guardrails []AppliedGuardrail, modelSlug, provider string) error {
+	for _, a := range guardrails {
+		g := a.Guardrail
+		for _, rule := range []struct {
+			name  string
+			list  []string
+			value string
+			allow bool
+		}{
+			{"allowed_providers", g.AllowedProviders, provider, true},
+			{"ignored_providers", g.IgnoredProviders, provider, false},
+			{"allowed_models", g.AllowedModels, modelSlug, true},
+			{"ignored_models", g.IgnoredModels, modelSlug, false},
+		} {
+			if rule.list == nil || slices.Contains(rule.list, rule.value) == rule.allow {
+				continue
+			}
+			what := "is not in the"
+			if !rule.allow {
+				what = "is in the"
+			}
+			kind := strings.TrimSuffix(strings.SplitN(rule.name, "_", 2)[1], "s")
+			return &Error{Code: EFORBIDDEN,
+				Message:  fmt.Sprintf("Request blocked: %s %q %s %s list of guardrail %q", kind, rule.value, what, rule.name, g.Name),
+				Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name, "rule": rule.name, kind: rule.value}}
+		}
+	}
+	return nil
+}
+
+// Budget is a guardrail's spending limit as it applies to one request.
+type Budget struct {
+	GuardrailID   string
+	GuardrailName string
+	Subject       string
+	Limit         Money
+	Interval      Interval
+	IncludeBYOK   bool
+}
+
+// Budgets returns the budgets of the guardrails that have one.
+func Budgets(guardrails []AppliedGuardrail) []Budget {
+	var out []Budget
+	for _, a := range guardrails {
+		g := a.Guardrail
+		if g.LimitUSD == nil {
+			continue
+		}
+		out = append(out, Budget{GuardrailID: g.ID, GuardrailName: g.Name, Subject: a.Subject,
+			Limit: *g.LimitUSD, Interval: g.ResetInterval, IncludeBYOK: g.IncludeBYOKInBudgets})
+	}
+	return out
+}
+
+// Reservation holds a request's worst-case cost against every limit that
+// applies until the request settles. One left by a crash stops counting at
+// ExpiresAt.
+type Reservation struct {
+	ID        string
+	KeyHash   string
+	Amount    Money
+	BYOK      bool
+	Budgets   []Budget
+	ExpiresAt time.Time
+}
+
+// Generation is a completed request in the usage ledger.
+type Generation struct {
+	ID               string
+	OrganizationID   string
+	WorkspaceID      string
+	KeyHash          string
+	Model            string // slug
+	Provider         string
+	UpstreamID       *string
+	PromptTokens     int64
+	CompletionTokens int64
+	Cost             Money
+	BYOK             bool
+	Streamed         bool
+	FinishReason     *string
+	Status           string // "completed", or "partial" when usage had to be estimated
+	LatencyMS        int64
+	GenerationMS     int64
+	SessionID        *string
+	ExternalUser     *string
+	CreatedAt        time.Time
+}
+
+// NewGenerationID returns a fresh generation id.
+func NewGenerationID() string { return "gen-" + randomToken(15) }
+
+// UsageService reserves, settles and records the spending of requests.
+type UsageService interface {
+	// GuardrailsForKey returns the guardrails that govern a key: its own
+	// guardrail, else its creator's (as a member), plus the workspace's
+	// default guardrail when it is configured.
+	GuardrailsForKey(ctx context.Context, key *Key) ([]AppliedGuardrail, error)
+	// Reserve holds amount against the key's limit and every budget, in
+	// one atomic step, counting recorded spend and live reservations.
+	// EPAYMENT when the key's limit would be exceeded, EFORBIDDEN when a
+	// guardrail budget would be, ENOTFOUND for an unknown key.
+	Reserve(ctx context.Context, r *Reservation) error
+	// Settle replaces a reservation with the exact usage: the ledger entry,
+	// the key's counters and the counters of the reservation's budgets, in
+	// one transaction. ENOTFOUND when the reservation is gone (settled,
+	// released, or expired and cleaned up).
+	Settle(ctx context.Context, reservationID string, g *Generation) error
+	// Release drops a reservation without charging anything.
+	Release(ctx context.Context, reservationID string) error
+	// FindGeneration returns a ledger entry of the organization. ENOTFOUND.
+	FindGeneration(ctx context.Context, orgID, id string) (*Generation, error)
+	// BudgetUsage returns the spend counted against a guardrail budget.
+	BudgetUsage(ctx context.Context, guardrailID, subject string) (Usage, Usage, error)
+}
+
+// Reserved sums live reservations: all of them, and the BYOK ones among them.
+type Reserved struct {
+	All, BYOK Money
+}
+
+// counted returns the reserved amount that counts against a limit that
+// does (includeBYOK) or does not count BYOK spending.
+func (r Reserved) counted(includeBYOK bool) Money {
+	if includeBYOK {
+		return r.All
+	}
+	return r.All - r.BYOK
+}
+
+// counts reports whether a reservation's amount counts against a limit.
+func (r *Reservation) counts(includeBYOK bool) Money {
+	if r.BYOK && !includeBYOK {
+		return 0
+	}
+	return r.Amount
+}
+
+// CheckKeyLimit refuses a reservation that could take the key's spending
+// in the current period past its limit: EPAYMENT (402), saying what remains.
+func CheckKeyLimit(k *Key, now time.Time, reserved Reserved, r *Reservation) error {
+	if k.Limit == nil {
+		return nil
+	}
+	spent := k.Usage.At(now).In(k.LimitReset)
+	if k.IncludeBYOKInLimit {
+		spent += k.BYOKUsage.At(now).In(k.LimitReset)
+	}
+	remaining := max(*k.Limit-spent-reserved.counted(k.IncludeBYOKInLimit), 0)
+	need := r.counts(k.IncludeBYOKInLimit)
+	if need == 0 || need <= remaining {
+		return nil
+	}
+	period := "in total"
+	if k.LimitReset != NoReset {
+		period = "until the " + string(k.LimitReset) + " reset"
+	}
+	return &Error{Code: EPAYMENT,
+		Message: fmt.Sprintf("Key limit exceeded: this request may cost up to $%s and $%s of the key's $%s limit remain %s",
+			need, remaining, *k.Limit, period),
+		Metadata: map[string]any{"limit": *k.Limit, "limit_remaining": remaining, "limit_reset": k.LimitReset, "request_max_cost": need}}
+}
+
+// BudgetSpend is what counts against a guardrail budget before a request:
+// the recorded spend of its subject and its live reservations.
+type BudgetSpend struct {
+	Usage, BYOK Usage
+	Reserved    Reserved
+}
+
+// CheckBudget refuses a reservation that could take a guardrail budget's
+// subject past its limit in the current period: EFORBIDDEN (403), naming
+// the guardrail and the rule.
+func CheckBudget(b Budget, s BudgetSpend, r *Reservation) error {
+	spent := s.Usage.In(b.Interval)
+	if b.IncludeBYOK {
+		spent += s.BYOK.In(b.Interval)
+	}
+	remaining := max(b.Limit-spent-s.Reserved.counted(b.IncludeBYOK), 0)
+	need := r.counts(b.IncludeBYOK)
+	if need == 0 || need <= remaining {
+		return nil
+	}
+	return &Error{Code: EFORBIDDEN,
+		Message: fmt.Sprintf("Request blocked: the %s budget of $%s of guardrail %q is exhausted for this %s ($%s remain, the request may cost $%s)",
+			b.Interval, b.Limit, b.GuardrailName, strings.SplitN(b.Subject, ":", 2)[0], remaining, need),
+		Metadata: map[string]any{"guardrail_id": b.GuardrailID, "guardrail_name": b.GuardrailName, "rule": "limit_usd",
+			"limit_usd": b.Limit, "reset_interval": b.Interval, "remaining": remaining}}
+}
+
+// TraceEvent describes one completed request for the observability
+// destinations of its workspace.
+type TraceEvent struct {
+	Generation *Generation
+	KeyName    string
+	UserID     *string // the key's creator
+	Input      []byte  // the request's messages, as JSON; dropped in privacy mode
+	Output     string  // the completion text; dropped in privacy mode
+	StartedAt  time.Time
+	EndedAt    time.Time
+}
+
+// TraceSink receives trace events. Publish must not block: delivery is
+// asynchronous and a slow destination must never slow a request.
+type TraceSink interface {
+	Publish(ev *TraceEvent)
+}
+
+// PricePerToken renders a price per million tokens as dollars per token, as
+// OpenRouter's model list shows it ("0.0000025").
+func PricePerToken(perMillion Money) string {
+	// nano-dollars per million tokens = femto-dollars (1e-15) per token.
+	r := new(big.Rat).SetFrac(big.NewInt(int64(perMillion)), big.NewInt(1_000_000_000_000_000))
+	s := r.FloatString(15)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// UpstreamError is a provider's failure as the client sees it: its status
+// passed through (or 502 when the provider could not be reached, 408 when it
+// did not answer in time) and its message.
+type UpstreamError struct {
+	Status   int
+	Message  string
+	Provider string
+	Raw      []byte // the provider's error body, when it was JSON
+}
+
+func (e *UpstreamError) Error() string {
+	return fmt.Sprintf("upstream %s: %d %s", e.Provider, e.Status, e.Message)
+}
+
+// CompletionCall is one chat completion to forward.
+type CompletionCall struct {
+	Provider  *Provider
+	Model     *Model
+	Body      map[string]json.RawMessage // the client's request; the rest passes through
+	MaxTokens int                        // set upstream when the client set no cap
+	Stream    bool
+	// Rewrite edits every answer object (or stream chunk) before the
+	// client sees it: the generation id and the model's slug.
+	Rewrite func(map[string]json.RawMessage)
+}
+
+// Completion is what metering and tracing need of an answer.
+type Completion struct {
+	Body             []byte // the rewritten answer; empty for a stream
+	PromptTokens     int64
+	CompletionTokens int64
+	UsageKnown       bool // false when the provider reported no usage
+	UpstreamID       string
+	FinishReason     string
+	Output           string // the first choice's text, bounded
+	// Done is true when a stream ended with its "data: [DONE]" event, which
+	// the upstream client holds back: the caller sends it once the request
+	// is metered, so a client that stops reading at [DONE] sees its usage.
+	Done bool
+}
+
+// StreamWriter receives a streamed answer: Start once before the first
+// event (it sends the response headers), then the events, flushed as they
+// come.
+type StreamWriter interface {
+	io.Writer
+	Start()
+	Flush()
+}
+
+// Upstream forwards chat completions to providers. An error before the
+// answer started is an *UpstreamError; for a stream, an error after it
+// started means the stream broke off and the Completion holds what arrived.
+type Upstream interface {
+	Complete(ctx context.Context, call CompletionCall, w StreamWriter) (Completion, error)
+}

@@ -1,0 +1,471 @@
+package gatehouse
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Destination is an observability destination of a workspace: where traces
+// of its requests are sent. Deleting one is a soft delete.
+type Destination struct {
+	ID                                string
+	OrganizationID                    string
+	WorkspaceID                       string
+	Name                              *string
+	Type                              string
+	Config                            DestinationConfig // plaintext, secrets included
+	Enabled                           bool
+	PrivacyMode                       bool
+	SamplingRate                      float64
+	APIKeyHashes                      []string // nil: every key
+	FilterRules                       *FilterRules
+	Regions                           []string
+	BroadcastGenerationCost           bool
+	BroadcastGenerationIdentity       bool
+	BroadcastGenerationRequestContext bool
+	CreatedAt                         time.Time
+	UpdatedAt                         time.Time
+	DeletedAt                         *time.Time
+}
+
+// DestinationConfig is the type-specific configuration of a destination.
+// Every value is a string except "headers", a map of strings.
+type DestinationConfig struct {
+	Values  map[string]string
+	Headers map[string]string
+}
+
+// FilterRules select which traces a destination receives.
+type FilterRules struct {
+	Enabled *bool        `json:"enabled,omitempty" null:"no"`
+	Groups  []FilterRule `json:"groups"`
+}
+
+// FilterRule is one group of conditions joined by Logic.
+type FilterRule struct {
+	Logic string      `json:"logic,omitempty"`
+	Rules []Condition `json:"rules"`
+}
+
+// Condition compares one field of a trace with a value.
+type Condition struct {
+	Field    string `json:"field"`
+	Operator string `json:"operator"`
+	Value    any    `json:"value,omitempty"` // string or number
+}
+
+// destinationType describes the configuration keys of one destination type.
+type destinationType struct {
+	required []string
+	optional []string
+	defaults map[string]string
+}
+
+// destinationTypes lists every destination type and its configuration keys.
+var destinationTypes = map[string]destinationType{
+	"arize":          {[]string{"apiKey", "spaceKey", "modelId"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://otlp.arize.com"}},
+	"braintrust":     {[]string{"apiKey", "projectId"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://api.braintrust.dev"}},
+	"clickhouse":     {[]string{"host", "database", "username", "password"}, []string{"table"}, map[string]string{"table": "OPENROUTER_TRACES"}},
+	"datadog":        {[]string{"apiKey", "mlApp"}, []string{"url"}, map[string]string{"url": "https://api.datadoghq.com"}},
+	"grafana":        {[]string{"apiKey", "instanceId"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://otlp-gateway-prod-us-west-0.grafana.net"}},
+	"langfuse":       {[]string{"publicKey", "secretKey"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://us.cloud.langfuse.com"}},
+	"langsmith":      {[]string{"apiKey"}, []string{"endpoint", "project", "workspaceId"}, map[string]string{"endpoint": "https://api.smith.langchain.com", "project": "main"}},
+	"newrelic":       {[]string{"licenseKey"}, []string{"region"}, map[string]string{"region": "us"}},
+	"opik":           {[]string{"apiKey", "projectName", "workspace"}, nil, nil},
+	"otel-collector": {[]string{"endpoint"}, nil, nil},
+	"posthog":        {[]string{"apiKey"}, []string{"endpoint"}, map[string]string{"endpoint": "https://us.i.posthog.com"}},
+	"ramp":           {[]string{"apiKey"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://api.ramp.com/developer/v1/ai-usage/openrouter"}},
+	"s3":             {[]string{"accessKeyId", "secretAccessKey", "bucketName"}, []string{"endpoint", "region", "sessionToken", "prefix", "pathTemplate"}, map[string]string{"prefix": "openrouter-traces", "pathTemplate": "{prefix}/{date}"}},
+	"sentry":         {[]string{"dsn", "otlpEndpoint"}, nil, nil},
+	"snowflake":      {[]string{"account", "token"}, []string{"database", "schema", "table", "warehouse"}, map[string]string{"database": "SNOWFLAKE_LEARNING_DB", "schema": "PUBLIC", "table": "OPENROUTER_TRACES", "warehouse": "COMPUTE_WH"}},
+	"weave":          {[]string{"apiKey", "entity", "project"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://trace.wandb.ai"}},
+	"webhook":        {[]string{"url"}, []string{"method"}, map[string]string{"method": "POST"}},
+}
+
+// DestinationTypes returns the destination type names, sorted.
+func DestinationTypes() []string {
+	names := make([]string, 0, len(destinationTypes))
+	for n := range destinationTypes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// secretConfigKeys are the configuration keys whose values are credentials:
+// encrypted at rest and masked in responses. Header values are secret too.
+var secretConfigKeys = map[string]bool{
+	"apiKey": true, "secretKey": true, "password": true, "token": true, "licenseKey": true,
+	"secretAccessKey": true, "sessionToken": true, "dsn": true,
+}
+
+// urlConfigKeys must hold absolute http(s) URLs.
+var urlConfigKeys = map[string]bool{
+	"url": true, "baseUrl": true, "endpoint": true, "otlpEndpoint": true, "host": true, "dsn": true,
+}
+
+// IsSecretConfigKey reports whether a configuration key holds a credential.
+func IsSecretConfigKey(key string) bool { return secretConfigKeys[key] }
+
+// Destination limits.
+const (
+	MaxDestinationsPerType = 5
+	MaxConfigValueLength   = 4096
+	MaxHeaders             = 50
+	MaxFilterGroups        = 20
+	MaxConditionsPerGroup  = 50
+	MaxAPIKeyHashesPerDest = 1000
+)
+
+// Mask hides a secret for display: its first and last four characters
+// around "...", or only asterisks when it is too short to show any part.
+func Mask(secret string) string {
+	r := []rune(secret)
+	if len(r) < 12 {
+		return "********"
+	}
+	return string(r[:4]) + "..." + string(r[len(r)-4:])
+}
+
+// Masked returns a copy of c with every secret value masked.
+func (c DestinationConfig) Masked() DestinationConfig {
+	out := DestinationConfig{Values: make(map[string]string, len(c.Values))}
+	for k, v := range c.Values {
+		if secretConfigKeys[k] {
+			v = Mask(v)
+		}
+		out.Values[k] = v
+	}
+	if c.Headers != nil {
+		out.Headers = make(map[string]string, len(c.Headers))
+		for k, v := range c.Headers {
+			out.Headers[k] = Mask(v)
+		}
+	}
+	return out
+}
+
+// ConfigPatch is the configuration given in a request: values by key, where
+// a nil value (JSON null) removes an optional key.
+type ConfigPatch struct {
+	Values     map[string]*string
+	Headers    map[string]string
+	HeadersSet bool // headers present (a null headers value clears them)
+}
+
+// Merge returns the configuration of type typ after applying p to c (use a
+// zero c on create). A secret sent back masked, as Mask shows it, keeps its
+// current value. The result is validated and has defaults filled in.
+func (c DestinationConfig) Merge(typ string, p ConfigPatch) (DestinationConfig, error) {
+	spec, ok := destinationTypes[typ]
+	if !ok {
+		return DestinationConfig{}, FieldError("type", "must be one of %s", strings.Join(DestinationTypes(), ", "))
+	}
+	out := DestinationConfig{Values: map[string]string{}}
+	for k, v := range c.Values {
+		out.Values[k] = v
+	}
+	for k, v := range p.Values {
+		field := "config." + k
+		switch {
+		case !slices.Contains(spec.required, k) && !slices.Contains(spec.optional, k):
+			return DestinationConfig{}, FieldError(field, "unknown key for type %s (allowed: %s)", typ, strings.Join(slices.Concat(spec.required, spec.optional, []string{"headers"}), ", "))
+		case v == nil:
+			delete(out.Values, k)
+		case secretConfigKeys[k] && c.Values[k] != "" && sameSecret(*v, Mask(c.Values[k])):
+			// unchanged
+		default:
+			out.Values[k] = *v
+		}
+	}
+	out.Headers = c.Headers
+	if p.HeadersSet {
+		out.Headers = nil
+		if p.Headers != nil {
+			out.Headers = make(map[string]string, len(p.Headers))
+			for k, v := range p.Headers {
+				if old, ok := c.Headers[k]; ok && sameSecret(v, Mask(old)) {
+					v = old
+				}
+				out.Headers[k] = v
+			}
+		}
+	}
+	for k, v := range spec.defaults {
+		if _, ok := out.Values[k]; !ok {
+			out.Values[k] = v
+		}
+	}
+	return out, out.validate(typ, spec)
+}
+
+func (c DestinationConfig) validate(typ string, spec destinationType) error {
+	for _, k := range spec.required {
+		if strings.TrimSpace(c.Values[k]) == "" {
+			return FieldError("config."+k, "is required for type %s", typ)
+		}
+	}
+	for k, v := range c.Values {
+		field := "config." + k
+		if len(v) > MaxConfigValueLength {
+			return FieldError(field, "must be at most %d characters", MaxConfigValueLength)
+		}
+		if urlConfigKeys[k] && !isHTTPURL(v) {
+			return FieldError(field, "must be an absolute http or https URL")
+		}
+	}
+	if m := c.Values["method"]; typ == "webhook" && m != "POST" && m != "PUT" {
+		return FieldError("config.method", "must be POST or PUT")
+	}
+	if r := c.Values["region"]; typ == "newrelic" && r != "us" && r != "eu" {
+		return FieldError("config.region", "must be us or eu")
+	}
+	if len(c.Headers) > MaxHeaders {
+		return FieldError("config.headers", "must have at most %d entries", MaxHeaders)
+	}
+	for k, v := range c.Headers {
+		if !isHeaderName(k) {
+			return FieldError("config.headers", "%q is not a valid header name", k)
+		}
+		if len(v) > MaxConfigValueLength || strings.ContainsAny(v, "\r\n\x00") {
+			return FieldError("config.headers."+k, "must be at most %d characters without line breaks", MaxConfigValueLength)
+		}
+	}
+	return nil
+}
+
+// sameSecret compares a value sent by a client with one derived from a
+// secret in constant time, so that response timing tells nothing of it.
+func sameSecret(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+var headerNamePattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
+
+func isHeaderName(s string) bool { return headerNamePattern.MatchString(s) }
+
+// Filter rule vocabularies.
+var (
+	filterFields = []string{"model", "provider", "session_id", "user_id", "api_key_name", "finish_reason",
+		"input", "output", "total_cost", "total_tokens", "prompt_tokens", "completion_tokens"}
+	filterOperators = []string{"equals", "not_equals", "contains", "not_contains", "regex", "starts_with",
+		"ends_with", "gt", "lt", "gte", "lte", "exists", "not_exists"}
+)
+
+// Validate checks the filter rules and fills in defaults.
+func (f *FilterRules) Validate() error {
+	if f.Enabled == nil {
+		t := true
+		f.Enabled = &t
+	}
+	if f.Groups == nil {
+		return FieldError("filter_rules.groups", "is required")
+	}
+	if len(f.Groups) > MaxFilterGroups {
+		return FieldError("filter_rules.groups", "must have at most %d groups", MaxFilterGroups)
+	}
+	for i := range f.Groups {
+		g := &f.Groups[i]
+		field := fmt.Sprintf("filter_rules.groups[%d]", i)
+		switch g.Logic {
+		case "":
+			g.Logic = "and"
+		case "and", "or":
+		default:
+			return FieldError(field+".logic", "must be and or or")
+		}
+		if g.Rules == nil {
+			return FieldError(field+".rules", "is required")
+		}
+		if len(g.Rules) > MaxConditionsPerGroup {
+			return FieldError(field+".rules", "must have at most %d rules", MaxConditionsPerGroup)
+		}
+		for j, c := range g.Rules {
+			if err := c.validate(fmt.Sprintf("%s.rules[%d]", field, j)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c Condition) validate(field string) error {
+	if !slices.Contains(filterFields, c.Field) {
+		return FieldError(field+".field", "must be one of %s", strings.Join(filterFields, ", "))
+	}
+	if !slices.Contains(filterOperators, c.Operator) {
+		return FieldError(field+".operator", "must be one of %s", strings.Join(filterOperators, ", "))
+	}
+	switch v := c.Value.(type) {
+	case nil:
+		if c.Operator != "exists" && c.Operator != "not_exists" {
+			return FieldError(field+".value", "is required for operator %s", c.Operator)
+		}
+	case string:
+		if len(v) > MaxConfigValueLength {
+			return FieldError(field+".value", "must be at most %d characters", MaxConfigValueLength)
+		}
+		if c.Operator == "regex" {
+			if _, err := regexp.Compile(v); err != nil {
+				return FieldError(field+".value", "is not a valid regular expression (RE2 syntax)")
+			}
+		}
+	case float64:
+	default:
+		return FieldError(field+".value", "must be a string or a number")
+	}
+	return nil
+}
+
+// DestinationUpdate holds the fields of a destination create or update;
+// unset fields stay unchanged. Config merges key by key.
+type DestinationUpdate struct {
+	Name                              Patch[string]
+	Config                            *ConfigPatch
+	Enabled                           Patch[bool]
+	PrivacyMode                       Patch[bool]
+	SamplingRate                      Patch[float64]
+	APIKeyHashes                      Patch[[]string]
+	FilterRules                       Patch[FilterRules]
+	Regions                           Patch[[]string]
+	BroadcastGenerationCost           Patch[bool]
+	BroadcastGenerationIdentity       Patch[bool]
+	BroadcastGenerationRequestContext Patch[bool]
+}
+
+// DestinationCreate holds the fields of a new destination.
+type DestinationCreate struct {
+	DestinationUpdate
+	Type        string
+	WorkspaceID string // UUID or slug; "" means the default workspace
+}
+
+// NewDestination returns a destination built from a create request,
+// validated, with defaults: enabled, sampling rate 1, region global.
+func NewDestination(c DestinationCreate) (*Destination, error) {
+	if !c.Name.Set || c.Name.Null {
+		return nil, FieldError("name", "is required")
+	}
+	if c.Type == "" {
+		return nil, FieldError("type", "is required")
+	}
+	if _, ok := destinationTypes[c.Type]; !ok {
+		return nil, FieldError("type", "must be one of %s", strings.Join(DestinationTypes(), ", "))
+	}
+	if c.Config == nil {
+		return nil, FieldError("config", "is required")
+	}
+	d := &Destination{Type: c.Type, Enabled: true, SamplingRate: 1, Regions: []string{"global"}}
+	return d, d.Apply(c.DestinationUpdate)
+}
+
+// Apply validates u and applies it to d.
+func (d *Destination) Apply(u DestinationUpdate) error {
+	for _, f := range []struct {
+		name string
+		null bool
+	}{
+		{"name", u.Name.Null}, {"enabled", u.Enabled.Null}, {"privacy_mode", u.PrivacyMode.Null},
+		{"sampling_rate", u.SamplingRate.Null}, {"regions", u.Regions.Null},
+		{"broadcast_generation_cost", u.BroadcastGenerationCost.Null},
+		{"broadcast_generation_identity", u.BroadcastGenerationIdentity.Null},
+		{"broadcast_generation_request_context", u.BroadcastGenerationRequestContext.Null},
+	} {
+		if f.null {
+			return FieldError(f.name, "must not be null")
+		}
+	}
+	if u.Name.Set {
+		if err := validateName("name", u.Name.Value, MaxNameLength); err != nil {
+			return err
+		}
+		d.Name = u.Name.Ptr()
+	}
+	if u.Config != nil {
+		cfg, err := d.Config.Merge(d.Type, *u.Config)
+		if err != nil {
+			return err
+		}
+		d.Config = cfg
+	}
+	if r := u.SamplingRate; r.Set {
+		if !(r.Value >= 0.0001 && r.Value <= 1) {
+			return FieldError("sampling_rate", "must be between 0.0001 and 1")
+		}
+		d.SamplingRate = r.Value
+	}
+	if h := u.APIKeyHashes; h.Set {
+		if len(h.Value) > MaxAPIKeyHashesPerDest {
+			return FieldError("api_key_hashes", "must have at most %d entries", MaxAPIKeyHashesPerDest)
+		}
+		for i, s := range h.Value {
+			if !IsKeyHash(s) {
+				return FieldError(fmt.Sprintf("api_key_hashes[%d]", i), "must be a key hash (64 lowercase hex characters)")
+			}
+		}
+		d.APIKeyHashes = h.Value
+	}
+	if f := u.FilterRules; f.Set {
+		d.FilterRules = f.Ptr()
+		if d.FilterRules != nil {
+			if err := d.FilterRules.Validate(); err != nil {
+				return err
+			}
+		}
+	}
+	if r := u.Regions; r.Set {
+		if err := validateRegions("regions", r.Value); err != nil {
+			return err
+		}
+		d.Regions = normalizeRegions(r.Value)
+	}
+	for _, b := range []struct {
+		dst *bool
+		p   Patch[bool]
+	}{
+		{&d.Enabled, u.Enabled}, {&d.PrivacyMode, u.PrivacyMode},
+		{&d.BroadcastGenerationCost, u.BroadcastGenerationCost},
+		{&d.BroadcastGenerationIdentity, u.BroadcastGenerationIdentity},
+		{&d.BroadcastGenerationRequestContext, u.BroadcastGenerationRequestContext},
+	} {
+		if b.p.Set {
+			*b.dst = b.p.Value
+		}
+	}
+	return nil
+}
+
+// DestinationService manages observability destinations within one
+// organization. Soft-deleted destinations are ENOTFOUND everywhere.
+type DestinationService interface {
+	// FindDestinations lists live destinations of a workspace ("" = default)
+	// and their total. ENOTFOUND for an unknown workspace.
+	FindDestinations(ctx context.Context, orgID, workspaceRef string, page Page) ([]*Destination, int, error)
+	// CreateDestination creates a destination. EINVALID, ENOTFOUND,
+	// ECONFLICT when the workspace has MaxDestinationsPerType of the type.
+	CreateDestination(ctx context.Context, orgID string, create DestinationCreate) (*Destination, error)
+	// FindDestination returns a live destination. ENOTFOUND.
+	FindDestination(ctx context.Context, orgID, id string) (*Destination, error)
+	// UpdateDestination updates a live destination. EINVALID, ENOTFOUND.
+	UpdateDestination(ctx context.Context, orgID, id string, update DestinationUpdate) (*Destination, error)
+	// DeleteDestination soft-deletes a live destination. ENOTFOUND.
+	DeleteDestination(ctx context.Context, orgID, id string) error
+	// ResealSecrets re-encrypts the secrets of every destination of every
+	// organization (soft-deleted ones too) with the store's current secret
+	// key, in one transaction, and returns how many it re-sealed. It is how
+	// the key is rotated: open the store with the new key as current and the
+	// old one as previous, reseal, then drop the old key.
+	ResealSecrets(ctx context.Context) (int, error)
+}

@@ -1,0 +1,123 @@
+package gatehouse_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"gatehouse"
+)
+
+// wantField fails unless err is an EINVALID *gatehouse.Error naming field
+// (or is nil when field is "").
+func wantField(t *testing.T, what string, err error, field string) {
+	t.Helper()
+	if field == "" {
+		if err != nil {
+			t.Errorf("%s: unexpected error %v", what, err)
+		}
+		return
+	}
+	var e *gatehouse.Error
+	if !errors.As(err, &e) {
+		t.Errorf("%s: error = %v, want an EINVALID error on %s", what, err, field)
+		return
+	}
+	if e.Code != gatehouse.EINVALID || e.Metadata["field"] != field || !strings.HasPrefix(e.Message, field+": ") {
+		t.Errorf("%s: error = code %q field %v message %q; want EINVALID on %s", what, e.Code, e.Metadata["field"], e.Message, field)
+	}
+}
+
+func refTo[T any](v T) *T { return &v }
+
+func TestKeyCreateValidate(t *testing.T) {
+	now := utcAt(2028, 2, 23, 12, 0, 0, 0)
+	future, past := now.Add(time.Hour), now.Add(-time.Hour)
+	long := strings.Repeat("k", 32)
+	for _, tc := range []struct {
+		name  string
+		c     gatehouse.KeyCreate
+		field string
+	}{
+		{"minimal", gatehouse.KeyCreate{Name: "k"}, ""},
+		{"complete", gatehouse.KeyCreate{
+			Name: "prod", Limit: refTo(gatehouse.USD(10)), LimitReset: gatehouse.Monthly, IncludeBYOKInLimit: true,
+			ExpiresAt: &future, CreatorUserID: refTo("user_1"), WorkspaceID: "team-a",
+			External: &gatehouse.ExternalKey{User: "end-user", APIKey: &long},
+		}, ""},
+		{"200 chars", gatehouse.KeyCreate{Name: strings.Repeat("n", 200)}, ""},
+		{"200 runes", gatehouse.KeyCreate{Name: strings.Repeat("é", 200)}, ""},
+		{"zero limit", gatehouse.KeyCreate{Name: "k", Limit: refTo(gatehouse.Money(0))}, ""},
+		{"max limit", gatehouse.KeyCreate{Name: "k", Limit: refTo(gatehouse.MaxMoney)}, ""},
+		{"external without api key", gatehouse.KeyCreate{Name: "k", External: &gatehouse.ExternalKey{User: "u"}}, ""},
+		{"empty name", gatehouse.KeyCreate{}, "name"},
+		{"blank name", gatehouse.KeyCreate{Name: " \t "}, "name"},
+		{"201 chars", gatehouse.KeyCreate{Name: strings.Repeat("n", 201)}, "name"},
+		{"201 runes", gatehouse.KeyCreate{Name: strings.Repeat("é", 201)}, "name"},
+		{"negative limit", gatehouse.KeyCreate{Name: "k", Limit: refTo(gatehouse.Money(-1))}, "limit"},
+		{"limit over max", gatehouse.KeyCreate{Name: "k", Limit: refTo(gatehouse.MaxMoney + 1)}, "limit"},
+		{"unknown reset", gatehouse.KeyCreate{Name: "k", LimitReset: "yearly"}, "limit_reset"},
+		{"expired", gatehouse.KeyCreate{Name: "k", ExpiresAt: &past}, "expires_at"},
+		{"expires now", gatehouse.KeyCreate{Name: "k", ExpiresAt: &now}, "expires_at"},
+		{"empty creator", gatehouse.KeyCreate{Name: "k", CreatorUserID: refTo("")}, "creator_user_id"},
+		{"blank creator", gatehouse.KeyCreate{Name: "k", CreatorUserID: refTo("  ")}, "creator_user_id"},
+		{"external no user", gatehouse.KeyCreate{Name: "k", External: &gatehouse.ExternalKey{}}, "external.user"},
+		{"external long user", gatehouse.KeyCreate{Name: "k", External: &gatehouse.ExternalKey{User: strings.Repeat("u", 201)}}, "external.user"},
+		{"external short key", gatehouse.KeyCreate{Name: "k", External: &gatehouse.ExternalKey{User: "u", APIKey: refTo(long[:31])}}, "external.api_key"},
+	} {
+		wantField(t, tc.name, tc.c.Validate(now), tc.field)
+	}
+}
+
+func TestKeyUpdateValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		u     gatehouse.KeyUpdate
+		field string
+	}{
+		{"empty", gatehouse.KeyUpdate{}, ""},
+		{"everything", gatehouse.KeyUpdate{
+			Name: gatehouse.Val("new"), Disabled: gatehouse.Val(true), IncludeBYOKInLimit: gatehouse.Val(false),
+			Limit: gatehouse.Val(gatehouse.USD(5)), LimitReset: gatehouse.Val(gatehouse.Daily),
+		}, ""},
+		{"clear limit and reset", gatehouse.KeyUpdate{Limit: gatehouse.Null[gatehouse.Money](), LimitReset: gatehouse.Null[gatehouse.Interval]()}, ""},
+		{"empty name", gatehouse.KeyUpdate{Name: gatehouse.Val("")}, "name"},
+		{"null name", gatehouse.KeyUpdate{Name: gatehouse.Null[string]()}, "name"},
+		{"long name", gatehouse.KeyUpdate{Name: gatehouse.Val(strings.Repeat("n", 201))}, "name"},
+		{"null disabled", gatehouse.KeyUpdate{Disabled: gatehouse.Null[bool]()}, "disabled"},
+		{"null include_byok_in_limit", gatehouse.KeyUpdate{IncludeBYOKInLimit: gatehouse.Null[bool]()}, "include_byok_in_limit"},
+		{"negative limit", gatehouse.KeyUpdate{Limit: gatehouse.Val(gatehouse.Money(-1))}, "limit"},
+		{"limit over max", gatehouse.KeyUpdate{Limit: gatehouse.Val(gatehouse.MaxMoney + 1)}, "limit"},
+		{"unknown reset", gatehouse.KeyUpdate{LimitReset: gatehouse.Val(gatehouse.Interval("yearly"))}, "limit_reset"},
+	} {
+		wantField(t, tc.name, tc.u.Validate(), tc.field)
+	}
+}
+
+func TestKeySecrets(t *testing.T) {
+	for _, tc := range []struct {
+		management bool
+		prefix     string
+	}{{false, gatehouse.KeyPrefix}, {true, gatehouse.ManagementKeyPrefix}} {
+		a, b := gatehouse.NewKeySecret(tc.management), gatehouse.NewKeySecret(tc.management)
+		if a == b || !strings.HasPrefix(a, tc.prefix) || len(a) != len(tc.prefix)+64 {
+			t.Errorf("NewKeySecret(%v) = %q, %q", tc.management, a, b)
+		}
+		if h := strings.TrimPrefix(a, tc.prefix); strings.Trim(h, "0123456789abcdef") != "" {
+			t.Errorf("NewKeySecret(%v) = %q: not lowercase hex", tc.management, a)
+		}
+		if !gatehouse.IsKeyHash(gatehouse.HashKey(a)) {
+			t.Errorf("HashKey(%q) = %q is not a key hash", a, gatehouse.HashKey(a))
+		}
+	}
+	// SHA-256 of "abc".
+	if got := gatehouse.HashKey("abc"); got != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Errorf("HashKey(abc) = %s", got)
+	}
+	for _, s := range []string{"", "abc", strings.Repeat("A", 64), strings.Repeat("g", 64), strings.Repeat("a", 63), strings.Repeat("a", 65)} {
+		if gatehouse.IsKeyHash(s) {
+			t.Errorf("IsKeyHash(%q) = true", s)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package gatehouse
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"net"
+	"net/url"
+	"time"
+)
+
+// AuthCode is an authorization code of the OAuth PKCE flow: created by an
+// authenticated caller, exchanged once by an application for a new key.
+type AuthCode struct {
+	ID                  string // the code itself; only its hash is stored
+	AppID               int64
+	OrganizationID      string
+	WorkspaceID         string
+	CreatorUserID       *string
+	CallbackURL         string
+	CodeChallenge       *string
+	CodeChallengeMethod *string
+	Limit               *Money
+	LimitReset          Interval
+	KeyExpiresAt        *time.Time
+	KeyLabel            string
+	CreatedAt           time.Time
+	ExpiresAt           time.Time
+}
+
+// OAuth rules.
+const (
+	AuthCodeTTL          = 10 * time.Minute
+	MaxVerifierAttempts  = 5
+	MaxKeyLabelLength    = 100
+	DefaultOAuthKeyLabel = "OAuth key"
+	MethodS256           = "S256"
+	MethodPlain          = "plain"
+)
+
+// AuthCodeCreate holds the fields of a new authorization code.
+type AuthCodeCreate struct {
+	CallbackURL         string
+	CodeChallenge       *string
+	CodeChallengeMethod *string
+	Limit               *Money
+	UsageLimitType      Interval
+	ExpiresAt           *time.Time
+	KeyLabel            *string
+	WorkspaceID         string
+}
+
+// Validate checks the fields and fills in the default challenge method.
+func (c *AuthCodeCreate) Validate(now time.Time) error {
+	if c.CallbackURL == "" {
+		return FieldError("callback_url", "is required")
+	}
+	if !validCallbackURL(c.CallbackURL) {
+		return FieldError("callback_url", "must be an https URL, or an http URL on localhost or 127.0.0.1")
+	}
+	if c.CodeChallenge != nil {
+		if !validPKCEString(*c.CodeChallenge) {
+			return FieldError("code_challenge", "must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'")
+		}
+		if c.CodeChallengeMethod == nil {
+			m := MethodS256
+			c.CodeChallengeMethod = &m
+		}
+	}
+	if m := c.CodeChallengeMethod; m != nil {
+		if *m != MethodS256 && *m != MethodPlain {
+			return FieldError("code_challenge_method", "must be S256 or plain")
+		}
+		if c.CodeChallenge == nil {
+			return FieldError("code_challenge_method", "requires code_challenge")
+		}
+	}
+	if err := validateLimit("limit", c.Limit); err != nil {
+		return err
+	}
+	if !c.UsageLimitType.Valid() {
+		return FieldError("usage_limit_type", "must be one of daily, weekly, monthly")
+	}
+	if c.ExpiresAt != nil && !c.ExpiresAt.After(now) {
+		return FieldError("expires_at", "must be in the future")
+	}
+	if l := c.KeyLabel; l != nil {
+		if err := validateName("key_label", *l, MaxKeyLabelLength); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validCallbackURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		h := u.Hostname()
+		return h == "localhost" || h == "127.0.0.1" || (net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback())
+	}
+	return false
+}
+
+// CallbackOrigin returns the scheme://host[:port] of a callback URL, which
+// identifies the application.
+func CallbackOrigin(callbackURL string) string {
+	u, err := url.Parse(callbackURL)
+	if err != nil {
+		return callbackURL
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// validPKCEString reports whether s is 43..128 characters of the RFC 7636
+// unreserved set.
+func validPKCEString(s string) bool {
+	if len(s) < 43 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
+}
+
+// AuthCodeExchange holds the fields of a code exchange.
+type AuthCodeExchange struct {
+	Code                string  `json:"code"`
+	CodeVerifier        *string `json:"code_verifier" null:"no"`
+	CodeChallengeMethod *string `json:"code_challenge_method"`
+}
+
+// Validate checks the fields that need no lookup.
+func (x *AuthCodeExchange) Validate() error {
+	if x.Code == "" {
+		return FieldError("code", "is required")
+	}
+	if len(x.Code) > 256 {
+		return FieldError("code", "is too long")
+	}
+	if v := x.CodeVerifier; v != nil && !validPKCEString(*v) {
+		return FieldError("code_verifier", "must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~' (RFC 7636)")
+	}
+	if m := x.CodeChallengeMethod; m != nil && *m != MethodS256 && *m != MethodPlain {
+		return FieldError("code_challenge_method", "must be S256, plain or null")
+	}
+	return nil
+}
+
+// VerifyPKCE reports whether verifier answers challenge under method, in
+// constant time.
+func VerifyPKCE(method, challenge, verifier string) bool {
+	want := verifier
+	if method == MethodS256 {
+		sum := sha256.Sum256([]byte(verifier))
+		want = base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	return subtle.ConstantTimeCompare([]byte(want), []byte(challenge)) == 1
+}
+
+// NewAuthCodeID returns a fresh authorization code with 192 random bits.
+func NewAuthCodeID() string { return "ghc_" + randomToken(24) }
+
+// ErrBadAuthCode is the one answer for every unusable code (unknown, used,
+// expired or burned), so that the answer does not tell which codes exist.
+var ErrBadAuthCode = Errorf(EFORBIDDEN, "invalid, expired or already used authorization code")
+
+// CheckExchange verifies an exchange request against the challenge and
+// method the code was created with (nil when none): a method that differs
+// is EINVALID; a missing or wrong verifier is EFORBIDDEN. A verifier sent
+// for a code created without a challenge is ignored.
+func CheckExchange(challenge, method *string, x AuthCodeExchange) error {
+	if x.CodeChallengeMethod != nil && (method == nil || *x.CodeChallengeMethod != *method) {
+		return FieldError("code_challenge_method", "does not match the method the code was created with")
+	}
+	if challenge == nil {
+		return nil
+	}
+	if x.CodeVerifier == nil {
+		return Errorf(EFORBIDDEN, "code_verifier is required: the code was created with a code_challenge")
+	}
+	if !VerifyPKCE(*method, *challenge, *x.CodeVerifier) {
+		return Errorf(EFORBIDDEN, "code_verifier does not match the code_challenge")
+	}
+	return nil
+}
+
+// OAuthService runs the authorization-code flow.
+type OAuthService interface {
+	// CreateAuthCode creates a code that will yield a key for creatorUserID
+	// in the organization. EINVALID, ENOTFOUND (workspace), ECONFLICT when
+	// a pending code already uses the same challenge.
+	CreateAuthCode(ctx context.Context, orgID string, creatorUserID *string, create AuthCodeCreate) (*AuthCode, error)
+	// ExchangeAuthCode consumes a code and returns the new key's plaintext
+	// and its user id. It is atomic: a code yields at most one key.
+	// EINVALID (malformed input, method mismatch), EFORBIDDEN (unknown,
+	// used or expired code, wrong or missing verifier).
+	ExchangeAuthCode(ctx context.Context, exchange AuthCodeExchange) (string, *string, error)
+}

@@ -1,0 +1,151 @@
+package gatehouse
+
+import (
+	"context"
+	"net/mail"
+	"strings"
+	"time"
+)
+
+// Organization owns members, workspaces, keys, guardrails and destinations.
+// Nothing crosses from one organization to another.
+type Organization struct {
+	ID        string
+	Name      string
+	CreatedAt time.Time
+}
+
+// MaxOrganizationNameLength bounds organization names.
+const MaxOrganizationNameLength = 200
+
+// Organization roles.
+const (
+	RoleAdmin  = "org:admin"
+	RoleMember = "org:member"
+)
+
+// Member is a user of an organization.
+type Member struct {
+	ID        string // user id, unique within the organization
+	Email     string
+	FirstName *string
+	LastName  *string
+	Role      string // RoleAdmin or RoleMember
+	CreatedAt time.Time
+}
+
+// MemberCreate holds the fields of a new organization member.
+type MemberCreate struct {
+	ID        string // "" generates "user_" + random
+	Email     string
+	FirstName *string
+	LastName  *string
+	Role      string // "" means RoleMember
+}
+
+// Limits on member fields.
+const (
+	MaxUserIDLength    = 128
+	MaxEmailLength     = 254
+	MaxPersonNameField = 100
+)
+
+// Validate checks the member fields and fills in defaults.
+func (c *MemberCreate) Validate() error {
+	if c.ID != "" {
+		if err := ValidateUserID("id", c.ID); err != nil {
+			return err
+		}
+	}
+	c.Email = strings.TrimSpace(c.Email)
+	if c.Email == "" {
+		return FieldError("email", "is required")
+	}
+	if a, err := mail.ParseAddress(c.Email); err != nil || a.Address != c.Email || len(c.Email) > MaxEmailLength {
+		return FieldError("email", "must be a plain email address such as ada@example.com")
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"first_name", c.FirstName}, {"last_name", c.LastName}} {
+		if f.v != nil && len([]rune(*f.v)) > MaxPersonNameField {
+			return FieldError(f.name, "must be at most %d characters", MaxPersonNameField)
+		}
+	}
+	switch c.Role {
+	case "":
+		c.Role = RoleMember
+	case RoleAdmin, RoleMember:
+	default:
+		return FieldError("role", "must be org:admin or org:member")
+	}
+	return nil
+}
+
+// NewUserID returns a fresh user id.
+func NewUserID() string { return "user_" + randomToken(12) }
+
+// ValidateUserID checks one user id given in the named field.
+func ValidateUserID(field, id string) error {
+	if strings.TrimSpace(id) == "" {
+		return FieldError(field, "must not be empty")
+	}
+	if len(id) > MaxUserIDLength {
+		return FieldError(field, "must be at most %d characters", MaxUserIDLength)
+	}
+	for _, r := range id {
+		if r < 0x21 || r == 0x7f {
+			return FieldError(field, "must not contain spaces or control characters")
+		}
+	}
+	return nil
+}
+
+// ValidateOrganizationName checks an organization name and returns it
+// without surrounding spaces.
+func ValidateOrganizationName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", FieldError("name", "must not be empty")
+	}
+	if len([]rune(name)) > MaxOrganizationNameLength {
+		return "", FieldError("name", "must be at most %d characters", MaxOrganizationNameLength)
+	}
+	return name, nil
+}
+
+// NewDefaultWorkspace returns the workspace every organization is created
+// with.
+func NewDefaultWorkspace() *Workspace {
+	w, err := NewWorkspace(WorkspaceUpdate{Name: Val("Default"), Slug: Val(DefaultWorkspaceSlug)})
+	if err != nil {
+		panic(err) // constant input
+	}
+	w.IsDefault = true
+	return w
+}
+
+// OrganizationService manages organizations and their members.
+type OrganizationService interface {
+	// CreateOrganization creates an organization with its default workspace.
+	// EINVALID.
+	CreateOrganization(ctx context.Context, name string) (*Organization, error)
+	// EnsureOrganization returns the oldest organization, creating one with
+	// this name (and its default workspace) when there is none; created
+	// tells which. Instances starting together on an empty database create
+	// one organization between them. EINVALID.
+	EnsureOrganization(ctx context.Context, name string) (org *Organization, created bool, err error)
+	// FindOrganization returns an organization. ENOTFOUND.
+	FindOrganization(ctx context.Context, id string) (*Organization, error)
+	// FindFirstOrganization returns the oldest organization. ENOTFOUND if
+	// there is none.
+	FindFirstOrganization(ctx context.Context) (*Organization, error)
+	// FindMembers lists the organization's members and their total.
+	FindMembers(ctx context.Context, orgID string, page Page) ([]*Member, int, error)
+	// CreateMember adds a member. EINVALID (including an id or email that is
+	// taken).
+	CreateMember(ctx context.Context, orgID string, create MemberCreate) (*Member, error)
+	// DeleteMember removes a member, with their workspace memberships and
+	// guardrail assignment. EINVALID while they have active keys; ENOTFOUND.
+	DeleteMember(ctx context.Context, orgID, userID string) error
+}

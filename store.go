@@ -1,0 +1,42 @@
+package gatehouse
+
+import (
+	"context"
+	"time"
+)
+
+// Store is everything Gatehouse keeps: the services of every resource over
+// one database. The sqlite and postgres packages implement it, and the
+// storetest package checks that they behave alike.
+type Store interface {
+	OrganizationService
+	KeyService
+	OAuthService
+	WorkspaceService
+	GuardrailService
+	DestinationService
+	AuditService
+	UsageService
+	// Ping reports whether the database answers. EUNAVAILABLE if not.
+	Ping(ctx context.Context) error
+	// Close releases the database.
+	Close() error
+}
+
+type freshReadsKey struct{}
+
+// WithFreshReads marks ctx so that stores answer from the database, not
+// from a cache: for callers that show state to a user, such as the usage
+// figures of GET /key.
+func WithFreshReads(ctx context.Context) context.Context {
+	return context.WithValue(ctx, freshReadsKey{}, true)
+}
+
+// FreshReads reports whether ctx asks for fresh reads.
+func FreshReads(ctx context.Context) bool {
+	v, _ := ctx.Value(freshReadsKey{}).(bool)
+	return v
+}
+
+// Clock returns the current time; stores take one so tests can move time.
+type Clock func() time.Time
