@@ -1,0 +1,274 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gatehouse"
+	"gatehouse/dbrow"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// FindKeyByHash returns any key by hash, for authentication. It is the hot
+// path of every request: one indexed query, outside any transaction.
+func (db *DB) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, error) {
+	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
+	defer cancel()
+	k, err := dbrow.ScanKey(db.pool.QueryRow(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = $1`, hash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, gatehouse.NotFound("key", hash)
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return k, nil
+}
+
+// findKey returns a regular key of the organization.
+func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
+	k, err := dbrow.ScanKey(tx.QueryRow(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys
+		WHERE hash = $1 AND organization_id = $2 AND NOT management`, hash, orgID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, gatehouse.NotFound("key", hash)
+	}
+	return k, err
+}
+
+// FindKey returns a regular key of the organization.
+func (db *DB) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
+	var k *gatehouse.Key
+	err := db.view(ctx, func(tx *Tx) (err error) {
+		k, err = tx.findKey(ctx, orgID, hash)
+		return err
+	})
+	return k, err
+}
+
+// FindKeys lists regular keys of the organization.
+func (db *DB) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter) ([]*gatehouse.Key, error) {
+	var keys []*gatehouse.Key
+	err := db.view(ctx, func(tx *Tx) error {
+		where, arg := `organization_id = $1 AND NOT management`, orgID
+		if f.WorkspaceID != "" {
+			w, err := tx.findWorkspace(ctx, orgID, f.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			where, arg = `workspace_id = $1`, w.ID
+		}
+		if !f.IncludeDisabled {
+			where += ` AND NOT disabled`
+		}
+		limit := f.Limit
+		if limit <= 0 || limit > gatehouse.MaxKeysPerList {
+			limit = gatehouse.MaxKeysPerList
+		}
+		rows, err := tx.Query(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE `+where+`
+			ORDER BY created_at, hash LIMIT $2 OFFSET $3`, arg, limit, f.Offset)
+		keys, err = collect(rows, err, dbrow.ScanKey)
+		return err
+	})
+	return keys, err
+}
+
+// CreateKey creates a regular key.
+func (db *DB) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate) (*gatehouse.Key, string, error) {
+	plaintext := gatehouse.NewKeySecret(false)
+	var k *gatehouse.Key
+	err := db.update(ctx, func(tx *Tx) error {
+		if err := c.Validate(tx.now); err != nil {
+			return err
+		}
+		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		if c.CreatorUserID != nil {
+			if err := tx.memberExists(ctx, orgID, *c.CreatorUserID); err != nil {
+				return gatehouse.ErrNotAMember(*c.CreatorUserID)
+			}
+		}
+		var externalHash *string
+		k, externalHash = c.NewKey(orgID, w.ID, plaintext, tx.now)
+		if err := tx.insertKey(ctx, k, externalHash); err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.create", ResourceType: "key",
+			ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}})
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return k, plaintext, nil
+}
+
+func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *string) error {
+	args := dbrow.KeyInsertArgs(k, externalHash)
+	_, err := tx.Exec(ctx, `INSERT INTO api_keys (`+dbrow.KeyInsertColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+	if isUnique(err) {
+		return gatehouse.Errorf(gatehouse.ECONFLICT, "a key with this value already exists")
+	}
+	return err
+}
+
+// UpdateKey applies an update to a regular key.
+func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.KeyUpdate) (*gatehouse.Key, error) {
+	if err := u.Validate(); err != nil {
+		return nil, err
+	}
+	var k *gatehouse.Key
+	err := db.update(ctx, func(tx *Tx) error {
+		var err error
+		if k, err = tx.findKey(ctx, orgID, hash); err != nil {
+			return err
+		}
+		if !k.Apply(u, tx.now) {
+			return nil // {} changes nothing, not even updated_at
+		}
+		_, err = tx.Exec(ctx, `UPDATE api_keys SET name = $1, disabled = $2, include_byok_in_limit = $3,
+			limit_nanos = $4, limit_reset = $5, updated_at = $6 WHERE hash = $7`, dbrow.KeyUpdateArgs(k)...)
+		if err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.update", ResourceType: "key",
+			ResourceIDs: []string{k.Hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// DeleteKey deletes a regular key; its guardrail assignment goes by cascade.
+func (db *DB) DeleteKey(ctx context.Context, orgID, hash string) error {
+	return db.update(ctx, func(tx *Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE hash = $1 AND organization_id = $2 AND NOT management`, hash, orgID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return gatehouse.NotFound("key", hash)
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.delete", ResourceType: "key", ResourceIDs: []string{hash}})
+	})
+}
+
+// RecordUsage adds an amount to a key's usage in the current periods.
+//
+// Unlike the other writes it runs READ COMMITTED and locks the key's row
+// (FOR UPDATE) before reading it: concurrent calls on one key then queue on
+// the row lock and each reads the sum left by the one before, instead of
+// failing with serialization errors and retrying. The row is the only
+// thing read, so the result is the same as under SERIALIZABLE: no update
+// is lost, and a busy key does not exhaust the retries.
+func (db *DB) RecordUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
+	if amount < 0 {
+		return nil, gatehouse.FieldError("amount", "must not be negative")
+	}
+	var k *gatehouse.Key
+	err := db.run(ctx, readCommitted, func(tx *Tx) (err error) {
+		k, err = tx.addKeyUsage(ctx, hash, amount, byok)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// readCommitted is the isolation of the metering transactions: they lock
+// the rows they change (SELECT ... FOR UPDATE), so concurrent requests on
+// one key queue on its row instead of failing serialization and retrying.
+var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
+// addKeyUsage adds an amount to a key's counters (its BYOK ones when byok)
+// under a row lock, and returns the key as it is afterwards.
+func (tx *Tx) addKeyUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
+	k, err := dbrow.ScanKey(tx.QueryRow(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = $1 FOR UPDATE`, hash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, gatehouse.NotFound("key", hash)
+	}
+	if err != nil {
+		return nil, err
+	}
+	prefix, c := "usage", &k.Usage
+	if byok {
+		prefix, c = "byok", &k.BYOKUsage
+	}
+	*c = c.Add(tx.now, amount)
+	_, err = tx.Exec(ctx, `UPDATE api_keys SET `+dbrow.CounterAssignments(prefix, dollar)+` WHERE hash = $8`,
+		append(dbrow.CounterArgs(*c), hash)...)
+	return k, err
+}
+
+// dollar renders the n-th placeholder.
+func dollar(n int) string { return fmt.Sprintf("$%d", n) }
+
+// CreateManagementKey creates a management key for the organization.
+func (db *DB) CreateManagementKey(ctx context.Context, orgID, name string) (*gatehouse.Key, string, error) {
+	plaintext := gatehouse.NewKeySecret(true)
+	k, err := db.EnsureManagementKey(ctx, orgID, plaintext, name)
+	if err != nil {
+		return nil, "", err
+	}
+	return k, plaintext, nil
+}
+
+// EnsureManagementKey makes sure a management key with this plaintext exists
+// for the organization.
+func (db *DB) EnsureManagementKey(ctx context.Context, orgID, plaintext, name string) (*gatehouse.Key, error) {
+	if !strings.HasPrefix(plaintext, gatehouse.ManagementKeyPrefix) || len(plaintext) < 40 {
+		return nil, gatehouse.Errorf(gatehouse.EINVALID, "a management key must start with %s and be at least 40 characters", gatehouse.ManagementKeyPrefix)
+	}
+	if name == "" {
+		name = "Management key"
+	}
+	if err := validateKeyName(name); err != nil {
+		return nil, err
+	}
+	hash := gatehouse.HashKey(plaintext)
+	var k *gatehouse.Key
+	err := db.update(ctx, func(tx *Tx) error {
+		if _, err := tx.organization(ctx, orgID); err != nil {
+			return err
+		}
+		existing, err := dbrow.ScanKey(tx.QueryRow(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = $1`, hash))
+		switch {
+		case err == nil && existing.Management && existing.OrganizationID == orgID:
+			k = existing
+			return nil
+		case err == nil:
+			return gatehouse.Errorf(gatehouse.EINVALID, "this key value is already in use by another key")
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		k = &gatehouse.Key{Hash: hash, OrganizationID: orgID, Name: name, Management: true, CreatedAt: tx.now}
+		if err := tx.insertKey(ctx, k, nil); err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "management_key.create", ResourceType: "management_key",
+			ResourceIDs: []string{hash}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func validateKeyName(name string) error {
+	c := gatehouse.KeyCreate{Name: name}
+	return c.Validate(time.Time{})
+}
+
+func (tx *Tx) organization(ctx context.Context, id string) (string, error) {
+	var name string
+	err := tx.QueryRow(ctx, `SELECT name FROM organizations WHERE id = $1`, id).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", gatehouse.NotFound("organization", id)
+	}
+	return name, err
+}

@@ -1,0 +1,304 @@
+// Package postgres is the scale-out store of Gatehouse: a gatehouse.Store on
+// PostgreSQL (pgx/v5 with a pgxpool), for several stateless instances on one
+// database. It behaves exactly as the sqlite store does; the storetest suite
+// checks that.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"gatehouse"
+	"gatehouse/dbrow"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migration/*.sql
+var migrations embed.FS
+
+// Options tune the store; the zero value takes the defaults.
+type Options struct {
+	// OpTimeout bounds every store call (all its queries and retries), so
+	// that an unreachable database answers EUNAVAILABLE instead of hanging.
+	// Default 5s.
+	OpTimeout time.Duration
+}
+
+// DefaultOpTimeout is the default of Options.OpTimeout.
+const DefaultOpTimeout = 5 * time.Second
+
+// DB is a gatehouse.Store on a PostgreSQL database.
+type DB struct {
+	// Now is the clock of every transaction; tests replace it.
+	Now gatehouse.Clock
+
+	pool      *pgxpool.Pool
+	box       *gatehouse.SecretBox
+	opTimeout time.Duration
+}
+
+var _ gatehouse.Store = (*DB)(nil)
+
+// Open connects to the database at url (a postgres:// URL; pool settings
+// such as pool_max_conns and connect_timeout may be given as its query
+// parameters) and applies pending migrations, serialized across instances
+// by an advisory lock. box encrypts destination secrets at rest.
+func Open(ctx context.Context, url string, box *gatehouse.SecretBox, opts Options) (*DB, error) {
+	if box == nil {
+		return nil, errors.New("postgres: a secret box is required")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse database URL: %w", redact(err))
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	db := &DB{Now: time.Now, box: box, opTimeout: opts.OpTimeout}
+	if db.opTimeout <= 0 {
+		db.opTimeout = DefaultOpTimeout
+	}
+	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("postgres: %w", redact(err))
+	}
+	if err := db.migrate(ctx); err != nil {
+		db.pool.Close()
+		return nil, fmt.Errorf("postgres: migrate: %w", redact(err))
+	}
+	return db, nil
+}
+
+// redact keeps connection errors, which can quote the URL, free of the
+// password.
+func redact(err error) error {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		return errors.New("invalid database URL")
+	}
+	return err
+}
+
+// Close closes the pool.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// Ping reports whether the database answers within the operation timeout.
+func (db *DB) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
+	defer cancel()
+	if err := db.pool.Ping(ctx); err != nil {
+		return unavailable()
+	}
+	return nil
+}
+
+// migrationLock is the advisory lock key that serializes migrations of
+// instances starting together ("gatehous" in ASCII).
+const migrationLock = 0x6761746568_6f7573
+
+// migrate applies the embedded migrations not yet recorded, each in its own
+// transaction, in file-name order, holding the advisory lock throughout.
+func (db *DB) migrate(ctx context.Context) error {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return err
+	}
+	names, err := fs.Glob(migrations, "migration/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := migrateFile(ctx, conn.Conn(), name); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func migrateFile(ctx context.Context, conn *pgx.Conn, name string) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE name = $1`, name).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		body, err := fs.ReadFile(migrations, name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, string(body)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES ($1, $2)`, name, time.Now().UnixMilli())
+		return err
+	})
+}
+
+// Tx is a transaction with the one instant all its work is stamped with.
+type Tx struct {
+	pgx.Tx
+	db  *DB
+	now time.Time
+}
+
+// update runs fn in a SERIALIZABLE transaction and commits it, retrying
+// from the start when PostgreSQL reports a serialization failure or a
+// deadlock. Serializable transactions give every multi-row operation the
+// same all-or-nothing, one-at-a-time semantics as the SQLite store's single
+// writer, across any number of instances.
+func (db *DB) update(ctx context.Context, fn func(tx *Tx) error) error {
+	return db.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+}
+
+// view runs fn in a read-only REPEATABLE READ transaction: one snapshot.
+func (db *DB) view(ctx context.Context, fn func(tx *Tx) error) error {
+	return db.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// maxAttempts bounds the retries of a transaction that keeps conflicting.
+const maxAttempts = 12
+
+func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(tx *Tx) error) error {
+	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		err := db.attempt(ctx, opts, fn)
+		if !retryable(err) || attempt == maxAttempts {
+			return mapErr(err)
+		}
+		backoff := time.Duration(rand.Int64N(int64(attempt) * int64(2*time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			return mapErr(ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (db *DB) attempt(ctx context.Context, opts pgx.TxOptions, fn func(tx *Tx) error) error {
+	pgTx, err := db.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	tx := &Tx{Tx: pgTx, db: db, now: db.Now().UTC().Truncate(time.Millisecond)}
+	if err := fn(tx); err != nil {
+		_ = pgTx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	return pgTx.Commit(ctx)
+}
+
+// retryable reports whether a transaction failed only because it raced
+// another one, so that running it again may succeed.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// mapErr turns errors that mean "the database cannot be reached" into
+// EUNAVAILABLE; domain errors and others pass through (the latter render
+// as internal errors).
+func mapErr(err error) error {
+	if err == nil || gatehouse.ErrorCode(err) != gatehouse.EINTERNAL {
+		return err
+	}
+	var pe *pgconn.PgError
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	switch {
+	case errors.As(err, &pe):
+		if pe.Code == "22021" || pe.Code == "22P05" { // invalid UTF-8 or NUL in text: the HTTP layer refuses them first
+			return gatehouse.Errorf(gatehouse.EINVALID, "text must be valid UTF-8 without NUL characters")
+		}
+		if pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code[:2] == "08" || pe.Code == "53300" {
+			return unavailable() // admin shutdown, cannot connect now, connection exceptions, too many connections
+		}
+		return err
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ce), errors.As(err, &ne),
+		pgconn.Timeout(err), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed),
+		errors.Is(err, context.Canceled):
+		return unavailable()
+	}
+	return err
+}
+
+func unavailable() error {
+	return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the database is unavailable; retry shortly")
+}
+
+// isUnique reports whether err is a unique violation.
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// placeholders returns "$1, $2, ..., $n", the parameters of a VALUES list
+// of n columns. Lists of ids are one parameter instead: = ANY($n).
+func placeholders(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", i)
+	}
+	return b.String()
+}
+
+// collect scans every row with scan and closes rows.
+func collect[T any](rows pgx.Rows, err error, scan func(s dbrow.Scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// findPage returns one page of `SELECT columns FROM from` (from carries the
+// joins and the WHERE clause, filled in by args) ordered by order, with the
+// number of all matching rows, both in the snapshot of tx.
+func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(dbrow.Scanner) (T, error)) ([]T, int, error) {
+	var total int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+from, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	n := len(args)
+	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT %s FROM %s ORDER BY %s LIMIT $%d OFFSET $%d`, columns, from, order, n+1, n+2),
+		append(args[:n:n], page.Limit, page.Offset)...)
+	list, err := collect(rows, err, scan)
+	return list, total, err
+}

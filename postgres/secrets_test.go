@@ -1,0 +1,111 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"gatehouse"
+	"gatehouse/postgres"
+	"gatehouse/postgres/pgtest"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestDestinationSecretsNotInDump checks that destination secrets are
+// sealed at rest: no column of any table of the database holds a secret
+// configuration value or a header in the clear, while non-secret values are
+// stored as they are.
+func TestDestinationSecretsNotInDump(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, url, box, postgres.Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	org, err := db.CreateOrganization(ctx, "Acme")
+	if err != nil {
+		t.Fatalf("CreateOrganization: %v", err)
+	}
+	const (
+		secretKey   = "sk-lf-DUMPCHECK-secret-0123456789"
+		headerValue = "Bearer DUMPCHECK-header-9876543210"
+		publicKey   = "pk-lf-DUMPCHECK-public-0123456789"
+	)
+	secret, public := secretKey, publicKey
+	d, err := db.CreateDestination(ctx, org.ID, gatehouse.DestinationCreate{
+		Type: "langfuse",
+		DestinationUpdate: gatehouse.DestinationUpdate{
+			Name: gatehouse.Val("traces"),
+			Config: &gatehouse.ConfigPatch{
+				Values:     map[string]*string{"publicKey": &public, "secretKey": &secret},
+				Headers:    map[string]string{"X-Dump-Check": headerValue},
+				HeadersSet: true,
+			},
+		},
+	})
+	if err != nil {
+		t.Fatalf("CreateDestination: %v", err)
+	}
+	// The secrets were stored, not dropped: they read back.
+	got, err := db.FindDestination(ctx, org.ID, d.ID)
+	if err != nil {
+		t.Fatalf("FindDestination: %v", err)
+	}
+	if got.Config.Values["secretKey"] != secretKey || got.Config.Headers["X-Dump-Check"] != headerValue {
+		t.Fatalf("destination config read back = %+v", got.Config)
+	}
+
+	dump := dumpTables(t, ctx, url)
+	for _, s := range []string{secretKey, headerValue} {
+		if strings.Contains(dump, s) {
+			t.Errorf("the database holds the secret %q in the clear", s)
+		}
+	}
+	if !strings.Contains(dump, publicKey) {
+		t.Errorf("the database does not hold the public key %q: the dump misses the destination", publicKey)
+	}
+}
+
+// dumpTables returns the text of every row of every table in the public
+// schema of the database at url, one "table: row" line each.
+func dumpTables(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`)
+	if err != nil {
+		t.Fatalf("list tables: %v", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(tables) == 0 {
+		t.Fatalf("list tables: %v, %v", tables, err)
+	}
+	var dump strings.Builder
+	for _, table := range tables {
+		rows, err := conn.Query(ctx, `SELECT t::text FROM `+pgx.Identifier{"public", table}.Sanitize()+` t`)
+		if err != nil {
+			t.Fatalf("dump %s: %v", table, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("dump %s: %v", table, err)
+		}
+		for _, l := range lines {
+			dump.WriteString(table + ": " + l + "\n")
+		}
+	}
+	if !strings.Contains(dump.String(), "destinations: ") {
+		t.Fatalf("the dump has no destination row:\n%s", dump.String())
+	}
+	return dump.String()
+}

@@ -1,0 +1,314 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"gatehouse"
+	"gatehouse/dbrow"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// findWorkspace resolves a workspace reference of the organization: ""
+// for the default workspace, else a UUID or a slug.
+func (tx *Tx) findWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
+	where, args := `is_default`, []any{orgID}
+	if ref != "" {
+		id, slug, ok := gatehouse.ParseWorkspaceRef(ref)
+		switch {
+		case !ok:
+			return nil, gatehouse.NotFound("workspace", ref)
+		case id != "":
+			where, args = `id = $2`, append(args, id)
+		default:
+			where, args = `slug = $2`, append(args, slug)
+		}
+	}
+	w, err := dbrow.ScanWorkspace(tx.QueryRow(ctx, `SELECT `+dbrow.WorkspaceColumns+` FROM workspaces
+		WHERE organization_id = $1 AND `+where, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		if ref == "" {
+			return nil, gatehouse.Errorf(gatehouse.ENOTFOUND, "the organization has no default workspace; pass workspace_id")
+		}
+		return nil, gatehouse.NotFound("workspace", ref)
+	}
+	return w, err
+}
+
+// FindWorkspace returns a workspace by reference.
+func (db *DB) FindWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
+	var w *gatehouse.Workspace
+	err := db.view(ctx, func(tx *Tx) (err error) {
+		w, err = tx.findWorkspace(ctx, orgID, ref)
+		return err
+	})
+	return w, err
+}
+
+// FindWorkspaces lists the organization's workspaces.
+func (db *DB) FindWorkspaces(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Workspace, int, error) {
+	var list []*gatehouse.Workspace
+	var total int
+	err := db.view(ctx, func(tx *Tx) (err error) {
+		list, total, err = findPage(ctx, tx, dbrow.WorkspaceColumns, `workspaces WHERE organization_id = $1`,
+			`created_at, id`, []any{orgID}, page, dbrow.ScanWorkspace)
+		return err
+	})
+	return list, total, err
+}
+
+// CreateWorkspace creates a workspace.
+func (db *DB) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.WorkspaceUpdate, createdBy *string) (*gatehouse.Workspace, error) {
+	w, err := gatehouse.NewWorkspace(c)
+	if err != nil {
+		return nil, err
+	}
+	w.CreatedBy = createdBy
+	err = db.update(ctx, func(tx *Tx) error {
+		var hasDefault bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE organization_id = $1 AND is_default)`,
+			orgID).Scan(&hasDefault); err != nil {
+			return err
+		}
+		w.IsDefault = !hasDefault // an organization left without one gets its next workspace as default
+		if err := tx.insertWorkspace(ctx, orgID, w); err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.create", ResourceType: "workspace", ResourceIDs: []string{w.ID}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (tx *Tx) insertWorkspace(ctx context.Context, orgID string, w *gatehouse.Workspace) error {
+	w.ID, w.OrganizationID, w.CreatedAt = uuid.NewString(), orgID, tx.now
+	j, err := dbrow.JSONArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO workspaces (`+dbrow.WorkspaceColumns+`, default_guardrail_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+		w.ID, orgID, w.Name, w.Slug, w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort,
+		j[0], j[1], w.IOLoggingSamplingRate, w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled,
+		w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, w.IsDefault, w.CreatedBy, dbrow.MS(tx.now), nil,
+		gatehouse.DefaultGuardrailID(w.ID))
+	if isUnique(err) {
+		return gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
+	}
+	return err
+}
+
+// UpdateWorkspace updates a workspace.
+func (db *DB) UpdateWorkspace(ctx context.Context, orgID, ref string, u gatehouse.WorkspaceUpdate) (*gatehouse.Workspace, error) {
+	var w *gatehouse.Workspace
+	err := db.update(ctx, func(tx *Tx) error {
+		var err error
+		if w, err = tx.findWorkspace(ctx, orgID, ref); err != nil {
+			return err
+		}
+		if err := w.Apply(u); err != nil {
+			return err
+		}
+		now := tx.now
+		w.UpdatedAt = &now
+		j, err := dbrow.JSONArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE workspaces SET name = $1, slug = $2, description = $3, default_text_model = $4,
+			default_image_model = $5, default_provider_sort = $6, disabled_server_tools = $7, io_logging_api_key_ids = $8,
+			io_logging_sampling_rate = $9, is_data_discount_logging_enabled = $10, is_observability_broadcast_enabled = $11,
+			is_observability_io_logging_enabled = $12, include_byok_in_budgets = $13, updated_at = $14 WHERE id = $15`,
+			w.Name, w.Slug, w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort, j[0], j[1],
+			w.IOLoggingSamplingRate, w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled,
+			w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, dbrow.MS(now), w.ID)
+		if isUnique(err) {
+			return gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.update", ResourceType: "workspace",
+			ResourceIDs: []string{w.ID}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// DeleteWorkspace deletes a workspace and what it holds, in one transaction.
+func (db *DB) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDefault bool) error {
+	return db.update(ctx, func(tx *Tx) error {
+		w, err := tx.findWorkspace(ctx, orgID, ref)
+		if err != nil {
+			return err
+		}
+		if w.IsDefault && !confirmDefault {
+			return gatehouse.Errorf(gatehouse.EINVALID, "this is the default workspace; pass confirm_default_workspace_deletion=true to delete it")
+		}
+		var active int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = $1 AND NOT disabled
+			AND (expires_at IS NULL OR expires_at > $2)`, w.ID, dbrow.MS(tx.now)).Scan(&active); err != nil {
+			return err
+		}
+		if active > 0 {
+			return gatehouse.Errorf(gatehouse.EINVALID, "the workspace holds %d active API keys; disable or delete them first", active).
+				WithMetadata("active_key_count", active)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE destinations SET deleted_at = $1, updated_at = $1
+			WHERE workspace_id = $2 AND deleted_at IS NULL`, dbrow.MS(tx.now), w.ID); err != nil {
+			return err
+		}
+		// Keys, guardrails, memberships, codes and assignments go by cascade.
+		if _, err := tx.Exec(ctx, `DELETE FROM workspaces WHERE id = $1`, w.ID); err != nil {
+			return err
+		}
+		if w.IsDefault {
+			if _, err := tx.Exec(ctx, `UPDATE workspaces SET is_default = TRUE WHERE id =
+				(SELECT id FROM workspaces WHERE organization_id = $1 ORDER BY created_at, id LIMIT 1)`, orgID); err != nil {
+				return err
+			}
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.delete", ResourceType: "workspace", ResourceIDs: []string{w.ID}})
+	})
+}
+
+// FindWorkspaceMembers lists the members of a workspace. The default
+// workspace holds every member of the organization.
+func (db *DB) FindWorkspaceMembers(ctx context.Context, orgID, ref string, page gatehouse.Page) ([]*gatehouse.WorkspaceMember, int, error) {
+	var list []*gatehouse.WorkspaceMember
+	var total int
+	err := db.view(ctx, func(tx *Tx) error {
+		list, total = nil, 0
+		w, err := tx.findWorkspace(ctx, orgID, ref)
+		if err != nil {
+			return err
+		}
+		if w.IsDefault {
+			members, n, err := tx.findMembers(ctx, orgID, page)
+			for _, m := range members {
+				list = append(list, gatehouse.ImplicitMembership(w.ID, m))
+			}
+			total = n
+			return err
+		}
+		list, total, err = findPage(ctx, tx, dbrow.MembershipColumns, membershipFrom, `wm.created_at, wm.id`,
+			[]any{w.ID}, page, dbrow.ScanMembership)
+		return err
+	})
+	if list == nil {
+		list = []*gatehouse.WorkspaceMember{}
+	}
+	return list, total, err
+}
+
+const membershipFrom = `workspace_members wm JOIN members m ON m.organization_id = wm.organization_id AND m.id = wm.user_id
+		WHERE wm.workspace_id = $1`
+
+// AddWorkspaceMembers adds organization members to a workspace. Adding the
+// same members concurrently leaves one membership each: the unique
+// (workspace_id, user_id) and the serializable transaction see to it.
+func (db *DB) AddWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, []*gatehouse.WorkspaceMember, error) {
+	ids, err := gatehouse.ValidateUserIDs("user_ids", userIDs)
+	if err != nil {
+		return 0, nil, err
+	}
+	var added int
+	var list []*gatehouse.WorkspaceMember
+	err = db.update(ctx, func(tx *Tx) error {
+		added, list = 0, nil
+		w, err := tx.findWorkspace(ctx, orgID, ref)
+		if err != nil {
+			return err
+		}
+		unknown, err := tx.unknownMembers(ctx, orgID, ids)
+		if err != nil {
+			return err
+		}
+		if len(unknown) > 0 {
+			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: not members of the organization: " +
+				gatehouse.ListIDs(unknown)}).WithMetadata("user_ids", unknown)
+		}
+		if w.IsDefault { // holds every member already: nothing changes, nothing to record
+			list, err = tx.implicitMemberships(ctx, orgID, w.ID, ids)
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO workspace_members (id, organization_id, workspace_id, user_id, created_at)
+			SELECT n.id, $1, $2, n.user_id, $3 FROM unnest($4::text[], $5::text[]) AS n (id, user_id)
+			ON CONFLICT (workspace_id, user_id) DO NOTHING`, orgID, w.ID, dbrow.MS(tx.now), newIDs(len(ids)), ids)
+		if err != nil {
+			return err
+		}
+		added = int(tag.RowsAffected())
+		rows, err := tx.Query(ctx, `SELECT `+dbrow.MembershipColumns+` FROM `+membershipFrom+`
+			AND wm.user_id = ANY($2) ORDER BY wm.created_at, wm.id`, w.ID, ids)
+		if list, err = collect(rows, err, dbrow.ScanMembership); err != nil {
+			return err
+		}
+		return tx.auditMembers(ctx, orgID, "workspace.members.add", w.ID, ids, "added_count", added)
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return added, list, nil
+}
+
+func (tx *Tx) implicitMemberships(ctx context.Context, orgID, workspaceID string, ids []string) ([]*gatehouse.WorkspaceMember, error) {
+	rows, err := tx.Query(ctx, `SELECT `+dbrow.MemberColumns+` FROM members WHERE organization_id = $1
+		AND id = ANY($2) ORDER BY created_at, id`, orgID, ids)
+	members, err := collect(rows, err, dbrow.ScanMember)
+	out := make([]*gatehouse.WorkspaceMember, 0, len(members))
+	for _, m := range members {
+		out = append(out, gatehouse.ImplicitMembership(workspaceID, m))
+	}
+	return out, err
+}
+
+// RemoveWorkspaceMembers removes members from a workspace, all or nothing.
+func (db *DB) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, error) {
+	ids, err := gatehouse.ValidateUserIDs("user_ids", userIDs)
+	if err != nil {
+		return 0, err
+	}
+	var removed int
+	err = db.update(ctx, func(tx *Tx) error {
+		removed = 0
+		w, err := tx.findWorkspace(ctx, orgID, ref)
+		if err != nil {
+			return err
+		}
+		if w.IsDefault {
+			return gatehouse.Errorf(gatehouse.EINVALID, "the default workspace holds every organization member; remove the member from the organization instead")
+		}
+		blocked, err := tx.usersWithActiveKeys(ctx, orgID, w.ID, ids)
+		if err != nil {
+			return err
+		}
+		if len(blocked) > 0 {
+			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: members with active API keys in this workspace cannot be removed: " +
+				gatehouse.ListIDs(blocked) + "; nobody was removed"}).WithMetadata("user_ids", blocked)
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM workspace_members WHERE workspace_id = $1 AND user_id = ANY($2)`, w.ID, ids)
+		if err != nil {
+			return err
+		}
+		removed = int(tag.RowsAffected())
+		return tx.auditMembers(ctx, orgID, "workspace.members.remove", w.ID, ids, "removed_count", removed)
+	})
+	return removed, err
+}
+
+// auditMembers records a bulk change of a workspace's members. A call that
+// changed nothing (count 0) leaves the database as it was: no entry.
+func (tx *Tx) auditMembers(ctx context.Context, orgID, op, workspaceID string, userIDs []string, countName string, count int) error {
+	if count == 0 {
+		return nil
+	}
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: "workspace", ResourceIDs: []string{workspaceID},
+		Details: map[string]any{"user_ids": userIDs, countName: count}})
+}

@@ -1,0 +1,150 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"gatehouse"
+	"gatehouse/dbrow"
+
+	"github.com/google/uuid"
+)
+
+// scanDestination scans a destination row and opens its secrets.
+func (db *DB) scanDestination(s dbrow.Scanner) (*gatehouse.Destination, error) {
+	return dbrow.ScanDestination(db.box, s)
+}
+
+// findDestination returns a live destination of the organization. Ids that
+// are not UUIDs are not found.
+func (tx *Tx) findDestination(ctx context.Context, orgID, id string) (*gatehouse.Destination, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, gatehouse.NotFound("destination", id)
+	}
+	d, err := tx.db.scanDestination(tx.QueryRowContext(ctx, `SELECT `+dbrow.DestinationColumns+` FROM destinations
+		WHERE id = ? AND organization_id = ? AND deleted_at IS NULL`, id, orgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, gatehouse.NotFound("destination", id)
+	}
+	return d, err
+}
+
+// FindDestination returns a live destination of the organization.
+func (db *DB) FindDestination(ctx context.Context, orgID, id string) (*gatehouse.Destination, error) {
+	var d *gatehouse.Destination
+	err := db.viewOne(ctx, func(tx *Tx) (err error) {
+		d, err = tx.findDestination(ctx, orgID, id)
+		return err
+	})
+	return d, err
+}
+
+// FindDestinations lists the live destinations of a workspace.
+func (db *DB) FindDestinations(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Destination, int, error) {
+	var list []*gatehouse.Destination
+	var total int
+	err := db.view(ctx, func(tx *Tx) error {
+		w, err := tx.findWorkspace(ctx, orgID, workspaceRef)
+		if err != nil {
+			return err
+		}
+		list, total, err = findPage(ctx, tx, dbrow.DestinationColumns, `destinations WHERE workspace_id = ? AND deleted_at IS NULL`,
+			`created_at, id`, []any{w.ID}, page, db.scanDestination)
+		return err
+	})
+	return list, total, err
+}
+
+// CreateDestination creates a destination, at most MaxDestinationsPerType
+// live ones of a type per workspace.
+func (db *DB) CreateDestination(ctx context.Context, orgID string, c gatehouse.DestinationCreate) (*gatehouse.Destination, error) {
+	d, err := gatehouse.NewDestination(c)
+	if err != nil {
+		return nil, err
+	}
+	err = db.update(ctx, func(tx *Tx) error {
+		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM destinations WHERE workspace_id = ? AND type = ?
+			AND deleted_at IS NULL`, w.ID, d.Type).Scan(&n); err != nil {
+			return err
+		}
+		if n >= gatehouse.MaxDestinationsPerType {
+			return gatehouse.Errorf(gatehouse.ECONFLICT, "the workspace already has %d destinations of type %s; delete one first",
+				gatehouse.MaxDestinationsPerType, d.Type)
+		}
+		d.ID, d.OrganizationID, d.WorkspaceID = uuid.NewString(), orgID, w.ID
+		d.CreatedAt, d.UpdatedAt = tx.now, tx.now
+		args, err := dbrow.DestinationArgs(db.box, d)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO destinations (`+dbrow.DestinationColumns+`)
+			VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.create", ResourceType: "destination",
+			ResourceIDs: []string{d.ID}, Details: map[string]any{"type": d.Type, "workspace_id": w.ID}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// UpdateDestination updates a live destination; its configuration merges
+// key by key.
+func (db *DB) UpdateDestination(ctx context.Context, orgID, id string, u gatehouse.DestinationUpdate) (*gatehouse.Destination, error) {
+	var d *gatehouse.Destination
+	err := db.update(ctx, func(tx *Tx) error {
+		var err error
+		if d, err = tx.findDestination(ctx, orgID, id); err != nil {
+			return err
+		}
+		if err := d.Apply(u); err != nil {
+			return err
+		}
+		d.UpdatedAt = tx.now
+		args, err := dbrow.DestinationArgs(db.box, d)
+		if err != nil {
+			return err
+		}
+		// args[3:18] are name through updated_at; type and created_at are
+		// written back unchanged.
+		_, err = tx.ExecContext(ctx, `UPDATE destinations SET name = ?, type = ?, config = ?, secrets = ?, enabled = ?,
+			privacy_mode = ?, sampling_rate = ?, api_key_hashes = ?, filter_rules = ?, regions = ?,
+			broadcast_generation_cost = ?, broadcast_generation_identity = ?, broadcast_generation_request_context = ?,
+			created_at = ?, updated_at = ? WHERE id = ?`, append(args[3:18:18], d.ID)...)
+		if err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.update", ResourceType: "destination",
+			ResourceIDs: []string{d.ID}, Details: map[string]any{"fields": dbrow.DestinationChangedFields(u)}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// DeleteDestination soft-deletes a live destination.
+func (db *DB) DeleteDestination(ctx context.Context, orgID, id string) error {
+	if _, err := uuid.Parse(id); err != nil {
+		return gatehouse.NotFound("destination", id)
+	}
+	return db.update(ctx, func(tx *Tx) error {
+		n, err := tx.execCount(ctx, `UPDATE destinations SET deleted_at = ?, updated_at = ?
+			WHERE id = ? AND organization_id = ? AND deleted_at IS NULL`, dbrow.MS(tx.now), dbrow.MS(tx.now), id, orgID)
+		if err == nil && n == 0 {
+			return gatehouse.NotFound("destination", id)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.delete", ResourceType: "destination", ResourceIDs: []string{id}})
+	})
+}

@@ -1,0 +1,203 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"gatehouse"
+	"gatehouse/dbrow"
+
+	"github.com/google/uuid"
+)
+
+// findGuardrail returns a guardrail of the organization. Ids that are not
+// UUIDs are not found, like those of other organizations.
+func (tx *Tx) findGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, gatehouse.NotFound("guardrail", id)
+	}
+	g, err := dbrow.ScanGuardrail(tx.QueryRowContext(ctx, `SELECT `+dbrow.GuardrailColumns+` FROM guardrails
+		WHERE id = ? AND organization_id = ?`, id, orgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, gatehouse.NotFound("guardrail", id)
+	}
+	return g, err
+}
+
+// FindGuardrail returns a guardrail of the organization.
+func (db *DB) FindGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
+	var g *gatehouse.Guardrail
+	err := db.viewOne(ctx, func(tx *Tx) (err error) {
+		g, err = tx.findGuardrail(ctx, orgID, id)
+		return err
+	})
+	return g, err
+}
+
+// FindGuardrails lists the guardrails of a workspace.
+func (db *DB) FindGuardrails(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Guardrail, int, error) {
+	var list []*gatehouse.Guardrail
+	var total int
+	err := db.view(ctx, func(tx *Tx) error {
+		w, err := tx.findWorkspace(ctx, orgID, workspaceRef)
+		if err != nil {
+			return err
+		}
+		list, total, err = findPage(ctx, tx, dbrow.GuardrailColumns, `guardrails WHERE workspace_id = ?`,
+			`created_at, id`, []any{w.ID}, page, dbrow.ScanGuardrail)
+		return err
+	})
+	return list, total, err
+}
+
+// CreateGuardrail creates a guardrail in a workspace.
+func (db *DB) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.GuardrailCreate) (*gatehouse.Guardrail, error) {
+	if !c.Name.Set || c.Name.Null {
+		return nil, gatehouse.FieldError("name", "is required")
+	}
+	g := &gatehouse.Guardrail{}
+	if err := g.Apply(c.GuardrailUpdate); err != nil {
+		return nil, err
+	}
+	err := db.update(ctx, func(tx *Tx) error {
+		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		if g.Name == gatehouse.DefaultGuardrailName(w.ID) {
+			return gatehouse.ErrReservedGuardrailName(g.Name)
+		}
+		now := tx.now
+		g.ID, g.OrganizationID, g.WorkspaceID = uuid.NewString(), orgID, w.ID
+		g.CreatedAt, g.UpdatedAt = now, &now
+		err = tx.insertGuardrail(ctx, g)
+		if isUnique(err) {
+			return gatehouse.ErrGuardrailNameTaken(g.Name, gatehouse.EINVALID)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "guardrail.create", ResourceType: "guardrail",
+			ResourceIDs: []string{g.ID}, Details: map[string]any{"workspace_id": w.ID}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (tx *Tx) insertGuardrail(ctx context.Context, g *gatehouse.Guardrail) error {
+	args, err := dbrow.GuardrailArgs(g)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO guardrails (`+dbrow.GuardrailColumns+`)
+		VALUES (`+placeholders(len(args))+`)`, args...)
+	return err
+}
+
+// UpdateGuardrail updates a guardrail; the default guardrail of a workspace
+// is created on its first update.
+func (db *DB) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse.GuardrailUpdate) (*gatehouse.Guardrail, error) {
+	var g *gatehouse.Guardrail
+	err := db.update(ctx, func(tx *Tx) error {
+		var err error
+		g, err = tx.findGuardrail(ctx, orgID, id)
+		create := false
+		if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
+			g, err = tx.unconfiguredDefaultGuardrail(ctx, orgID, id)
+			create = true
+		}
+		if err != nil {
+			return err
+		}
+		fixed := gatehouse.DefaultGuardrailName(g.WorkspaceID)
+		if n := u.Name; n.Set && !n.Null && n.Value != g.Name {
+			if g.ID == gatehouse.DefaultGuardrailID(g.WorkspaceID) {
+				return gatehouse.FieldError("name", "the default guardrail of a workspace cannot be renamed")
+			}
+			if n.Value == fixed {
+				return gatehouse.ErrReservedGuardrailName(n.Value)
+			}
+		}
+		if err := g.Apply(u); err != nil {
+			return err
+		}
+		now := tx.now
+		g.UpdatedAt = &now
+		if create {
+			err = tx.insertGuardrail(ctx, g)
+		} else {
+			err = tx.updateGuardrail(ctx, g)
+		}
+		if isUnique(err) {
+			return gatehouse.ErrGuardrailNameTaken(g.Name, gatehouse.ECONFLICT)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, guardrailUpdateRecord(g.ID, u, create))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// unconfiguredDefaultGuardrail returns, unsaved, the default guardrail of
+// the organization's workspace whose default guardrail id is id. ENOTFOUND
+// if no workspace of the organization has that id.
+func (tx *Tx) unconfiguredDefaultGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
+	var w string
+	err := tx.QueryRowContext(ctx, `SELECT id FROM workspaces WHERE default_guardrail_id = ? AND organization_id = ?`,
+		id, orgID).Scan(&w)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, gatehouse.NotFound("guardrail", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &gatehouse.Guardrail{ID: id, OrganizationID: orgID, WorkspaceID: w,
+		Name: gatehouse.DefaultGuardrailName(w), CreatedAt: tx.now}, nil
+}
+
+func (tx *Tx) updateGuardrail(ctx context.Context, g *gatehouse.Guardrail) error {
+	args, err := dbrow.GuardrailArgs(g)
+	if err != nil {
+		return err
+	}
+	// args[3:24] are name through content_filter_builtins, args[25] is
+	// updated_at; the full slice expression makes append copy.
+	_, err = tx.ExecContext(ctx, `UPDATE guardrails SET name = ?, description = ?, allowed_models = ?,
+		allowed_providers = ?, ignored_models = ?, ignored_providers = ?, limit_nanos = ?, reset_interval = ?,
+		include_byok_in_budgets = ?, enforce_zdr = ?, enforce_zdr_anthropic = ?, enforce_zdr_openai = ?,
+		enforce_zdr_google = ?, enforce_zdr_xai = ?, enforce_zdr_other = ?, enable_free_model_publication = ?,
+		enable_free_model_training = ?, enable_paid_model_training = ?, allowed_data_regions = ?,
+		content_filters = ?, content_filter_builtins = ?, updated_at = ? WHERE id = ?`,
+		append(args[3:24:24], args[25], g.ID)...)
+	return err
+}
+
+// DeleteGuardrail deletes a guardrail; its assignments go by cascade.
+func (db *DB) DeleteGuardrail(ctx context.Context, orgID, id string) error {
+	return db.update(ctx, func(tx *Tx) error {
+		if _, err := tx.findGuardrail(ctx, orgID, id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM guardrails WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "guardrail.delete", ResourceType: "guardrail", ResourceIDs: []string{id}})
+	})
+}
+
+// guardrailUpdateRecord is the audit record of a guardrail update; the
+// first update of a workspace's default guardrail materializes it.
+func guardrailUpdateRecord(id string, u gatehouse.GuardrailUpdate, materialized bool) gatehouse.AuditRecord {
+	details := map[string]any{"fields": gatehouse.ChangedFields(u)}
+	if materialized {
+		details["materialized"] = true
+	}
+	return gatehouse.AuditRecord{Operation: "guardrail.update", ResourceType: "guardrail", ResourceIDs: []string{id}, Details: details}
+}

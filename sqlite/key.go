@@ -1,0 +1,258 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"gatehouse"
+	"gatehouse/dbrow"
+)
+
+// FindKeyByHash returns any key by hash, for authentication.
+func (db *DB) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, error) {
+	var k *gatehouse.Key
+	err := db.viewOne(ctx, func(tx *Tx) (err error) {
+		k, err = dbrow.ScanKey(tx.QueryRowContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = ?`, hash))
+		if errors.Is(err, sql.ErrNoRows) {
+			return gatehouse.NotFound("key", hash)
+		}
+		return err
+	})
+	return k, err
+}
+
+// findKey returns a regular key of the organization.
+func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
+	k, err := dbrow.ScanKey(tx.QueryRowContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys
+		WHERE hash = ? AND organization_id = ? AND management = 0`, hash, orgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, gatehouse.NotFound("key", hash)
+	}
+	return k, err
+}
+
+// FindKey returns a regular key of the organization.
+func (db *DB) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
+	var k *gatehouse.Key
+	err := db.viewOne(ctx, func(tx *Tx) (err error) {
+		k, err = tx.findKey(ctx, orgID, hash)
+		return err
+	})
+	return k, err
+}
+
+// FindKeys lists regular keys of the organization.
+func (db *DB) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter) ([]*gatehouse.Key, error) {
+	var keys []*gatehouse.Key
+	err := db.view(ctx, func(tx *Tx) error {
+		where, args := `organization_id = ? AND management = 0`, []any{orgID}
+		if f.WorkspaceID != "" {
+			w, err := tx.findWorkspace(ctx, orgID, f.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			where, args = `workspace_id = ?`, []any{w.ID}
+		}
+		if !f.IncludeDisabled {
+			where += ` AND disabled = 0`
+		}
+		limit := f.Limit
+		if limit <= 0 || limit > gatehouse.MaxKeysPerList {
+			limit = gatehouse.MaxKeysPerList
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE `+where+`
+			ORDER BY created_at, hash LIMIT ? OFFSET ?`, append(args, limit, f.Offset)...)
+		if err != nil {
+			return err
+		}
+		keys, err = collect(rows, dbrow.ScanKey)
+		return err
+	})
+	return keys, err
+}
+
+// CreateKey creates a regular key.
+func (db *DB) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate) (*gatehouse.Key, string, error) {
+	plaintext := gatehouse.NewKeySecret(false)
+	var k *gatehouse.Key
+	err := db.update(ctx, func(tx *Tx) error {
+		if err := c.Validate(tx.now); err != nil {
+			return err
+		}
+		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		if c.CreatorUserID != nil {
+			if err := tx.memberExists(ctx, orgID, *c.CreatorUserID); err != nil {
+				return gatehouse.ErrNotAMember(*c.CreatorUserID)
+			}
+		}
+		var externalHash *string
+		k, externalHash = c.NewKey(orgID, w.ID, plaintext, tx.now)
+		if err := tx.insertKey(ctx, k, externalHash); err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.create", ResourceType: "key",
+			ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}})
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return k, plaintext, nil
+}
+
+func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *string) error {
+	args := dbrow.KeyInsertArgs(k, externalHash)
+	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (`+dbrow.KeyInsertColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+	if isUnique(err) {
+		return gatehouse.Errorf(gatehouse.ECONFLICT, "a key with this value already exists")
+	}
+	return err
+}
+
+// UpdateKey applies an update to a regular key.
+func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.KeyUpdate) (*gatehouse.Key, error) {
+	if err := u.Validate(); err != nil {
+		return nil, err
+	}
+	var k *gatehouse.Key
+	err := db.update(ctx, func(tx *Tx) error {
+		var err error
+		if k, err = tx.findKey(ctx, orgID, hash); err != nil {
+			return err
+		}
+		if !k.Apply(u, tx.now) {
+			return nil // {} changes nothing, not even updated_at
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE api_keys SET name = ?, disabled = ?, include_byok_in_limit = ?,
+			limit_nanos = ?, limit_reset = ?, updated_at = ? WHERE hash = ?`, dbrow.KeyUpdateArgs(k)...)
+		if err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.update", ResourceType: "key",
+			ResourceIDs: []string{k.Hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// DeleteKey deletes a regular key; its guardrail assignment goes by cascade.
+func (db *DB) DeleteKey(ctx context.Context, orgID, hash string) error {
+	return db.update(ctx, func(tx *Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE hash = ? AND organization_id = ? AND management = 0`, hash, orgID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return gatehouse.NotFound("key", hash)
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.delete", ResourceType: "key", ResourceIDs: []string{hash}})
+	})
+}
+
+// RecordUsage adds an amount to a key's usage in the current periods.
+func (db *DB) RecordUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
+	if amount < 0 {
+		return nil, gatehouse.FieldError("amount", "must not be negative")
+	}
+	var k *gatehouse.Key
+	err := db.update(ctx, func(tx *Tx) (err error) {
+		k, err = tx.addKeyUsage(ctx, hash, amount, byok)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// addKeyUsage adds an amount to a key's counters (its BYOK ones when byok)
+// and returns the key as it is afterwards.
+func (tx *Tx) addKeyUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
+	k, err := dbrow.ScanKey(tx.QueryRowContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = ?`, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, gatehouse.NotFound("key", hash)
+	}
+	if err != nil {
+		return nil, err
+	}
+	prefix, c := "usage", &k.Usage
+	if byok {
+		prefix, c = "byok", &k.BYOKUsage
+	}
+	*c = c.Add(tx.now, amount)
+	_, err = tx.ExecContext(ctx, `UPDATE api_keys SET `+dbrow.CounterAssignments(prefix, func(int) string { return "?" })+` WHERE hash = ?`,
+		append(dbrow.CounterArgs(*c), hash)...)
+	return k, err
+}
+
+// CreateManagementKey creates a management key for the organization.
+func (db *DB) CreateManagementKey(ctx context.Context, orgID, name string) (*gatehouse.Key, string, error) {
+	plaintext := gatehouse.NewKeySecret(true)
+	k, err := db.EnsureManagementKey(ctx, orgID, plaintext, name)
+	if err != nil {
+		return nil, "", err
+	}
+	return k, plaintext, nil
+}
+
+// EnsureManagementKey makes sure a management key with this plaintext exists
+// for the organization.
+func (db *DB) EnsureManagementKey(ctx context.Context, orgID, plaintext, name string) (*gatehouse.Key, error) {
+	if !strings.HasPrefix(plaintext, gatehouse.ManagementKeyPrefix) || len(plaintext) < 40 {
+		return nil, gatehouse.Errorf(gatehouse.EINVALID, "a management key must start with %s and be at least 40 characters", gatehouse.ManagementKeyPrefix)
+	}
+	if name == "" {
+		name = "Management key"
+	}
+	if err := validateKeyName(name); err != nil {
+		return nil, err
+	}
+	hash := gatehouse.HashKey(plaintext)
+	var k *gatehouse.Key
+	err := db.update(ctx, func(tx *Tx) error {
+		if _, err := tx.organization(ctx, orgID); err != nil {
+			return err
+		}
+		existing, err := dbrow.ScanKey(tx.QueryRowContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = ?`, hash))
+		switch {
+		case err == nil && existing.Management && existing.OrganizationID == orgID:
+			k = existing
+			return nil
+		case err == nil:
+			return gatehouse.Errorf(gatehouse.EINVALID, "this key value is already in use by another key")
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		k = &gatehouse.Key{Hash: hash, OrganizationID: orgID, Name: name, Management: true, CreatedAt: tx.now}
+		if err := tx.insertKey(ctx, k, nil); err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "management_key.create", ResourceType: "management_key",
+			ResourceIDs: []string{hash}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func validateKeyName(name string) error {
+	c := gatehouse.KeyCreate{Name: name}
+	return c.Validate(time.Time{})
+}
+
+func (tx *Tx) organization(ctx context.Context, id string) (string, error) {
+	var name string
+	err := tx.QueryRowContext(ctx, `SELECT name FROM organizations WHERE id = ?`, id).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", gatehouse.NotFound("organization", id)
+	}
+	return name, err
+}

@@ -1,0 +1,141 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"gatehouse"
+	"gatehouse/dbrow"
+)
+
+// CreateAuthCode creates an authorization code; only its hash is stored.
+func (db *DB) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *string, c gatehouse.AuthCodeCreate) (*gatehouse.AuthCode, error) {
+	code := &gatehouse.AuthCode{ID: gatehouse.NewAuthCodeID(), OrganizationID: orgID, CreatorUserID: creatorUserID}
+	err := db.update(ctx, func(tx *Tx) error {
+		if err := c.Validate(tx.now); err != nil {
+			return err
+		}
+		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		if c.CodeChallenge != nil {
+			var pending int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM auth_codes WHERE organization_id = ? AND code_challenge = ?
+				AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?`,
+				orgID, *c.CodeChallenge, dbrow.MS(tx.now), gatehouse.MaxVerifierAttempts).Scan(&pending); err != nil {
+				return err
+			}
+			if pending > 0 {
+				return gatehouse.Errorf(gatehouse.ECONFLICT, "code_challenge is already used by a pending authorization code; generate a new verifier and challenge")
+			}
+		}
+		if code.AppID, err = tx.oauthApp(ctx, orgID, gatehouse.CallbackOrigin(c.CallbackURL)); err != nil {
+			return err
+		}
+		code.WorkspaceID, code.CallbackURL = w.ID, c.CallbackURL
+		code.CodeChallenge, code.CodeChallengeMethod = c.CodeChallenge, c.CodeChallengeMethod
+		code.Limit, code.LimitReset, code.KeyExpiresAt = c.Limit, c.UsageLimitType, c.ExpiresAt
+		code.KeyLabel = gatehouse.DefaultOAuthKeyLabel
+		if c.KeyLabel != nil {
+			code.KeyLabel = *c.KeyLabel
+		}
+		code.CreatedAt, code.ExpiresAt = tx.now, tx.now.Add(gatehouse.AuthCodeTTL)
+		var limit any
+		if code.Limit != nil {
+			limit = int64(*code.Limit)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO auth_codes (code_hash, organization_id, workspace_id, app_id,
+			creator_user_id, callback_url, code_challenge, code_challenge_method, limit_nanos, limit_reset,
+			key_expires_at, key_label, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			gatehouse.HashKey(code.ID), orgID, w.ID, code.AppID, creatorUserID, code.CallbackURL, code.CodeChallenge,
+			code.CodeChallengeMethod, limit, dbrow.NullInterval(code.LimitReset), dbrow.NullMS(code.KeyExpiresAt), code.KeyLabel,
+			dbrow.MS(code.CreatedAt), dbrow.MS(code.ExpiresAt))
+		if err != nil {
+			return err
+		}
+		// The code is a credential until exchanged: the log names it by its hash.
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "auth_code.create", ResourceType: "auth_code",
+			ResourceIDs: []string{gatehouse.HashKey(code.ID)}, Details: map[string]any{"app_id": code.AppID, "workspace_id": w.ID}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return code, nil
+}
+
+// oauthApp returns the id of the organization's application for an origin,
+// creating it on first use.
+func (tx *Tx) oauthApp(ctx context.Context, orgID, origin string) (int64, error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_apps (organization_id, origin, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (organization_id, origin) DO NOTHING`, orgID, origin, dbrow.MS(tx.now)); err != nil {
+		return 0, err
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM oauth_apps WHERE organization_id = ? AND origin = ?`, orgID, origin).Scan(&id)
+	return id, err
+}
+
+// ExchangeAuthCode consumes a code and creates its key in one transaction.
+// A wrong verifier is counted (and burns the code at the limit) by its own
+// committed transaction, so the failure sticks even though no key is made.
+func (db *DB) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange) (string, *string, error) {
+	if err := x.Validate(); err != nil {
+		return "", nil, err
+	}
+	var plaintext string
+	var userID *string
+	var failure error
+	err := db.update(ctx, func(tx *Tx) error {
+		var c authCodeRow
+		err := tx.QueryRowContext(ctx, `SELECT code_hash, organization_id, workspace_id, creator_user_id,
+			code_challenge, code_challenge_method, limit_nanos, limit_reset, key_expires_at, key_label
+			FROM auth_codes WHERE code_hash = ? AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?`,
+			gatehouse.HashKey(x.Code), dbrow.MS(tx.now), gatehouse.MaxVerifierAttempts).
+			Scan(&c.hash, &c.org, &c.workspace, &c.creator, &c.challenge, &c.method, &c.limit, &c.reset, &c.expires, &c.label)
+		if errors.Is(err, sql.ErrNoRows) {
+			return gatehouse.ErrBadAuthCode
+		}
+		if err != nil {
+			return err
+		}
+		if err := gatehouse.CheckExchange(dbrow.StrPtr(c.challenge), dbrow.StrPtr(c.method), x); err != nil {
+			if gatehouse.ErrorCode(err) == gatehouse.EFORBIDDEN {
+				failure = err // commit the counted attempt, then fail
+				_, err := tx.ExecContext(ctx, `UPDATE auth_codes SET failed_attempts = failed_attempts + 1 WHERE code_hash = ?`, c.hash)
+				return err
+			}
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE auth_codes SET used_at = ? WHERE code_hash = ?`, dbrow.MS(tx.now), c.hash); err != nil {
+			return err
+		}
+		plaintext = gatehouse.NewKeySecret(false)
+		userID = dbrow.StrPtr(c.creator)
+		k := &gatehouse.Key{
+			Hash: gatehouse.HashKey(plaintext), OrganizationID: c.org, WorkspaceID: c.workspace, Name: c.label.String,
+			Limit: dbrow.MoneyPtr(c.limit), LimitReset: gatehouse.Interval(c.reset.String), CreatorUserID: userID,
+			ExpiresAt: dbrow.TimePtr(c.expires), CreatedAt: tx.now,
+		}
+		if err := tx.insertKey(ctx, k, nil); err != nil {
+			return err
+		}
+		return tx.audit(ctx, c.org, gatehouse.AuditRecord{Operation: "auth_code.exchange", ResourceType: "key",
+			ResourceIDs: []string{k.Hash}, Details: map[string]any{"code_hash": c.hash}})
+	})
+	if err == nil {
+		err = failure
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return plaintext, userID, nil
+}
+
+type authCodeRow struct {
+	hash, org, workspace string
+	creator, challenge   sql.NullString
+	method, reset, label sql.NullString
+	limit, expires       sql.NullInt64
+}

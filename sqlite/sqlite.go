@@ -1,0 +1,271 @@
+// Package sqlite is the embedded store of Gatehouse: a gatehouse.Store on
+// one SQLite file (modernc.org/sqlite, no cgo) in WAL mode, with one writer
+// connection and a pool of readers.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"gatehouse"
+	"gatehouse/dbrow"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migration/*.sql
+var migrations embed.FS
+
+// DB is a gatehouse.Store on a SQLite database file.
+type DB struct {
+	Path string
+	// Now is the clock of every transaction; tests replace it.
+	Now gatehouse.Clock
+
+	write  *sql.DB // one connection: SQLite has one writer at a time
+	read   *sql.DB // a pool of read-only connections
+	box    *gatehouse.SecretBox
+	writer *writer    // group-commits write operations on write
+	stmts  *stmtCache // prepared statements of the read pool
+}
+
+var _ gatehouse.Store = (*DB)(nil)
+
+// Open opens (creating if needed) the database at path and applies pending
+// migrations. box encrypts destination secrets at rest.
+func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	if box == nil {
+		return nil, errors.New("sqlite: a secret box is required")
+	}
+	db := &DB{Path: path, Now: time.Now, box: box}
+	var err error
+	if db.write, err = sql.Open("sqlite", dsn(path, false)); err != nil {
+		return nil, err
+	}
+	db.write.SetMaxOpenConns(1)
+	db.write.SetConnMaxIdleTime(0)
+	if err := db.enableWAL(ctx); err != nil {
+		db.write.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if db.read, err = sql.Open("sqlite", dsn(path, true)); err != nil {
+		db.write.Close()
+		return nil, err
+	}
+	db.read.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)*2))
+	db.read.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)*2))
+	if err := db.migrate(ctx); err != nil {
+		db.read.Close()
+		db.write.Close()
+		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+	}
+	db.writer = newWriter(db)
+	db.stmts = newStmtCache(db.read)
+	return db, nil
+}
+
+// dsn returns the connection string: foreign keys on, a busy timeout for
+// other processes (the CLI) writing the same file, full fsync at commit, and
+// BEGIN IMMEDIATE for write transactions so that two writers never deadlock
+// upgrading a read lock. WAL mode, so that readers never block the writer,
+// is set once by enableWAL.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// enableWAL switches the file to WAL mode, which is then stored in the file.
+// The switch fails with SQLITE_BUSY, regardless of the busy timeout, while
+// another process is opening the same new file, so it is retried.
+func (db *DB) enableWAL(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var mode string
+		err := db.write.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil {
+			if mode != "wal" {
+				return fmt.Errorf("journal_mode is %q, want wal", mode)
+			}
+			return nil
+		}
+		if gatehouse.ErrorCode(mapErr(err)) != gatehouse.EUNAVAILABLE || time.Now().After(deadline) {
+			return fmt.Errorf("enable WAL: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Close closes the database.
+func (db *DB) Close() error {
+	db.writer.close()
+	return errors.Join(db.stmts.close(), db.read.Close(), db.write.Close())
+}
+
+// Ping reports whether the database answers a query.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.read.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "database unavailable")
+	}
+	return nil
+}
+
+// migrate applies the embedded migrations not yet recorded, each in its own
+// transaction, in file-name order.
+func (db *DB) migrate(ctx context.Context) error {
+	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	names, err := fs.Glob(migrations, "migration/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := db.migrateFile(ctx, name); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (db *DB) migrateFile(ctx context.Context, name string) error {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	body, err := fs.ReadFile(migrations, name)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, name, time.Now().UnixMilli()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Tx is a transaction with the one instant all its work is stamped with.
+type Tx struct {
+	q   querier // the transaction, or the read pool for a one-statement read
+	db  *DB
+	now time.Time
+}
+
+// querier is what a Tx runs statements on: *sql.Tx, or *sql.DB.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// update runs fn as one write operation: all of it is committed if fn
+// succeeds, none of it if fn fails. Operations are group-committed (see
+// writer.go); update returns once its operation is durable.
+func (db *DB) update(ctx context.Context, fn func(tx *Tx) error) error {
+	return db.writer.do(ctx, fn)
+}
+
+// view runs fn in a read-only transaction: one consistent snapshot.
+func (db *DB) view(ctx context.Context, fn func(tx *Tx) error) error {
+	sqlTx, err := db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return mapErr(err)
+	}
+	defer sqlTx.Rollback() // read-only: ending it either way is the same
+	return mapErr(fn(&Tx{q: preparedQuerier{cache: db.stmts, tx: sqlTx}, db: db, now: db.Now().UTC().Truncate(time.Millisecond)}))
+}
+
+// viewOne runs fn, which makes a single query, on the read pool without an
+// explicit transaction: one statement is its own snapshot, and it saves the
+// BEGIN and COMMIT round trips on the hottest reads (a key, a guardrail).
+func (db *DB) viewOne(ctx context.Context, fn func(tx *Tx) error) error {
+	return mapErr(fn(&Tx{q: preparedQuerier{cache: db.stmts}, db: db, now: db.Now().UTC().Truncate(time.Millisecond)}))
+}
+
+// mapErr turns driver errors that are not the caller's fault but have a
+// meaning (the database is busy or gone) into domain errors. Others pass
+// through unchanged and render as internal errors.
+func mapErr(err error) error {
+	var se *sqlite.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED):
+		return &gatehouse.Error{Code: gatehouse.EUNAVAILABLE, Message: "the database is busy; retry shortly"}
+	}
+	return err
+}
+
+// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
+func isUnique(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+// placeholders returns "?, ?, ..." for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// anys converts a slice of strings into query arguments.
+func anys(ss []string, prefix ...any) []any {
+	out := append([]any{}, prefix...)
+	for _, s := range ss {
+		out = append(out, s)
+	}
+	return out
+}
+
+// findPage returns one page of `SELECT columns FROM from` (from carries the
+// joins and the WHERE clause, filled in by args) ordered by order, with the
+// number of all matching rows. Run in one transaction, both see one snapshot.
+func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(dbrow.Scanner) (T, error)) ([]T, int, error) {
+	var total int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+from, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM `+from+` ORDER BY `+order+` LIMIT ? OFFSET ?`,
+		append(args[:len(args):len(args)], page.Limit, page.Offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	list, err := collect(rows, scan)
+	return list, total, err
+}

@@ -1,0 +1,111 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gatehouse"
+	"gatehouse/sqlite"
+	"gatehouse/storetest"
+)
+
+// openDB opens a new database in dir with a fresh secret key.
+func openDB(t *testing.T, dir string, now gatehouse.Clock) *sqlite.DB {
+	t.Helper()
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.Open(context.Background(), filepath.Join(dir, "gatehouse.db"), box)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	db.Now = now
+	return db
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now gatehouse.Clock) gatehouse.Store {
+		db := openDB(t, t.TempDir(), now)
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
+// TestDestinationSecretsNotInFile checks that destination secrets are
+// encrypted at rest: no file of the database holds them in plaintext.
+func TestDestinationSecretsNotInFile(t *testing.T) {
+	const (
+		secretKey = "sk-lf-SECRET-7f3a9c1e5b2d4f6a"
+		header    = "Bearer hdr-SECRET-0c4e8a2f6b1d"
+		publicKey = "pk-lf-PUBLIC-5e9b1d3f7a2c"
+	)
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openDB(t, dir, time.Now)
+	org, err := db.CreateOrganization(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := db.CreateDestination(ctx, org.ID, gatehouse.DestinationCreate{
+		Type: "langfuse",
+		DestinationUpdate: gatehouse.DestinationUpdate{
+			Name: gatehouse.Val("traces"),
+			Config: &gatehouse.ConfigPatch{
+				Values:     map[string]*string{"publicKey": ptr(publicKey), "secretKey": ptr(secretKey)},
+				Headers:    map[string]string{"Authorization": header},
+				HeadersSet: true,
+			},
+		},
+	})
+	if err != nil {
+		t.Fatalf("CreateDestination: %v", err)
+	}
+	// An update rewrites the row (and its secrets) once more.
+	if _, err := db.UpdateDestination(ctx, org.ID, d.ID, gatehouse.DestinationUpdate{Name: gatehouse.Val("renamed")}); err != nil {
+		t.Fatalf("UpdateDestination: %v", err)
+	}
+	if got, err := db.FindDestination(ctx, org.ID, d.ID); err != nil || got.Config.Values["secretKey"] != secretKey {
+		t.Fatalf("FindDestination = %v, %v; want the secret back", got, err)
+	}
+	// Scan while open, when the -wal and -shm files hold the latest pages,
+	// and after closing, when the WAL has been checkpointed into the file.
+	scanFiles(t, dir, publicKey, secretKey, header)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, dir, publicKey, secretKey, header)
+}
+
+// scanFiles fails the test if any file in dir holds one of the secrets, or
+// if none holds visible, the proof that the scan sees the data.
+func scanFiles(t *testing.T, dir, visible string, secrets ...string) {
+	t.Helper()
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("scanned %s (%d bytes)", f.Name(), len(b))
+		all = append(all, b...)
+	}
+	if !bytes.Contains(all, []byte(visible)) {
+		t.Fatalf("%q is not in the files: the scan does not see the data", visible)
+	}
+	for _, secret := range append(secrets, "SECRET") {
+		if bytes.Contains(all, []byte(secret)) {
+			t.Errorf("the database files contain %q in plaintext", secret)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,78 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse"
+)
+
+// TestStmtCacheNoPoolDeadlock holds every read connection in a transaction
+// whose queries miss the statement cache, while reads outside transactions
+// prepare theirs: preparing must never wait for a connection while holding
+// one, or the pool deadlocks.
+func TestStmtCacheNoPoolDeadlock(t *testing.T) {
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	const workers = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*2)
+	for w := range workers {
+		wg.Go(func() {
+			errs <- db.view(ctx, func(tx *Tx) error {
+				for i := range 10 {
+					var n int
+					if err := tx.q.QueryRowContext(ctx, fmt.Sprintf("SELECT %d + ?", w*100+i), 1).Scan(&n); err != nil {
+						return err
+					}
+					if n != w*100+i+1 {
+						return fmt.Errorf("got %d", n)
+					}
+				}
+				return nil
+			})
+		})
+		wg.Go(func() {
+			errs <- db.viewOne(ctx, func(tx *Tx) error {
+				var n int
+				return tx.q.QueryRowContext(ctx, fmt.Sprintf("SELECT %d + ?", 10000+w), 1).Scan(&n)
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the transactions missed was prepared in the background; the
+	// cache never holds more than its bound.
+	deadline := time.Now().Add(5 * time.Second)
+	for db.stmts.lookup("SELECT 0 + ?") == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if db.stmts.lookup("SELECT 0 + ?") == nil {
+		t.Error("a statement a transaction missed was never prepared")
+	}
+	db.stmts.mu.RLock()
+	n := len(db.stmts.stmts)
+	db.stmts.mu.RUnlock()
+	if n > maxStmts {
+		t.Errorf("%d statements cached, bound %d", n, maxStmts)
+	}
+}

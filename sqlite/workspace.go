@@ -1,0 +1,325 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"gatehouse"
+	"gatehouse/dbrow"
+
+	"github.com/google/uuid"
+)
+
+// findWorkspace resolves a workspace reference of the organization: ""
+// for the default workspace, else a UUID or a slug.
+func (tx *Tx) findWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
+	where, arg := `is_default = 1`, any(nil)
+	if ref != "" {
+		id, slug, ok := gatehouse.ParseWorkspaceRef(ref)
+		switch {
+		case !ok:
+			return nil, gatehouse.NotFound("workspace", ref)
+		case id != "":
+			where, arg = `id = ?`, id
+		default:
+			where, arg = `slug = ?`, slug
+		}
+	}
+	args := []any{orgID}
+	if arg != nil {
+		args = append(args, arg)
+	}
+	w, err := dbrow.ScanWorkspace(tx.QueryRowContext(ctx, `SELECT `+dbrow.WorkspaceColumns+` FROM workspaces
+		WHERE organization_id = ? AND `+where, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		if ref == "" {
+			return nil, gatehouse.Errorf(gatehouse.ENOTFOUND, "the organization has no default workspace; pass workspace_id")
+		}
+		return nil, gatehouse.NotFound("workspace", ref)
+	}
+	return w, err
+}
+
+// FindWorkspace returns a workspace by reference.
+func (db *DB) FindWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
+	var w *gatehouse.Workspace
+	err := db.viewOne(ctx, func(tx *Tx) (err error) {
+		w, err = tx.findWorkspace(ctx, orgID, ref)
+		return err
+	})
+	return w, err
+}
+
+// FindWorkspaces lists the organization's workspaces.
+func (db *DB) FindWorkspaces(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Workspace, int, error) {
+	var list []*gatehouse.Workspace
+	var total int
+	err := db.view(ctx, func(tx *Tx) (err error) {
+		list, total, err = findPage(ctx, tx, dbrow.WorkspaceColumns, `workspaces WHERE organization_id = ?`,
+			`created_at, id`, []any{orgID}, page, dbrow.ScanWorkspace)
+		return err
+	})
+	return list, total, err
+}
+
+// CreateWorkspace creates a workspace.
+func (db *DB) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.WorkspaceUpdate, createdBy *string) (*gatehouse.Workspace, error) {
+	w, err := gatehouse.NewWorkspace(c)
+	if err != nil {
+		return nil, err
+	}
+	w.CreatedBy = createdBy
+	err = db.update(ctx, func(tx *Tx) error {
+		var defaults int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM workspaces WHERE organization_id = ? AND is_default = 1`, orgID).Scan(&defaults); err != nil {
+			return err
+		}
+		w.IsDefault = defaults == 0 // an organization left without one gets its next workspace as default
+		if err := tx.insertWorkspace(ctx, orgID, w); err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.create", ResourceType: "workspace", ResourceIDs: []string{w.ID}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (tx *Tx) insertWorkspace(ctx context.Context, orgID string, w *gatehouse.Workspace) error {
+	w.ID, w.OrganizationID, w.CreatedAt = uuid.NewString(), orgID, tx.now
+	j, err := dbrow.JSONArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO workspaces (`+dbrow.WorkspaceColumns+`, default_guardrail_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		w.ID, orgID, w.Name, w.Slug, w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort,
+		j[0], j[1], w.IOLoggingSamplingRate, w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled,
+		w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, w.IsDefault, w.CreatedBy, dbrow.MS(tx.now), nil,
+		gatehouse.DefaultGuardrailID(w.ID))
+	if isUnique(err) {
+		return gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
+	}
+	return err
+}
+
+// UpdateWorkspace updates a workspace.
+func (db *DB) UpdateWorkspace(ctx context.Context, orgID, ref string, u gatehouse.WorkspaceUpdate) (*gatehouse.Workspace, error) {
+	var w *gatehouse.Workspace
+	err := db.update(ctx, func(tx *Tx) error {
+		var err error
+		if w, err = tx.findWorkspace(ctx, orgID, ref); err != nil {
+			return err
+		}
+		if err := w.Apply(u); err != nil {
+			return err
+		}
+		now := tx.now
+		w.UpdatedAt = &now
+		j, err := dbrow.JSONArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE workspaces SET name = ?, slug = ?, description = ?, default_text_model = ?,
+			default_image_model = ?, default_provider_sort = ?, disabled_server_tools = ?, io_logging_api_key_ids = ?,
+			io_logging_sampling_rate = ?, is_data_discount_logging_enabled = ?, is_observability_broadcast_enabled = ?,
+			is_observability_io_logging_enabled = ?, include_byok_in_budgets = ?, updated_at = ? WHERE id = ?`,
+			w.Name, w.Slug, w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort, j[0], j[1],
+			w.IOLoggingSamplingRate, w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled,
+			w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, dbrow.MS(now), w.ID)
+		if isUnique(err) {
+			return gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.update", ResourceType: "workspace",
+			ResourceIDs: []string{w.ID}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// DeleteWorkspace deletes a workspace and what it holds, in one transaction.
+func (db *DB) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDefault bool) error {
+	return db.update(ctx, func(tx *Tx) error {
+		w, err := tx.findWorkspace(ctx, orgID, ref)
+		if err != nil {
+			return err
+		}
+		if w.IsDefault && !confirmDefault {
+			return gatehouse.Errorf(gatehouse.EINVALID, "this is the default workspace; pass confirm_default_workspace_deletion=true to delete it")
+		}
+		var active int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND disabled = 0
+			AND (expires_at IS NULL OR expires_at > ?)`, w.ID, dbrow.MS(tx.now)).Scan(&active); err != nil {
+			return err
+		}
+		if active > 0 {
+			return gatehouse.Errorf(gatehouse.EINVALID, "the workspace holds %d active API keys; disable or delete them first", active).
+				WithMetadata("active_key_count", active)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE destinations SET deleted_at = ?, updated_at = ?
+			WHERE workspace_id = ? AND deleted_at IS NULL`, dbrow.MS(tx.now), dbrow.MS(tx.now), w.ID); err != nil {
+			return err
+		}
+		// Keys, guardrails, memberships, codes and assignments go by cascade.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM workspaces WHERE id = ?`, w.ID); err != nil {
+			return err
+		}
+		if w.IsDefault {
+			if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET is_default = 1 WHERE id =
+				(SELECT id FROM workspaces WHERE organization_id = ? ORDER BY created_at, id LIMIT 1)`, orgID); err != nil {
+				return err
+			}
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.delete", ResourceType: "workspace", ResourceIDs: []string{w.ID}})
+	})
+}
+
+// FindWorkspaceMembers lists the members of a workspace. The default
+// workspace holds every member of the organization.
+func (db *DB) FindWorkspaceMembers(ctx context.Context, orgID, ref string, page gatehouse.Page) ([]*gatehouse.WorkspaceMember, int, error) {
+	var list []*gatehouse.WorkspaceMember
+	var total int
+	err := db.view(ctx, func(tx *Tx) error {
+		w, err := tx.findWorkspace(ctx, orgID, ref)
+		if err != nil {
+			return err
+		}
+		if w.IsDefault {
+			members, n, err := tx.findMembers(ctx, orgID, page)
+			for _, m := range members {
+				list = append(list, gatehouse.ImplicitMembership(w.ID, m))
+			}
+			total = n
+			return err
+		}
+		list, total, err = findPage(ctx, tx, dbrow.MembershipColumns, membershipFrom, `wm.created_at, wm.id`,
+			[]any{w.ID}, page, dbrow.ScanMembership)
+		return err
+	})
+	if list == nil {
+		list = []*gatehouse.WorkspaceMember{}
+	}
+	return list, total, err
+}
+
+const membershipFrom = `workspace_members wm JOIN members m ON m.organization_id = wm.organization_id AND m.id = wm.user_id
+		WHERE wm.workspace_id = ?`
+
+// AddWorkspaceMembers adds organization members to a workspace.
+func (db *DB) AddWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, []*gatehouse.WorkspaceMember, error) {
+	ids, err := gatehouse.ValidateUserIDs("user_ids", userIDs)
+	if err != nil {
+		return 0, nil, err
+	}
+	var added int
+	var list []*gatehouse.WorkspaceMember
+	err = db.update(ctx, func(tx *Tx) error {
+		w, err := tx.findWorkspace(ctx, orgID, ref)
+		if err != nil {
+			return err
+		}
+		unknown, err := tx.unknownMembers(ctx, orgID, ids)
+		if err != nil {
+			return err
+		}
+		if len(unknown) > 0 {
+			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: not members of the organization: " +
+				gatehouse.ListIDs(unknown)}).WithMetadata("user_ids", unknown)
+		}
+		if w.IsDefault { // holds every member already: nothing changes, nothing to record
+			list, err = tx.implicitMemberships(ctx, orgID, w.ID, ids)
+			return err
+		}
+		for _, id := range ids {
+			res, err := tx.ExecContext(ctx, `INSERT INTO workspace_members (id, organization_id, workspace_id, user_id, created_at)
+				VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id, user_id) DO NOTHING`, uuid.NewString(), orgID, w.ID, id, dbrow.MS(tx.now))
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			added += int(n)
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+dbrow.MembershipColumns+` FROM `+membershipFrom+`
+			AND wm.user_id IN (`+placeholders(len(ids))+`) ORDER BY wm.created_at, wm.id`, anys(ids, w.ID)...)
+		if err != nil {
+			return err
+		}
+		if list, err = collect(rows, dbrow.ScanMembership); err != nil {
+			return err
+		}
+		return tx.auditMembers(ctx, orgID, "workspace.members.add", w.ID, ids, "added_count", added)
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return added, list, nil
+}
+
+func (tx *Tx) implicitMemberships(ctx context.Context, orgID, workspaceID string, ids []string) ([]*gatehouse.WorkspaceMember, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+dbrow.MemberColumns+` FROM members WHERE organization_id = ?
+		AND id IN (`+placeholders(len(ids))+`) ORDER BY created_at, id`, anys(ids, orgID)...)
+	if err != nil {
+		return nil, err
+	}
+	members, err := collect(rows, dbrow.ScanMember)
+	out := make([]*gatehouse.WorkspaceMember, 0, len(members))
+	for _, m := range members {
+		out = append(out, gatehouse.ImplicitMembership(workspaceID, m))
+	}
+	return out, err
+}
+
+// RemoveWorkspaceMembers removes members from a workspace, all or nothing.
+func (db *DB) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, error) {
+	ids, err := gatehouse.ValidateUserIDs("user_ids", userIDs)
+	if err != nil {
+		return 0, err
+	}
+	var removed int
+	err = db.update(ctx, func(tx *Tx) error {
+		w, err := tx.findWorkspace(ctx, orgID, ref)
+		if err != nil {
+			return err
+		}
+		if w.IsDefault {
+			return gatehouse.Errorf(gatehouse.EINVALID, "the default workspace holds every organization member; remove the member from the organization instead")
+		}
+		blocked, err := tx.usersWithActiveKeys(ctx, orgID, w.ID, ids)
+		if err != nil {
+			return err
+		}
+		if len(blocked) > 0 {
+			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: members with active API keys in this workspace cannot be removed: " +
+				gatehouse.ListIDs(blocked) + "; nobody was removed"}).WithMetadata("user_ids", blocked)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM workspace_members WHERE workspace_id = ? AND user_id IN (`+
+			placeholders(len(ids))+`)`, anys(ids, w.ID)...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		removed = int(n)
+		return tx.auditMembers(ctx, orgID, "workspace.members.remove", w.ID, ids, "removed_count", removed)
+	})
+	return removed, err
+}
+
+// auditMembers records a bulk change of a workspace's members. A call that
+// changed nothing (count 0) leaves the database as it was: no entry.
+func (tx *Tx) auditMembers(ctx context.Context, orgID, op, workspaceID string, userIDs []string, countName string, count int) error {
+	if count == 0 {
+		return nil
+	}
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: "workspace", ResourceIDs: []string{workspaceID},
+		Details: map[string]any{"user_ids": userIDs, countName: count}})
+}
