@@ -1,0 +1,293 @@
+// Package gateway talks to the upstream providers: it forwards chat
+// completion requests to OpenAI-compatible APIs and reads their answers,
+// whole or streamed as server-sent events, extracting what metering needs
+// (the token usage) and rewriting what clients see (the generation id and
+// the model's slug). Client implements gatehouse.Upstream.
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"gatehouse"
+)
+
+// MaxResponseBytes bounds a non-streamed upstream answer.
+const MaxResponseBytes = 16 << 20
+
+// maxOutput bounds the completion text kept for traces.
+const maxOutput = 64 << 10
+
+// Client calls upstream providers.
+type Client struct {
+	HTTP *http.Client
+}
+
+var _ gatehouse.Upstream = (*Client)(nil)
+
+// NewClient returns a Client with a transport suited to many concurrent
+// long-lived upstream calls; each call's deadline comes from its provider.
+func NewClient() *Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &Client{HTTP: &http.Client{Transport: t}}
+}
+
+// Deadline returns the provider's timeout, or the default of two minutes.
+func Deadline(p *gatehouse.Provider) time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return 2 * time.Minute
+}
+
+// Complete forwards a chat completion and reads the answer.
+func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter) (gatehouse.Completion, error) {
+	p := call.Provider
+	ctx, cancel := context.WithTimeout(ctx, Deadline(p))
+	defer cancel()
+	body, err := prepareBody(call)
+	if err != nil {
+		return gatehouse.Completion{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(p.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return gatehouse.Completion{}, &gatehouse.UpstreamError{Status: http.StatusBadGateway, Message: "the provider's URL is invalid", Provider: p.ID}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if p.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+p.APIKey)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return gatehouse.Completion{}, networkError(ctx, p, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return gatehouse.Completion{}, upstreamError(p, resp)
+	}
+	if call.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		w.Start()
+		return stream(ctx, resp.Body, w, call.Rewrite)
+	}
+	done, err := readCompletion(resp.Body, call.Rewrite)
+	if err != nil {
+		return done, &gatehouse.UpstreamError{Status: http.StatusBadGateway, Provider: p.ID,
+			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", p.ID, err)}
+	}
+	return done, nil
+}
+
+// prepareBody returns the request body for the upstream: the client's body
+// with the upstream's model name, a completion cap when the client set none
+// (so the reservation bounds the cost), and, for streams, a request for the
+// final usage chunk.
+func prepareBody(call gatehouse.CompletionCall) ([]byte, error) {
+	out := make(map[string]json.RawMessage, len(call.Body)+2)
+	for k, v := range call.Body {
+		out[k] = v
+	}
+	out["model"], _ = json.Marshal(call.Model.ID)
+	_, hasMax := out["max_tokens"]
+	_, hasMaxCompletion := out["max_completion_tokens"]
+	if !hasMax && !hasMaxCompletion {
+		out["max_tokens"], _ = json.Marshal(call.MaxTokens)
+	}
+	if call.Stream {
+		opts := map[string]json.RawMessage{}
+		if raw, ok := out["stream_options"]; ok {
+			_ = json.Unmarshal(raw, &opts)
+		}
+		opts["include_usage"] = json.RawMessage("true")
+		out["stream_options"], _ = json.Marshal(opts)
+	}
+	return json.Marshal(out)
+}
+
+// networkError classifies a failed call: a timeout (408, as OpenRouter
+// answers) or an unreachable provider (502).
+func networkError(ctx context.Context, p *gatehouse.Provider, err error) *gatehouse.UpstreamError {
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &gatehouse.UpstreamError{Status: http.StatusRequestTimeout, Provider: p.ID,
+			Message: fmt.Sprintf("the provider %s did not answer within %s", p.ID, Deadline(p))}
+	}
+	return &gatehouse.UpstreamError{Status: http.StatusBadGateway, Provider: p.ID,
+		Message: fmt.Sprintf("the provider %s could not be reached", p.ID)}
+}
+
+// upstreamError passes an upstream's error status through with its message.
+func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.UpstreamError {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &gatehouse.UpstreamError{Status: resp.StatusCode, Provider: p.ID,
+		Message: fmt.Sprintf("the provider %s answered %d", p.ID, resp.StatusCode)}
+	if json.Valid(raw) {
+		e.Raw = raw
+		var body struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(raw, &body) == nil {
+			if m := body.Error.Message + body.Message; m != "" {
+				e.Message = m
+			}
+		}
+	}
+	if e.Status < 400 { // a 1xx or 3xx answer makes no sense here
+		e.Status = http.StatusBadGateway
+	}
+	return e
+}
+
+// readCompletion reads a whole (non-streamed) answer.
+func readCompletion(r io.Reader, rewrite func(map[string]json.RawMessage)) (gatehouse.Completion, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxResponseBytes+1))
+	if err != nil || len(raw) > MaxResponseBytes {
+		return gatehouse.Completion{}, errors.New("the answer could not be read")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return gatehouse.Completion{}, errors.New("the answer is not a JSON object")
+	}
+	c := inspect(obj, false)
+	rewrite(obj)
+	c.Body, err = json.Marshal(obj)
+	return c, err
+}
+
+// chunk is the part of a completion object or stream chunk that metering
+// and tracing read.
+type chunk struct {
+	ID      string `json:"id"`
+	Choices []struct {
+		FinishReason *string `json:"finish_reason"`
+		Message      *struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		Delta *struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// inspect extracts id, usage, finish reason and text from an answer, or
+// from a stream chunk (delta).
+func inspect(obj map[string]json.RawMessage, delta bool) gatehouse.Completion {
+	raw, _ := json.Marshal(obj)
+	var ch chunk
+	_ = json.Unmarshal(raw, &ch)
+	c := gatehouse.Completion{UpstreamID: ch.ID}
+	if ch.Usage != nil {
+		c.PromptTokens, c.CompletionTokens, c.UsageKnown = ch.Usage.PromptTokens, ch.Usage.CompletionTokens, true
+	}
+	if len(ch.Choices) > 0 {
+		if f := ch.Choices[0].FinishReason; f != nil {
+			c.FinishReason = *f
+		}
+		if m := ch.Choices[0].Message; m != nil && !delta {
+			c.Output = m.Content
+		}
+		if d := ch.Choices[0].Delta; d != nil && delta {
+			c.Output = d.Content
+		}
+	}
+	c.Output = truncate(c.Output)
+	return c
+}
+
+func truncate(s string) string {
+	if len(s) > maxOutput {
+		return s[:maxOutput]
+	}
+	return s
+}
+
+// stream copies a streamed answer (server-sent events) to w event by event,
+// rewriting each chunk and flushing after each event. It returns what
+// metering needs once the stream ends; an error means it broke off (the
+// client left, or the upstream failed midway).
+func stream(ctx context.Context, body io.Reader, w gatehouse.StreamWriter, rewrite func(map[string]json.RawMessage)) (gatehouse.Completion, error) {
+	var c gatehouse.Completion
+	var output strings.Builder
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if c.Done {
+			continue // nothing follows [DONE]; its terminating blank line is the caller's
+		}
+		if data, ok := strings.CutPrefix(line, "data:"); ok {
+			if strings.TrimSpace(data) == "[DONE]" {
+				c.Done = true
+				continue
+			}
+			line = rewriteEvent(strings.TrimSpace(data), line, &c, &output, rewrite)
+		}
+		if _, err := io.WriteString(w, line+"\n"); err != nil {
+			return finish(c, &output), err
+		}
+		if line == "" {
+			w.Flush()
+		}
+	}
+	w.Flush()
+	if err := sc.Err(); err != nil {
+		return finish(c, &output), err
+	}
+	if ctx.Err() != nil {
+		return finish(c, &output), ctx.Err()
+	}
+	return finish(c, &output), nil
+}
+
+// rewriteEvent reads one data event's JSON chunk into c and returns the
+// event line to send, rewritten.
+func rewriteEvent(data, line string, c *gatehouse.Completion, output *strings.Builder, rewrite func(map[string]json.RawMessage)) string {
+	if data == "" || data == "[DONE]" {
+		return line
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(data), &obj) != nil {
+		return line
+	}
+	part := inspect(obj, true)
+	if part.UsageKnown {
+		c.PromptTokens, c.CompletionTokens, c.UsageKnown = part.PromptTokens, part.CompletionTokens, true
+	}
+	if part.UpstreamID != "" {
+		c.UpstreamID = part.UpstreamID
+	}
+	if part.FinishReason != "" {
+		c.FinishReason = part.FinishReason
+	}
+	if output.Len() < maxOutput {
+		output.WriteString(part.Output)
+	}
+	rewrite(obj)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return line
+	}
+	return "data: " + string(b)
+}
+
+func finish(c gatehouse.Completion, output *strings.Builder) gatehouse.Completion {
+	c.Output = truncate(output.String())
+	return c
+}

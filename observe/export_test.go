@@ -1,0 +1,293 @@
+package observe
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gatehouse"
+)
+
+func TestWebhookDelivery(t *testing.T) {
+	rc := newReceiver(t, nil)
+	post := testDest("webhook", map[string]string{"url": rc.URL + "/post"}, func(d *gatehouse.Destination) {
+		d.Config.Headers = map[string]string{"X-Token": "tok-SECRET", "Content-Type": "text/plain"}
+	})
+	put := testDest("webhook", map[string]string{"url": rc.URL + "/put", "method": "PUT"})
+	p, _ := start(t, newLister(post, put), fastOptions())
+	session := "sess-42"
+	ev := testEvent(withSession(session))
+	p.Publish(ev)
+	closeNow(t, p)
+
+	hits := rc.got()
+	if len(hits) != 2 {
+		t.Fatalf("got %d requests, want 2", len(hits))
+	}
+	byPath := map[string]hit{}
+	for _, h := range hits {
+		byPath[h.Path] = h
+	}
+	if m := byPath["/post"].Method; m != http.MethodPost {
+		t.Errorf("/post method = %s", m)
+	}
+	if m := byPath["/put"].Method; m != http.MethodPut {
+		t.Errorf("/put method = %s", m)
+	}
+	h := byPath["/post"]
+	for k, want := range map[string]string{"X-Token": "tok-SECRET", "Content-Type": "application/json",
+		"Idempotency-Key": ev.Generation.ID} {
+		if got := h.Header.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	if !bytes.Contains(h.Body, []byte(`"total_cost":0.000123,`)) {
+		t.Errorf("cost is not the exact JSON number 0.000123: %s", h.Body)
+	}
+	var body map[string]any
+	dec := json.NewDecoder(bytes.NewReader(h.Body))
+	dec.UseNumber()
+	if err := dec.Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	wantKeys := []string{"api_key_hash", "api_key_name", "byok", "completion_tokens", "created_at", "ended_at",
+		"event", "external_user", "finish_reason", "generation_time_ms", "id", "input", "latency_ms", "model",
+		"organization_id", "output", "privacy_mode", "prompt_tokens", "provider", "session_id", "started_at",
+		"status", "streamed", "total_cost", "total_tokens", "upstream_id", "user_id", "workspace_id"}
+	var keys []string
+	for k := range body {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if !slices.Equal(keys, wantKeys) {
+		t.Errorf("keys = %v\nwant  %v", keys, wantKeys)
+	}
+	for k, want := range map[string]any{
+		"event": "generation", "id": ev.Generation.ID, "model": "openai/gpt-4o-mini", "provider": "openai",
+		"api_key_hash": testKeyHash, "api_key_name": "ci key", "user_id": "user_1", "session_id": session,
+		"prompt_tokens": json.Number("12"), "completion_tokens": json.Number("34"), "total_tokens": json.Number("46"),
+		"total_cost": json.Number("0.000123"), "finish_reason": "stop", "latency_ms": json.Number("250"),
+		"started_at": "2026-11-21T10:30:00.123Z", "ended_at": "2026-11-21T10:30:00.373Z",
+		"organization_id": "org-1", "workspace_id": "ws-1", "status": "completed", "privacy_mode": false,
+		"output": "secret completion", "external_user": nil, "upstream_id": nil,
+	} {
+		if !reflect.DeepEqual(body[k], want) {
+			t.Errorf("%s = %#v, want %#v", k, body[k], want)
+		}
+	}
+	if msgs, ok := body["input"].([]any); !ok || len(msgs) != 1 {
+		t.Errorf("input = %#v, want the messages array", body["input"])
+	}
+}
+
+func TestOTLPDelivery(t *testing.T) {
+	rc := newReceiver(t, nil)
+	a := testDest("otel-collector", map[string]string{"endpoint": rc.URL + "/otlp"}, func(d *gatehouse.Destination) {
+		d.Config.Headers = map[string]string{"X-Collector-Key": "ck-SECRET"}
+	})
+	b := testDest("otel-collector", map[string]string{"endpoint": rc.URL + "/full/v1/traces/"})
+	p, _ := start(t, newLister(a, b), fastOptions())
+	ev := testEvent(withSession("sess-7"))
+	p.Publish(ev)
+	closeNow(t, p)
+
+	if got, want := rc.paths(), []string{"/full/v1/traces", "/otlp/v1/traces"}; !slices.Equal(got, want) {
+		t.Fatalf("paths = %v, want %v", got, want)
+	}
+	var traceIDs []string
+	for _, h := range rc.got() {
+		if ct := h.Header.Get("Content-Type"); ct != "application/json" || h.Method != http.MethodPost {
+			t.Errorf("%s %s with Content-Type %q", h.Method, h.Path, ct)
+		}
+		if h.Path == "/otlp/v1/traces" && h.Header.Get("X-Collector-Key") != "ck-SECRET" {
+			t.Errorf("custom header missing")
+		}
+		req, span, attrs := spanOf(t, h.Body)
+		res := req["resourceSpans"].([]any)[0].(map[string]any)["resource"].(map[string]any)
+		if got := res["attributes"].([]any)[0]; !reflect.DeepEqual(got, map[string]any{
+			"key": "service.name", "value": map[string]any{"stringValue": "gatehouse"}}) {
+			t.Errorf("resource attribute = %v", got)
+		}
+		checkSpan(t, ev, span)
+		traceIDs = append(traceIDs, span["traceId"].(string))
+		checkGenAIAttributes(t, attrs)
+	}
+	if traceIDs[0] != traceIDs[1] {
+		t.Errorf("one event has two trace ids: %v", traceIDs)
+	}
+}
+
+// checkSpan checks the span's ids, name, kind and times.
+func checkSpan(t *testing.T, ev *gatehouse.TraceEvent, span map[string]any) {
+	t.Helper()
+	if id, _ := span["traceId"].(string); !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
+		t.Errorf("traceId = %q", id)
+	}
+	if id, _ := span["spanId"].(string); !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(id) {
+		t.Errorf("spanId = %q", id)
+	}
+	for k, want := range map[string]any{
+		"name": "chat openai/gpt-4o-mini", "kind": float64(3),
+		"startTimeUnixNano": strconv.FormatInt(ev.StartedAt.UnixNano(), 10),
+		"endTimeUnixNano":   strconv.FormatInt(ev.EndedAt.UnixNano(), 10),
+	} {
+		if span[k] != want {
+			t.Errorf("span %s = %#v, want %#v", k, span[k], want)
+		}
+	}
+}
+
+// checkGenAIAttributes checks the GenAI semantic convention attributes of
+// the test event's span.
+func checkGenAIAttributes(t *testing.T, attrs map[string]map[string]any) {
+	t.Helper()
+	str := func(s string) map[string]any { return map[string]any{"stringValue": s} }
+	for k, want := range map[string]map[string]any{
+		"gen_ai.operation.name":          str("chat"),
+		"gen_ai.system":                  str("openai"),
+		"gen_ai.provider.name":           str("openai"),
+		"gen_ai.request.model":           str("openai/gpt-4o-mini"),
+		"gen_ai.response.model":          str("openai/gpt-4o-mini"),
+		"gen_ai.usage.input_tokens":      {"intValue": "12"},
+		"gen_ai.usage.output_tokens":     {"intValue": "34"},
+		"gen_ai.response.finish_reasons": {"arrayValue": map[string]any{"values": []any{str("stop")}}},
+		"gatehouse.cost_usd":             {"doubleValue": 0.000123},
+		"gatehouse.key_hash":             str(testKeyHash),
+		"gen_ai.conversation.id":         str("sess-7"),
+		"user.id":                        str("user_1"),
+		"gen_ai.prompt":                  str(`[{"role":"user","content":"secret prompt"}]`),
+		"gen_ai.completion":              str("secret completion"),
+	} {
+		if !reflect.DeepEqual(attrs[k], want) {
+			t.Errorf("attribute %s = %v, want %v", k, attrs[k], want)
+		}
+	}
+	if id := attrs["gen_ai.response.id"]["stringValue"]; !strings.HasPrefix(id.(string), "gen-") {
+		t.Errorf("gen_ai.response.id = %v", id)
+	}
+}
+
+func TestLangfuseDelivery(t *testing.T) {
+	rc := newReceiver(t, nil)
+	d := testDest("langfuse", map[string]string{"baseUrl": rc.URL + "/lf/", "publicKey": "pk-lf-1", "secretKey": "sk-lf-SECRET"})
+	p, _ := start(t, newLister(d), fastOptions())
+	p.Publish(testEvent(withSession("sess-7")))
+	closeNow(t, p)
+
+	hits := rc.got()
+	if len(hits) != 1 {
+		t.Fatalf("got %d requests, want 1", len(hits))
+	}
+	h := hits[0]
+	if h.Method != http.MethodPost || h.Path != "/lf/api/public/otel/v1/traces" {
+		t.Errorf("request = %s %s", h.Method, h.Path)
+	}
+	r := &http.Request{Header: h.Header}
+	if user, pass, ok := r.BasicAuth(); !ok || user != "pk-lf-1" || pass != "sk-lf-SECRET" {
+		t.Errorf("basic auth = %q, %q, %v", user, pass, ok)
+	}
+	_, _, attrs := spanOf(t, h.Body)
+	checkGenAIAttributes(t, attrs)
+	for k, want := range map[string]string{
+		"langfuse.observation.type":          "generation",
+		"langfuse.observation.model.name":    "openai/gpt-4o-mini",
+		"langfuse.observation.usage_details": `{"input":12,"output":34,"total":46}`,
+		"langfuse.observation.cost_details":  `{"total":0.000123}`,
+		"langfuse.session.id":                "sess-7",
+		"langfuse.user.id":                   "user_1",
+		"langfuse.observation.output":        "secret completion",
+	} {
+		if got := attrs[k]["stringValue"]; got != want {
+			t.Errorf("attribute %s = %v, want %q", k, got, want)
+		}
+	}
+}
+
+func TestPrivacyMode(t *testing.T) {
+	rc := newReceiver(t, nil)
+	private := func(d *gatehouse.Destination) { d.PrivacyMode = true }
+	p, _ := start(t, newLister(
+		testDest("webhook", map[string]string{"url": rc.URL + "/hook"}, private),
+		testDest("otel-collector", map[string]string{"endpoint": rc.URL + "/otel"}, private),
+		testDest("langfuse", map[string]string{"baseUrl": rc.URL + "/lf", "publicKey": "pk", "secretKey": "sk"}, private),
+		testDest("otel-collector", map[string]string{"endpoint": rc.URL + "/open"}),
+	), fastOptions())
+	p.Publish(testEvent())
+	closeNow(t, p)
+
+	hits := rc.got()
+	if len(hits) != 4 {
+		t.Fatalf("got %d requests, want 4", len(hits))
+	}
+	for _, h := range hits {
+		leaks := bytes.Contains(h.Body, []byte("secret prompt")) || bytes.Contains(h.Body, []byte("secret completion"))
+		if open := h.Path == "/open/v1/traces"; leaks != open {
+			t.Errorf("%s: text present = %v, want %v", h.Path, leaks, open)
+		}
+		switch {
+		case h.Path == "/hook":
+			var body map[string]any
+			_ = json.Unmarshal(h.Body, &body)
+			if body["input"] != nil || body["output"] != nil || body["privacy_mode"] != true {
+				t.Errorf("webhook in privacy mode: input %v, output %v, privacy_mode %v", body["input"], body["output"], body["privacy_mode"])
+			}
+		case strings.HasSuffix(h.Path, "/v1/traces") && h.Path != "/open/v1/traces":
+			_, _, attrs := spanOf(t, h.Body)
+			for _, k := range []string{"gen_ai.prompt", "gen_ai.completion", "langfuse.observation.input", "langfuse.observation.output"} {
+				if _, ok := attrs[k]; ok {
+					t.Errorf("%s: attribute %s present in privacy mode", h.Path, k)
+				}
+			}
+			if _, ok := attrs["gen_ai.usage.input_tokens"]; !ok {
+				t.Errorf("%s: usage missing in privacy mode", h.Path)
+			}
+		}
+	}
+}
+
+func TestStoredOnlyTypes(t *testing.T) {
+	if got, want := DeliveredTypes(), []string{"langfuse", "otel-collector", "webhook"}; !slices.Equal(got, want) {
+		t.Errorf("DeliveredTypes() = %v, want %v", got, want)
+	}
+	for _, typ := range DeliveredTypes() {
+		if !slices.Contains(gatehouse.DestinationTypes(), typ) {
+			t.Errorf("delivered type %q is not a destination type", typ)
+		}
+	}
+	rc := newReceiver(t, nil)
+	p, reg := start(t, newLister(
+		testDest("datadog", map[string]string{"apiKey": "dd", "mlApp": "app", "url": rc.URL}),
+		testDest("s3", map[string]string{"accessKeyId": "a", "secretAccessKey": "s", "bucketName": "b", "endpoint": rc.URL}),
+	), fastOptions())
+	p.Publish(testEvent())
+	closeNow(t, p)
+	if n := len(rc.got()); n != 0 {
+		t.Errorf("stored-only types sent %d requests", n)
+	}
+	for _, typ := range []string{"datadog", "s3"} {
+		if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "skipped", "type", typ); got != 1 {
+			t.Errorf("%s skipped = %v, want 1", typ, got)
+		}
+		if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "delivered", "type", typ); got != 0 {
+			t.Errorf("%s delivered = %v, want 0", typ, got)
+		}
+	}
+}
+
+func TestInvalidURLFailsWithoutRetry(t *testing.T) {
+	p, reg := start(t, newLister(testDest("webhook", map[string]string{"url": "ftp://x.example/hook?token=SECRET"})), fastOptions())
+	p.Publish(testEvent())
+	closeNow(t, p)
+	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "failed", "type", "webhook"); got != 1 {
+		t.Errorf("failed = %v, want 1", got)
+	}
+	if got := metric(t, reg, "gatehouse_observability_delivery_attempts_total", "type", "webhook"); got != 0 {
+		t.Errorf("attempts = %v, want 0", got)
+	}
+}

@@ -1,0 +1,359 @@
+// Package observe delivers trace events to the observability destinations
+// of a request's workspace, without ever slowing or failing the request.
+//
+// The pipeline has two stages:
+//
+//   - Publish puts the event on a bounded queue of events (Options.QueueSize)
+//     and returns at once; when the queue is full the event is dropped and
+//     counted.
+//   - One dispatcher takes events off that queue, lists the workspace's
+//     destinations (cached for Options.CacheTTL), decides for each one
+//     (enabled, api_key_hashes, sampling_rate, filter_rules) and turns every
+//     accepted destination into a delivery: one task for the worker pool.
+//
+// Deliveries wait in a lane per destination. Workers take them round-robin
+// across lanes, and a destination never has more than
+// Options.MaxInFlightPerDestination deliveries in flight, so a slow
+// destination cannot hold every worker. A failed attempt that may succeed
+// later (network error, timeout, 408, 429, 5xx) waits for its backoff on a
+// timer, not in a worker, then goes back to its lane; a lane holds at most
+// Options.MaxPendingPerDestination deliveries, beyond which new ones for that
+// destination are dropped and counted. A dead destination therefore costs
+// only its own backlog.
+//
+// A destination receives an event when it is enabled and not deleted, and:
+//
+//   - api_key_hashes is null or lists the generation's key (an empty list
+//     selects no key);
+//   - the event is sampled: the SHA-256 of the session id (or, without one,
+//     of the generation id), its top 53 bits read as a number in [0, 1), is
+//     below sampling_rate. A session is all or nothing, alike for every
+//     destination, and what a lower rate keeps a higher one keeps too;
+//   - filter_rules is null, disabled, without groups, or ANY of its groups
+//     matches. A group matches when all of its rules do (logic "and", the
+//     default) or any does ("or"); a group without rules matches. Numeric
+//     fields (total_cost in USD, *_tokens) compare numerically with a number
+//     or numeric string, everything else as text; contains, starts_with,
+//     ends_with and regex (RE2, unanchored) work on the text. An absent field
+//     (null or empty: session_id, user_id, finish_reason, input, output...)
+//     satisfies only not_exists, not_equals and not_contains. user_id is the
+//     key's creator; input is the messages as JSON.
+//
+// privacy_mode takes the input and output out of what is sent (filters still
+// see them). Only the types in DeliveredTypes are exported over the network;
+// every other destination type is stored only and its deliveries count as
+// skipped.
+//
+// Nothing logged names a secret (configuration values, header values, URLs)
+// or any prompt or completion text.
+package observe
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"gatehouse"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DestinationLister lists the live destinations of a workspace, at most
+// gatehouse.MaxPageSize a page, with their total; gatehouse.Store is one.
+// ENOTFOUND for an unknown workspace.
+type DestinationLister interface {
+	FindDestinations(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Destination, int, error)
+}
+
+// Options tune a Publisher; zero values take the defaults.
+type Options struct {
+	QueueSize   int           // events waiting for dispatch; default 10000
+	Workers     int           // deliveries in flight at once; default 4
+	MaxAttempts int           // attempts per delivery; default 4
+	Backoff     time.Duration // wait before the 2nd attempt, doubling after, with jitter; default 200ms
+	Timeout     time.Duration // per attempt, and per destination look-up; default 10s
+	CacheTTL    time.Duration // how long a workspace's destination list is reused; default 5s
+	// Client sends the deliveries. The default follows no redirects, so
+	// that configured headers never go to a host they were not meant for.
+	Client *http.Client
+	// MaxPendingPerDestination bounds the deliveries waiting for one
+	// destination, retries included; default QueueSize.
+	MaxPendingPerDestination int
+	// MaxInFlightPerDestination bounds the deliveries to one destination in
+	// flight at once; default max(1, Workers/2).
+	MaxInFlightPerDestination int
+}
+
+// withDefaults fills in every zero option.
+func (o Options) withDefaults() Options {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.QueueSize, 10000)
+	def(&o.Workers, 4)
+	def(&o.MaxAttempts, 4)
+	defDur(&o.Backoff, 200*time.Millisecond)
+	defDur(&o.Timeout, 10*time.Second)
+	defDur(&o.CacheTTL, 5*time.Second)
+	def(&o.MaxPendingPerDestination, o.QueueSize)
+	def(&o.MaxInFlightPerDestination, max(1, o.Workers/2))
+	return o
+}
+
+// Publisher is the asynchronous gatehouse.TraceSink. Its methods are safe
+// for concurrent use.
+type Publisher struct {
+	opts       Options
+	store      DestinationLister
+	logger     *slog.Logger
+	metrics    *metrics
+	client     *http.Client
+	ownsClient bool
+	now        func() time.Time
+
+	mu     sync.RWMutex // guards closed against the send in Publish
+	closed bool
+	events chan *gatehouse.TraceEvent
+
+	lanes *scheduler
+	cache map[string]*cacheEntry // the dispatcher's alone
+
+	ctx    context.Context // cancelled when Close gives up
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the dispatcher and the workers
+	done   chan struct{}  // closed when they have all returned
+}
+
+var _ gatehouse.TraceSink = (*Publisher)(nil)
+
+// New starts a Publisher: its dispatcher and workers run until Close. Its
+// metrics are registered on reg (nil: not registered), once per process.
+func New(store DestinationLister, reg prometheus.Registerer, logger *slog.Logger, opts Options) *Publisher {
+	opts = opts.withDefaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Publisher{
+		opts: opts, store: store, logger: logger, client: opts.Client, now: time.Now,
+		events: make(chan *gatehouse.TraceEvent, opts.QueueSize),
+		cache:  map[string]*cacheEntry{},
+		done:   make(chan struct{}),
+	}
+	if p.client == nil {
+		p.client, p.ownsClient = defaultClient(opts.Workers), true
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.lanes = newScheduler(opts.MaxPendingPerDestination, opts.MaxInFlightPerDestination, p.dropped)
+	p.metrics = newMetrics(reg, func() float64 { return float64(len(p.events)) }, p.lanes.length)
+	p.wg.Add(1 + opts.Workers)
+	go p.dispatchLoop()
+	for range opts.Workers {
+		go p.work()
+	}
+	go func() {
+		p.wg.Wait()
+		close(p.done)
+	}()
+	return p
+}
+
+// defaultClient follows no redirects and keeps a connection per worker.
+func defaultClient(workers int) *http.Client {
+	t := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = dt.Clone()
+	}
+	t.MaxIdleConnsPerHost = max(workers, 2)
+	return &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Publish queues ev for delivery and returns at once: when the queue is
+// full, or the Publisher closed, ev is dropped and counted. The Publisher
+// keeps ev; the caller must not change it afterwards.
+func (p *Publisher) Publish(ev *gatehouse.TraceEvent) {
+	if ev == nil || ev.Generation == nil {
+		return
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		p.metrics.events.WithLabelValues("dropped").Inc()
+		return
+	}
+	select {
+	case p.events <- ev:
+		p.metrics.events.WithLabelValues("queued").Inc()
+	default:
+		p.metrics.events.WithLabelValues("dropped").Inc()
+	}
+}
+
+// Close stops accepting events and delivers what is queued, retries
+// included, until ctx ends; then it abandons the rest (counted as dropped),
+// cancels the deliveries in flight and returns ctx's error. Either way every
+// goroutine of the Publisher has returned when Close does.
+func (p *Publisher) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.events)
+	}
+	p.mu.Unlock()
+	var err error
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		p.cancel()
+		p.lanes.abort()
+		<-p.done
+	}
+	p.cancel()
+	if p.ownsClient {
+		p.client.CloseIdleConnections()
+	}
+	return err
+}
+
+// dispatchLoop turns events into deliveries until the queue is closed.
+func (p *Publisher) dispatchLoop() {
+	defer p.wg.Done()
+	defer p.lanes.closeInput()
+	for ev := range p.events {
+		if p.ctx.Err() != nil {
+			p.metrics.events.WithLabelValues("dropped").Inc()
+			continue
+		}
+		p.dispatch(ev)
+	}
+}
+
+// dispatch decides which destinations receive ev and queues a delivery
+// for each of them.
+func (p *Publisher) dispatch(ev *gatehouse.TraceEvent) {
+	g := ev.Generation
+	targets, err := p.targets(g.OrganizationID, g.WorkspaceID)
+	if err != nil {
+		p.metrics.lookupErrors.Inc()
+		p.logger.Warn("observability: cannot list destinations; the event is not delivered",
+			"workspace_id", g.WorkspaceID, "generation_id", g.ID, "error", describe(err))
+		return
+	}
+	var ids *spanIDs // shared by every OTLP destination of the event
+	for _, t := range targets {
+		d := t.dest
+		if !d.Enabled || d.DeletedAt != nil {
+			continue
+		}
+		if !t.accepts(ev) {
+			p.metrics.deliveries.WithLabelValues(d.Type, "filtered").Inc()
+			continue
+		}
+		export, ok := exporters[d.Type]
+		if !ok {
+			p.metrics.deliveries.WithLabelValues(d.Type, "skipped").Inc()
+			continue
+		}
+		if ids == nil {
+			ids = newSpanIDs()
+		}
+		dl := &delivery{dest: d, event: view(ev, d.PrivacyMode, ids), export: export}
+		if !p.lanes.add(dl) {
+			p.dropped(dl)
+		}
+	}
+}
+
+// dropped counts a delivery abandoned before it could be attempted again.
+func (p *Publisher) dropped(d *delivery) {
+	p.metrics.deliveries.WithLabelValues(d.dest.Type, "dropped").Inc()
+}
+
+// work runs deliveries until there are none left to run.
+func (p *Publisher) work() {
+	defer p.wg.Done()
+	for {
+		d, ok := p.lanes.next()
+		if !ok {
+			return
+		}
+		retry, delay := p.run(d)
+		p.lanes.complete(d, retry, delay)
+	}
+}
+
+// cacheEntry is a workspace's destination list, ready for decisions.
+type cacheEntry struct {
+	targets []*target
+	expires time.Time
+}
+
+// maxCacheEntries is the cache size past which expired entries are swept.
+const maxCacheEntries = 1024
+
+// targets returns the destinations of a workspace, from the cache when it
+// is fresh. When the store fails, a stale list is used for another TTL.
+func (p *Publisher) targets(orgID, workspaceID string) ([]*target, error) {
+	key := orgID + "/" + workspaceID
+	now := p.now()
+	e, ok := p.cache[key]
+	if ok && now.Before(e.expires) {
+		return e.targets, nil
+	}
+	dests, err := p.list(orgID, workspaceID)
+	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
+		dests, err = nil, nil // the workspace is gone: nothing to deliver to
+	}
+	if err != nil {
+		if ok {
+			e.expires = now.Add(p.opts.CacheTTL)
+			p.logger.Warn("observability: cannot refresh destinations; using the previous list",
+				"workspace_id", workspaceID, "error", describe(err))
+			return e.targets, nil
+		}
+		return nil, err
+	}
+	if len(p.cache) >= maxCacheEntries {
+		for k, old := range p.cache {
+			if !now.Before(old.expires) {
+				delete(p.cache, k)
+			}
+		}
+	}
+	ts := make([]*target, 0, len(dests))
+	for _, d := range dests {
+		ts = append(ts, newTarget(d, p.logger))
+	}
+	p.cache[key] = &cacheEntry{targets: ts, expires: now.Add(p.opts.CacheTTL)}
+	return ts, nil
+}
+
+// list reads every page of a workspace's destinations.
+func (p *Publisher) list(orgID, workspaceID string) ([]*gatehouse.Destination, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, p.opts.Timeout)
+	defer cancel()
+	var all []*gatehouse.Destination
+	for {
+		page, total, err := p.store.FindDestinations(ctx, orgID, workspaceID,
+			gatehouse.Page{Offset: len(all), Limit: gatehouse.MaxPageSize})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) == 0 || len(all) >= total {
+			return all, nil
+		}
+	}
+}
