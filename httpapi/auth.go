@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"gatehouse"
+	"gatehouse/ratelimit"
+)
+
+// principal is the authenticated caller of a request.
+type principal struct {
+	key *gatehouse.Key
+}
+
+// org returns the caller's organization.
+func (p *principal) org() string { return p.key.OrganizationID }
+
+// authHandler is a handler for an authenticated caller.
+type authHandler func(w http.ResponseWriter, r *http.Request, p *principal) error
+
+// management serves an operation that requires a management key.
+func (s *Server) management(h authHandler) http.HandlerFunc {
+	return s.authenticated(func(w http.ResponseWriter, r *http.Request, p *principal) error {
+		if !p.key.Management {
+			return gatehouse.Errorf(gatehouse.EFORBIDDEN, "only management keys can perform this operation")
+		}
+		return h(w, r, p)
+	})
+}
+
+// authenticated serves an operation open to any valid key. The rate limit
+// applies per key; a request whose credential is refused is limited per
+// client IP instead.
+func (s *Server) authenticated(h authHandler) http.HandlerFunc {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
+		key, authErr := s.authenticate(r)
+		bucket := "ip:" + clientIP(r)
+		if authErr == nil {
+			bucket = "key:" + key.Hash
+			if rec, ok := w.(*recorder); ok {
+				rec.keyHash = key.Hash
+			}
+		}
+		if err := s.rateLimit(w, r.Context(), bucket); err != nil {
+			return err
+		}
+		if authErr != nil {
+			return authErr
+		}
+		if err := checkRequestText(r); err != nil {
+			return err
+		}
+		// The stores record the caller of every change in the audit log.
+		r = r.WithContext(gatehouse.WithActor(r.Context(), gatehouse.Actor{KeyHash: key.Hash, UserID: key.CreatorUserID}))
+		return h(w, r, &principal{key: key})
+	})
+}
+
+// public serves an operation that needs no credential, limited per client IP.
+func (s *Server) public(h handlerFunc) http.HandlerFunc {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
+		if err := s.rateLimit(w, r.Context(), "ip:"+clientIP(r)); err != nil {
+			return err
+		}
+		return h(w, r)
+	})
+}
+
+// authenticate returns the active key named by the bearer token.
+func (s *Server) authenticate(r *http.Request) (*gatehouse.Key, error) {
+	token, err := bearerToken(r.Header.Get("Authorization"))
+	if err != nil {
+		return nil, err
+	}
+	key, err := s.store.FindKeyByHash(r.Context(), gatehouse.HashKey(token))
+	switch {
+	case gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND:
+		return nil, gatehouse.Errorf(gatehouse.EUNAUTHORIZED, "invalid API key")
+	case err != nil:
+		return nil, err
+	case key.Disabled:
+		return nil, gatehouse.Errorf(gatehouse.EUNAUTHORIZED, "API key is disabled")
+	case key.Expired(s.now()):
+		return nil, gatehouse.Errorf(gatehouse.EUNAUTHORIZED, "API key has expired")
+	}
+	return key, nil
+}
+
+// bearerToken extracts the token of an "Authorization: Bearer <token>" header.
+func bearerToken(header string) (string, error) {
+	if header == "" {
+		return "", gatehouse.Errorf(gatehouse.EUNAUTHORIZED, "missing Authorization header: send Authorization: Bearer <API key>")
+	}
+	scheme, token, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", gatehouse.Errorf(gatehouse.EUNAUTHORIZED, "the Authorization header must use the Bearer scheme")
+	}
+	token = strings.TrimSpace(token)
+	if token == "" || strings.ContainsAny(token, " \t") || len(token) > 512 {
+		return "", gatehouse.Errorf(gatehouse.EUNAUTHORIZED, "the bearer token is empty or malformed")
+	}
+	return token, nil
+}
+
+// rateLimit takes one request from the bucket, sets the rate-limit headers,
+// and returns ERATELIMIT when the bucket is empty. A failing limiter does
+// not stop requests: it is logged and the request proceeds.
+func (s *Server) rateLimit(w http.ResponseWriter, ctx context.Context, bucket string) error {
+	res, err := s.limiter.Allow(ctx, bucket)
+	if err != nil {
+		s.logger.Warn("rate limiter failed; request allowed", "error", err.Error())
+		return nil
+	}
+	if res.Limit <= 0 {
+		return nil
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt((res.ResetAt.UnixNano()+999_999)/1_000_000, 10))
+	if res.Allowed {
+		return nil
+	}
+	retry := int64(math.Ceil(res.RetryAfter.Seconds()))
+	h.Set("Retry-After", strconv.FormatInt(max(retry, 1), 10))
+	return &gatehouse.Error{Code: gatehouse.ERATELIMIT, Message: "rate limit exceeded; retry after " + strconv.FormatInt(max(retry, 1), 10) + " s",
+		Metadata: map[string]any{"retry_after_seconds": max(retry, 1)}}
+}
+
+var _ ratelimit.Limiter = ratelimit.Unlimited{}

@@ -1,0 +1,67 @@
+package httpapi
+
+import "net/http"
+
+// routes registers every operation. Each line names the method and path,
+// who may call it, and its handler.
+func (s *Server) routes(metrics http.Handler) {
+	m := s.mux
+	const v1 = "/api/v1"
+
+	m.HandleFunc("GET /healthz", s.serve(s.healthz))
+	m.HandleFunc("GET /readyz", s.serve(s.readyz))
+	m.Handle("GET /metrics", metrics)
+	m.HandleFunc("GET "+v1+"/openapi.json", serveOpenAPI)
+
+	m.HandleFunc("GET "+v1+"/key", s.authenticated(s.getCurrentKey))
+	m.HandleFunc("GET "+v1+"/keys", s.management(s.listKeys))
+	m.HandleFunc("POST "+v1+"/keys", s.management(s.createKey))
+	m.HandleFunc("GET "+v1+"/keys/{hash}", s.management(s.getKey))
+	m.HandleFunc("PATCH "+v1+"/keys/{hash}", s.management(s.updateKey))
+	m.HandleFunc("DELETE "+v1+"/keys/{hash}", s.management(s.deleteKey))
+
+	m.HandleFunc("POST "+v1+"/auth/keys/code", s.authenticated(s.createAuthCode))
+	m.HandleFunc("POST "+v1+"/auth/keys", s.public(s.exchangeAuthCode))
+
+	m.HandleFunc("GET "+v1+"/workspaces", s.management(s.listWorkspaces()))
+	m.HandleFunc("POST "+v1+"/workspaces", s.management(s.createWorkspace))
+	m.HandleFunc("GET "+v1+"/workspaces/{id}", s.management(s.getWorkspace))
+	m.HandleFunc("PATCH "+v1+"/workspaces/{id}", s.management(s.updateWorkspace))
+	m.HandleFunc("DELETE "+v1+"/workspaces/{id}", s.management(s.deleteWorkspace))
+	m.HandleFunc("GET "+v1+"/workspaces/{id}/members", s.management(s.listWorkspaceMembers()))
+	m.HandleFunc("POST "+v1+"/workspaces/{id}/members/add", s.management(s.addWorkspaceMembers))
+	m.HandleFunc("POST "+v1+"/workspaces/{id}/members/remove", s.management(s.removeWorkspaceMembers))
+
+	m.HandleFunc("GET "+v1+"/guardrails", s.management(s.listGuardrails()))
+	m.HandleFunc("POST "+v1+"/guardrails", s.management(s.createGuardrail))
+	m.HandleFunc("GET "+v1+"/guardrails/{id}", s.management(s.getGuardrail))
+	m.HandleFunc("PATCH "+v1+"/guardrails/{id}", s.management(s.updateGuardrail))
+	m.HandleFunc("DELETE "+v1+"/guardrails/{id}", s.management(s.deleteGuardrail))
+	m.HandleFunc("GET "+v1+"/guardrails/{id}/assignments/keys", s.management(s.listKeyAssignments()))
+	m.HandleFunc("POST "+v1+"/guardrails/{id}/assignments/keys", s.management(s.assignKeys()))
+	m.HandleFunc("POST "+v1+"/guardrails/{id}/assignments/keys/remove", s.management(s.unassignKeys()))
+	m.HandleFunc("GET "+v1+"/guardrails/{id}/assignments/members", s.management(s.listMemberAssignments()))
+	m.HandleFunc("POST "+v1+"/guardrails/{id}/assignments/members", s.management(s.assignMembers()))
+	m.HandleFunc("POST "+v1+"/guardrails/{id}/assignments/members/remove", s.management(s.unassignMembers()))
+	// More specific than /guardrails/{id}/..., so these never reach the routes above.
+	m.HandleFunc("GET "+v1+"/guardrails/assignments/keys", s.management(s.listKeyAssignments()))
+	m.HandleFunc("GET "+v1+"/guardrails/assignments/members", s.management(s.listMemberAssignments()))
+
+	m.HandleFunc("GET "+v1+"/observability/destinations", s.management(s.listDestinations()))
+	m.HandleFunc("POST "+v1+"/observability/destinations", s.management(s.createDestination))
+	m.HandleFunc("GET "+v1+"/observability/destinations/{id}", s.management(s.getDestination))
+	m.HandleFunc("PATCH "+v1+"/observability/destinations/{id}", s.management(s.updateDestination))
+	m.HandleFunc("DELETE "+v1+"/observability/destinations/{id}", s.management(s.deleteDestination))
+
+	m.HandleFunc("GET "+v1+"/organization/members", s.management(s.listMembers()))
+	m.HandleFunc("POST "+v1+"/organization/members", s.management(s.addMember))
+	m.HandleFunc("DELETE "+v1+"/organization/members/{user_id}", s.management(s.removeMember))
+
+	m.HandleFunc("GET "+v1+"/audit-log", s.management(s.listAuditLog()))
+
+	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
+	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))
+	m.HandleFunc("GET "+v1+"/generation", s.authenticated(s.getGeneration))
+
+	m.HandleFunc("/", s.serve(s.notFound))
+}

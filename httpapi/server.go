@@ -1,0 +1,250 @@
+// Package httpapi serves the Gatehouse management API over HTTP: routing,
+// authentication, rate limiting, request decoding and response encoding,
+// logging and metrics. It maps domain errors to HTTP statuses; everything
+// else lives in the domain and the stores.
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"gatehouse"
+	"gatehouse/ratelimit"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server is the HTTP handler of the API.
+type Server struct {
+	store   gatehouse.Store
+	limiter ratelimit.Limiter
+	logger  *slog.Logger
+	now     gatehouse.Clock
+	mux     *http.ServeMux
+	metrics *metrics
+	data    DataPlane
+}
+
+// NewHandler returns the handler of the whole API. limiter bounds request
+// rates per credential (or client IP); registry receives the HTTP metrics
+// and is served at /metrics; now is the clock used to read usage periods;
+// data serves the OpenAI-compatible endpoints (an empty catalog serves no
+// model).
+func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.Logger, registry *prometheus.Registry, now gatehouse.Clock, data DataPlane) *Server {
+	if data.Catalog == nil {
+		data.Catalog, _ = gatehouse.NewCatalog(nil)
+	}
+	s := &Server{
+		store: store, limiter: limiter, logger: logger, now: now,
+		mux:     http.NewServeMux(),
+		metrics: newMetrics(registry),
+		data:    data,
+	}
+	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	return s
+}
+
+// handlerFunc is a handler that returns its error instead of writing it, so
+// that no handler can forget to stop after an error.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// ServeHTTP runs one request: request id, panic recovery, routing, one log
+// line and the metrics.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := requestID(r)
+	rec := &recorder{ResponseWriter: w}
+	rec.Header().Set("X-Request-Id", id)
+	ctx := gatehouse.WithRequestID(r.Context(), id) // stores write it into the audit log
+	r = r.WithContext(ctx)
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.logger.Error("panic", "request_id", id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if !rec.wrote {
+					writeError(rec, fmt.Errorf("panic: %v", v))
+				}
+			}
+		}()
+		s.mux.ServeHTTP(rec, r)
+	}()
+	route := r.Pattern
+	if route == "" || route == "/" {
+		route = "unmatched"
+	}
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	elapsed := time.Since(start)
+	s.metrics.observe(route, r.Method, status, elapsed)
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
+		slog.String("path", redactPath(r.URL.Path)), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.String("remote", clientIP(r)),
+	}
+	if rec.keyHash != "" {
+		attrs = append(attrs, slog.String("key_hash", rec.keyHash))
+	}
+	if rec.err != nil {
+		attrs = append(attrs, slog.String("error", rec.err.Error()))
+	}
+	s.logger.LogAttrs(ctx, level, "request", attrs...)
+}
+
+// serve adapts a handlerFunc: an error is rendered as the JSON error body,
+// and internal errors are kept for the log line.
+func (s *Server) serve(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			if rec, ok := w.(*recorder); ok && errorStatus(err) >= 500 {
+				rec.err = err
+			}
+			writeError(w, err)
+		}
+	}
+}
+
+// redactPath hides a plaintext key that a client put in a URL by mistake
+// (such as /keys/sk-gh-v1-… instead of the key's hash), so it never reaches
+// the log.
+func redactPath(path string) string {
+	if !strings.Contains(path, "sk-") {
+		return path
+	}
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, "sk-") {
+			parts[i] = "[redacted]"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// recorder captures what the log line and the metrics need.
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	bytes   int64
+	wrote   bool
+	keyHash string // the authenticated key, for the log
+	err     error  // an internal error, for the log
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.WriteHeader(http.StatusOK)
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// requestID returns the caller's X-Request-Id when it is short and plain,
+// else a new random id.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && isPlainToken(id) {
+		return id
+	}
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func isPlainToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// clientIP returns the address the request came from. Headers such as
+// X-Forwarded-For are not trusted: a client could forge them.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// notFound answers requests that match no route: 405 with Allow when the
+// path exists under another method, else 404; both in the JSON error shape.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete} {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host}
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		return writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: errorDetail{
+			Code:    http.StatusMethodNotAllowed,
+			Message: "method " + r.Method + " is not allowed here; use " + strings.Join(allowed, ", ")}})
+	}
+	return gatehouse.Errorf(gatehouse.ENOTFOUND, "no such route: %s %s", r.Method, r.URL.Path)
+}
+
+// metrics are the HTTP metrics, labelled by route pattern, method and status.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_http_requests_total",
+			Help: "HTTP requests served, by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gatehouse_http_request_duration_seconds",
+			Help:    "Time to serve HTTP requests, by route pattern, method and status.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route", "method", "status"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+func (m *metrics) observe(route, method string, status int, d time.Duration) {
+	code := strconv.Itoa(status)
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	default:
+		method = "other" // clients choose methods freely; keep label cardinality bounded
+	}
+	m.requests.WithLabelValues(route, method, code).Inc()
+	m.duration.WithLabelValues(route, method, code).Observe(d.Seconds())
+}

@@ -1,0 +1,305 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gatehouse"
+)
+
+// resTenant is an organization with one of everything.
+type resTenant struct {
+	name        string
+	orgID       string
+	mgmt        string
+	def         string // default workspace id
+	defGuard    string // the default workspace's default guardrail, configured
+	ws, slug    string // another workspace
+	wsGuard     string // its default guardrail id, never configured
+	member      string // member of ws, holds key, assigned to guardrail
+	other       string // member of the organization only
+	key         string // key hash in ws, created by member
+	defKey      string // key hash in the default workspace
+	guardrail   string // in ws, with key and member assigned
+	destination string // in ws
+}
+
+// resNewTenant fills an organization whose management key is mgmt.
+func resNewTenant(e *testEnv, name, orgID, mgmt, slug string) resTenant {
+	e.t.Helper()
+	tn := resTenant{name: name, orgID: orgID, mgmt: mgmt, slug: slug}
+	def := resWorkspace(e, mgmt, "default")
+	tn.def = def["id"].(string)
+	tn.defGuard = def["default_guardrail_id"].(string)
+	e.do("PATCH", "/api/v1/guardrails/"+tn.defGuard, mgmt, map[string]any{"allowed_providers": []any{"openai"}}).want(e.t, http.StatusOK)
+	w := resCreateWorkspace(e, mgmt, map[string]any{"name": name + " team", "slug": slug})
+	tn.ws, tn.wsGuard = w["id"].(string), w["default_guardrail_id"].(string)
+	tn.member = e.addMember(mgmt, slug+"-member@example.com")
+	tn.other = e.addMember(mgmt, slug+"-other@example.com")
+	resAddToWorkspace(e, mgmt, tn.ws, tn.member)
+	tn.key, _ = e.createKey(mgmt, map[string]any{"name": name + " key", "workspace_id": tn.ws, "creator_user_id": tn.member})
+	tn.defKey, _ = e.createKey(mgmt, map[string]any{"name": name + " default key"})
+	tn.guardrail = resCreateGuardrail(e, mgmt, map[string]any{"name": name + " guardrail", "workspace_id": tn.ws})["id"].(string)
+	gp := "/api/v1/guardrails/" + tn.guardrail + "/assignments/"
+	e.do("POST", gp+"keys", mgmt, map[string]any{"key_hashes": []string{tn.key}}).want(e.t, http.StatusOK)
+	e.do("POST", gp+"members", mgmt, map[string]any{"member_user_ids": []string{tn.member}}).want(e.t, http.StatusOK)
+	e.do("POST", "/api/v1/guardrails/"+tn.defGuard+"/assignments/keys", mgmt, map[string]any{"key_hashes": []string{tn.defKey}}).
+		want(e.t, http.StatusOK)
+	tn.destination = resCreateDestination(e, mgmt, map[string]any{"name": name + " sink", "type": "langfuse", "workspace_id": tn.ws,
+		"config": map[string]any{"publicKey": "pk-" + slug, "secretKey": "sk-lf-" + slug + "-0123456789"}})["id"].(string)
+	return tn
+}
+
+// ids are every identifier of the tenant that another must never see.
+func (tn resTenant) ids() []string {
+	return []string{tn.orgID, tn.def, tn.defGuard, tn.ws, tn.member, tn.other, tn.key, tn.defKey, tn.guardrail, tn.destination,
+		tn.name + " key", tn.name + " guardrail", tn.name + " sink", tn.slug + "-member@example.com"}
+}
+
+// TestTenancy checks that one organization's management key can neither
+// see nor touch another organization's resources: every id of the other
+// organization is 404, exactly like an unknown one.
+func TestTenancy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	orgB, mgmtB := e.newOrg("Org B")
+	a := resNewTenant(e, "Alpha", e.org.ID, e.mgmt, "alpha")
+	b := resNewTenant(e, "Beta", orgB.ID, mgmtB, "beta")
+
+	for _, pair := range []struct{ attacker, victim resTenant }{{b, a}, {a, b}} {
+		attacker, victim := pair.attacker, pair.victim
+		t.Run(attacker.name+" on "+victim.name, func(t *testing.T) {
+			e := resSub(e, t)
+			resTenancyByID(t, e, attacker, victim)
+			resTenancyLists(t, e, attacker, victim)
+			resTenancyCrossLinks(t, e, attacker, victim)
+		})
+	}
+	// Both organizations still have everything.
+	for _, tn := range []resTenant{a, b} {
+		e.do("GET", "/api/v1/keys/"+tn.key, tn.mgmt, nil).want(t, http.StatusOK)
+		e.do("GET", "/api/v1/guardrails/"+tn.guardrail, tn.mgmt, nil).want(t, http.StatusOK)
+		e.do("GET", "/api/v1/observability/destinations/"+tn.destination, tn.mgmt, nil).want(t, http.StatusOK)
+		if got := resWorkspaceMembers(e, tn.mgmt, tn.slug); !reflect.DeepEqual(got, []string{tn.member}) {
+			t.Errorf("%s members = %v", tn.name, got)
+		}
+		if n := len(resAssignments(e, tn.mgmt, "/api/v1/guardrails/"+tn.guardrail+"/assignments/members")); n != 1 {
+			t.Errorf("%s member assignments: %d", tn.name, n)
+		}
+	}
+}
+
+// resTenancyByID sends every operation that names a resource by id, with
+// the attacker's key and the victim's ids: each is 404 and changes nothing.
+func resTenancyByID(t *testing.T, e *testEnv, attacker, victim resTenant) {
+	t.Helper()
+	type op struct {
+		method, path string
+		body         any
+	}
+	var ops []op
+	for _, hash := range []string{victim.key, victim.defKey, gatehouse.HashKey(victim.mgmt)} {
+		ops = append(ops,
+			op{"GET", "/api/v1/keys/" + hash, nil},
+			op{"PATCH", "/api/v1/keys/" + hash, map[string]any{"disabled": true}},
+			op{"DELETE", "/api/v1/keys/" + hash, nil})
+	}
+	for _, ref := range []string{victim.ws, victim.slug, victim.def} {
+		w := "/api/v1/workspaces/" + ref
+		ops = append(ops,
+			op{"GET", w, nil},
+			op{"PATCH", w, map[string]any{"name": "taken over"}},
+			op{"DELETE", w, nil},
+			op{"DELETE", w + "?confirm_default_workspace_deletion=true", nil},
+			op{"GET", w + "/members", nil},
+			op{"POST", w + "/members/add", map[string]any{"user_ids": []string{attacker.other}}},
+			op{"POST", w + "/members/remove", map[string]any{"user_ids": []string{victim.member, attacker.member}}})
+	}
+	for _, g := range []string{victim.guardrail, victim.defGuard, victim.wsGuard} {
+		p := "/api/v1/guardrails/" + g
+		ops = append(ops,
+			op{"GET", p, nil},
+			op{"PATCH", p, map[string]any{"description": "taken over"}},
+			op{"PATCH", p, map[string]any{}},
+			op{"DELETE", p, nil},
+			op{"GET", p + "/assignments/keys", nil},
+			op{"POST", p + "/assignments/keys", map[string]any{"key_hashes": []string{attacker.key}}},
+			op{"POST", p + "/assignments/keys/remove", map[string]any{"key_hashes": []string{victim.key, victim.defKey}}},
+			op{"GET", p + "/assignments/members", nil},
+			op{"POST", p + "/assignments/members", map[string]any{"member_user_ids": []string{attacker.member}}},
+			op{"POST", p + "/assignments/members/remove", map[string]any{"member_user_ids": []string{victim.member}}})
+	}
+	d := "/api/v1/observability/destinations/" + victim.destination
+	ops = append(ops,
+		op{"GET", d, nil},
+		op{"PATCH", d, map[string]any{"enabled": false}},
+		op{"PATCH", d, map[string]any{"config": map[string]any{"secretKey": "sk-mine"}}},
+		op{"DELETE", d, nil},
+		op{"DELETE", d, map[string]any{}},
+		op{"DELETE", "/api/v1/organization/members/" + victim.member, nil},
+		op{"DELETE", "/api/v1/organization/members/" + victim.other, nil})
+
+	e.unchanged("foreign ids", func() {
+		for _, o := range ops {
+			r := e.do(o.method, o.path, attacker.mgmt, o.body)
+			if r.Status != http.StatusNotFound {
+				t.Errorf("%s %s with %s's key: status %d, want 404; body %s", o.method, o.path, attacker.name, r.Status, r.Body)
+				continue
+			}
+			for _, id := range victim.ids() {
+				if id != "" && strings.Contains(r.errorMessage(t), id) && !strings.Contains(o.path, id) {
+					t.Errorf("%s %s: the 404 names %q", o.method, o.path, id)
+				}
+			}
+		}
+	})
+}
+
+// resTenancyLists checks that no list the attacker calls shows the victim's
+// rows, and that filtering by the victim's workspace is 404.
+func resTenancyLists(t *testing.T, e *testEnv, attacker, victim resTenant) {
+	t.Helper()
+	resSame(e, "foreign lists", func() {
+		for _, path := range []string{
+			"/api/v1/keys", "/api/v1/keys?include_disabled=true", "/api/v1/workspaces", "/api/v1/workspaces/default/members",
+			"/api/v1/workspaces/" + attacker.slug + "/members", "/api/v1/guardrails", "/api/v1/guardrails?workspace_id=" + attacker.ws,
+			"/api/v1/guardrails/assignments/keys", "/api/v1/guardrails/assignments/members",
+			"/api/v1/observability/destinations", "/api/v1/observability/destinations?workspace_id=" + attacker.ws,
+			"/api/v1/organization/members", "/api/v1/key",
+		} {
+			r := e.do("GET", path, attacker.mgmt, nil).want(t, http.StatusOK)
+			for _, id := range victim.ids() {
+				if strings.Contains(string(r.Body), id) {
+					t.Errorf("GET %s with %s's key shows %s's %q", path, attacker.name, victim.name, id)
+				}
+			}
+		}
+		for _, path := range []string{"/api/v1/keys", "/api/v1/guardrails", "/api/v1/observability/destinations"} {
+			for _, ref := range []string{victim.ws, victim.def, victim.slug} {
+				resWantError(t, e.do("GET", path+"?workspace_id="+ref, attacker.mgmt, nil), http.StatusNotFound, "workspace")
+			}
+		}
+	})
+	// The attacker's own lists hold exactly its own rows.
+	items, _ := resList(t, e.do("GET", "/api/v1/guardrails/assignments/keys", attacker.mgmt, nil).want(t, http.StatusOK))
+	if got, want := resSorted(resField(items, "key_hash")), resSorted([]string{attacker.key, attacker.defKey}); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s key assignments = %v, want %v", attacker.name, got, want)
+	}
+	items, _ = resList(t, e.do("GET", "/api/v1/organization/members", attacker.mgmt, nil).want(t, http.StatusOK))
+	if got, want := resSorted(resField(items, "id")), resSorted([]string{attacker.member, attacker.other}); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s organization members = %v, want %v", attacker.name, got, want)
+	}
+}
+
+// resTenancyCrossLinks checks that the attacker cannot link the victim's
+// keys, members or workspaces to its own resources.
+func resTenancyCrossLinks(t *testing.T, e *testEnv, attacker, victim resTenant) {
+	t.Helper()
+	own := "/api/v1/guardrails/" + attacker.guardrail + "/assignments/"
+	resSame(e, "cross links", func() {
+		er := resWantError(t, e.do("POST", own+"keys", attacker.mgmt, map[string]any{"key_hashes": []string{attacker.key, victim.key}}),
+			http.StatusBadRequest, "key_hashes")
+		if got := resStrings(t, er.Metadata["key_hashes"]); !reflect.DeepEqual(got, []string{victim.key}) {
+			t.Errorf("metadata.key_hashes = %v", got)
+		}
+		er = resWantError(t, e.do("POST", own+"members", attacker.mgmt,
+			map[string]any{"member_user_ids": []string{attacker.other, victim.member}}), http.StatusBadRequest, "member_user_ids")
+		if got := resStrings(t, er.Metadata["member_user_ids"]); !reflect.DeepEqual(got, []string{victim.member}) {
+			t.Errorf("metadata.member_user_ids = %v", got)
+		}
+		er = resWantError(t, e.do("POST", "/api/v1/workspaces/"+attacker.ws+"/members/add", attacker.mgmt,
+			map[string]any{"user_ids": []string{attacker.other, victim.other}}), http.StatusBadRequest, "user_ids")
+		if got := resStrings(t, er.Metadata["user_ids"]); !reflect.DeepEqual(got, []string{victim.other}) {
+			t.Errorf("metadata.user_ids = %v", got)
+		}
+		resWantError(t, e.do("POST", "/api/v1/workspaces/default/members/add", attacker.mgmt,
+			map[string]any{"user_ids": []string{victim.member}}), http.StatusBadRequest, "user_ids")
+		// Unassigning the victim's keys from one's own guardrail changes nothing.
+		var out struct {
+			UnassignedCount int `json:"unassigned_count"`
+		}
+		e.do("POST", own+"keys/remove", attacker.mgmt, map[string]any{"key_hashes": []string{victim.key}}).
+			want(t, http.StatusOK).decode(t, &out)
+		if out.UnassignedCount != 0 {
+			t.Errorf("unassigned_count = %d", out.UnassignedCount)
+		}
+		for _, ref := range []string{victim.ws, victim.slug} {
+			resWantError(t, e.do("POST", "/api/v1/keys", attacker.mgmt, map[string]any{"name": "x", "workspace_id": ref}),
+				http.StatusNotFound, "workspace")
+			resWantError(t, e.do("POST", "/api/v1/guardrails", attacker.mgmt, map[string]any{"name": "x", "workspace_id": ref}),
+				http.StatusNotFound, "workspace")
+			resWantError(t, e.do("POST", "/api/v1/observability/destinations", attacker.mgmt, map[string]any{"name": "x",
+				"type": "webhook", "workspace_id": ref, "config": map[string]any{"url": "https://e.com"}}), http.StatusNotFound, "workspace")
+		}
+		resWantError(t, e.do("POST", "/api/v1/keys", attacker.mgmt, map[string]any{"name": "x", "creator_user_id": victim.member}),
+			http.StatusBadRequest, "creator_user_id")
+	})
+	// Removing the victim's member from one's own workspace removes nobody.
+	var out struct {
+		RemovedCount int `json:"removed_count"`
+	}
+	resSame(e, "remove a foreign member", func() {
+		e.do("POST", "/api/v1/workspaces/"+attacker.ws+"/members/remove", attacker.mgmt,
+			map[string]any{"user_ids": []string{victim.member}}).want(t, http.StatusOK).decode(t, &out)
+	})
+	if out.RemovedCount != 0 {
+		t.Errorf("removed_count = %d", out.RemovedCount)
+	}
+}
+
+// TestTenancySharedUserID checks that a user id used by two organizations
+// names two different members.
+func TestTenancySharedUserID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, mgmtB := e.newOrg("Org B")
+	for _, key := range []string{e.mgmt, mgmtB} {
+		e.do("POST", "/api/v1/organization/members", key, map[string]any{"id": "user_shared", "email": "shared@example.com"}).
+			want(t, http.StatusCreated)
+	}
+	wsA := e.createWorkspace(e.mgmt, "team")
+	wsB := e.createWorkspace(mgmtB, "team")
+	resAddToWorkspace(e, e.mgmt, wsA, "user_shared")
+	resAddToWorkspace(e, mgmtB, wsB, "user_shared")
+	gA := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "g"})["id"].(string)
+	gB := resCreateGuardrail(e, mgmtB, map[string]any{"name": "g"})["id"].(string)
+	for _, c := range []struct{ key, g string }{{e.mgmt, gA}, {mgmtB, gB}} {
+		if n := resAssigned(e, c.key, "/api/v1/guardrails/"+c.g+"/assignments/members", "assigned_count",
+			map[string]any{"member_user_ids": []string{"user_shared"}}); n != 1 {
+			t.Errorf("assigned_count = %d, want 1 in each organization", n)
+		}
+	}
+	e.createKey(e.mgmt, map[string]any{"name": "k", "creator_user_id": "user_shared", "workspace_id": wsA})
+
+	// B's member has no key, so B can remove it; A's member and its
+	// membership, assignment and key stay.
+	var out struct {
+		RemovedCount int `json:"removed_count"`
+	}
+	e.do("POST", "/api/v1/workspaces/team/members/remove", mgmtB, map[string]any{"user_ids": []string{"user_shared"}}).
+		want(t, http.StatusOK).decode(t, &out)
+	if out.RemovedCount != 1 {
+		t.Errorf("B removed_count = %d", out.RemovedCount)
+	}
+	resWantDeleted(t, e.do("DELETE", "/api/v1/organization/members/user_shared", mgmtB, nil))
+	if got := resWorkspaceMembers(e, e.mgmt, "team"); !reflect.DeepEqual(got, []string{"user_shared"}) {
+		t.Errorf("A's workspace members = %v", got)
+	}
+	if a := resAssignments(e, e.mgmt, "/api/v1/guardrails/"+gA+"/assignments/members"); len(a) != 1 {
+		t.Errorf("A's member assignments = %v", a)
+	}
+	if a := resAssignments(e, mgmtB, "/api/v1/guardrails/assignments/members"); len(a) != 0 {
+		t.Errorf("B's member assignments = %v", a)
+	}
+	items, _ := resList(t, e.do("GET", "/api/v1/organization/members", e.mgmt, nil).want(t, http.StatusOK))
+	if !reflect.DeepEqual(resField(items, "id"), []string{"user_shared"}) {
+		t.Errorf("A's members = %v", resField(items, "id"))
+	}
+	// In A the same id is still blocked by its key.
+	resSame(e, "A's member with a key", func() {
+		resWantError(t, e.do("POST", "/api/v1/workspaces/team/members/remove", e.mgmt,
+			map[string]any{"user_ids": []string{"user_shared"}}), http.StatusBadRequest, "user_shared")
+	})
+}
