@@ -1,0 +1,168 @@
+// Command fakellm is a tiny stand-in for an OpenAI-compatible model server,
+// for trying Gatehouse without one and for its compatibility suite:
+//
+//	go run ./cmd/fakellm --addr 127.0.0.1:8090
+//
+// It is not a model. It answers every chat completion with "You said: "
+// followed by the last user message, deterministically, whole or streamed
+// as server-sent events. Its token counts are whitespace-separated words:
+// prompt_tokens counts the words of every message's content, and
+// completion_tokens the words of the answer. max_tokens (or
+// max_completion_tokens) cuts the answer to that many words, with
+// finish_reason "length". Any model name is accepted and echoed back; any
+// API key is accepted. It serves POST /v1/chat/completions and
+// GET /v1/models, and logs one line per request.
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
+	flag.Parse()
+	logger := log.New(os.Stderr, "fakellm ", log.LstdFlags)
+	logger.Printf("listening on http://%s/v1", *addr)
+	if err := http.ListenAndServe(*addr, newHandler(logger)); err != nil {
+		logger.Fatal(err)
+	}
+}
+
+// newHandler serves the API, logging one line per request.
+func newHandler(logger *log.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", chatCompletions)
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
+			map[string]any{"id": "echo", "object": "model", "created": 0, "owned_by": "fakellm"}}})
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start, rec := time.Now(), &recorder{ResponseWriter: w, status: http.StatusOK}
+		mux.ServeHTTP(rec, r)
+		logger.Printf("%s %s %d %s%s", r.Method, r.URL.Path, rec.status, time.Since(start).Round(time.Microsecond), rec.note)
+	})
+}
+
+// recorder remembers the status, and what the handler notes, for the log line.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	note   string
+}
+
+func (r *recorder) WriteHeader(status int)      { r.status = status; r.ResponseWriter.WriteHeader(status) }
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"` // a string, or a list of parts
+}
+
+type request struct {
+	Model               string    `json:"model"`
+	Messages            []message `json:"messages"`
+	Stream              bool      `json:"stream"`
+	MaxTokens           int       `json:"max_tokens"`
+	MaxCompletionTokens int       `json:"max_completion_tokens"`
+	StreamOptions       struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// text returns a message's text: its content string, or its text parts.
+func (m message) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct{ Text string }
+	_ = json.Unmarshal(m.Content, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text + " ")
+	}
+	return b.String()
+}
+
+func chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req request
+	if err := json.NewDecoder(io.LimitReader(r.Body, 10<<20)).Decode(&req); err != nil || req.Model == "" || len(req.Messages) == 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+			"message": "want a JSON body with model and a non-empty messages list", "type": "invalid_request_error"}})
+		return
+	}
+	prompt, last := 0, ""
+	for _, m := range req.Messages {
+		prompt += len(strings.Fields(m.text()))
+		if m.Role == "user" {
+			last = m.text()
+		}
+	}
+	words, finish := strings.Fields("You said: "+last), "stop"
+	if limit := max(req.MaxCompletionTokens, req.MaxTokens); limit > 0 && len(words) > limit {
+		words, finish = words[:limit], "length"
+	}
+	id, created := "chatcmpl-"+randomHex(12), time.Now().Unix()
+	usage := map[string]int{"prompt_tokens": prompt, "completion_tokens": len(words), "total_tokens": prompt + len(words)}
+	if rec, ok := w.(*recorder); ok {
+		rec.note = fmt.Sprintf(" model=%s stream=%t prompt_tokens=%d completion_tokens=%d finish_reason=%s", req.Model, req.Stream, prompt, len(words), finish)
+	}
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "chat.completion", "created": created, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "finish_reason": finish,
+				"message": map[string]any{"role": "assistant", "content": strings.Join(words, " ")}}},
+			"usage": usage})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	rc := http.NewResponseController(w)
+	send := func(choices []any, usage any) {
+		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model, "choices": choices}
+		if req.StreamOptions.IncludeUsage {
+			chunk["usage"] = usage // null on every chunk but the last
+		}
+		b, _ := json.Marshal(chunk)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		_ = rc.Flush()
+	}
+	delta := func(d map[string]any, finish any) []any {
+		return []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish}}
+	}
+	send(delta(map[string]any{"role": "assistant", "content": ""}, nil), nil)
+	for i, word := range words {
+		if i > 0 {
+			word = " " + word
+		}
+		send(delta(map[string]any{"content": word}, nil), nil)
+	}
+	send(delta(map[string]any{}, finish), nil)
+	if req.StreamOptions.IncludeUsage {
+		send([]any{}, usage)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	_ = rc.Flush()
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// logBuffer collects the log, which the server writes while the test reads.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func start(t *testing.T) (*httptest.Server, *logBuffer) {
+	logs := &logBuffer{}
+	srv := httptest.NewServer(newHandler(log.New(logs, "", 0)))
+	t.Cleanup(srv.Close)
+	return srv, logs
+}
+
+func post(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+type completion struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message      struct{ Role, Content string } `json:"message"`
+		Delta        struct{ Content string }       `json:"delta"`
+		FinishReason *string                        `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+func TestCompletion(t *testing.T) {
+	srv, logs := start(t)
+	tests := []struct {
+		body, answer, finish string
+		prompt, completion   int
+	}{
+		{`{"model":"m1","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hello there world"}]}`,
+			"You said: hello there world", "stop", 5, 5},
+		{`{"model":"m2","max_tokens":3,"messages":[{"role":"user","content":[{"type":"text","text":"one two"}]}]}`,
+			"You said: one", "length", 2, 3},
+	}
+	for _, tt := range tests {
+		resp := post(t, srv.URL, tt.body)
+		var c completion
+		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d, decode: %v", resp.StatusCode, err)
+		}
+		if !strings.HasPrefix(c.ID, "chatcmpl-") || c.Object != "chat.completion" || !strings.Contains(tt.body, `"`+c.Model+`"`) ||
+			len(c.Choices) != 1 || c.Choices[0].Message.Content != tt.answer || c.Choices[0].Message.Role != "assistant" ||
+			*c.Choices[0].FinishReason != tt.finish {
+			t.Errorf("answer = %+v, want %q finishing %s", c, tt.answer, tt.finish)
+		}
+		if u := c.Usage; u == nil || u.PromptTokens != tt.prompt || u.CompletionTokens != tt.completion || u.TotalTokens != tt.prompt+tt.completion {
+			t.Errorf("usage = %+v, want %d + %d", u, tt.prompt, tt.completion)
+		}
+	}
+	if resp := post(t, srv.URL, `{"model":"m"}`); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("no messages: status %d, want 400", resp.StatusCode)
+	}
+	if n := strings.Count(logs.String(), "POST /v1/chat/completions"); n != 3 {
+		t.Errorf("%d log lines for 3 requests:\n%s", n, logs)
+	}
+}
+
+func TestStream(t *testing.T) {
+	srv, _ := start(t)
+	for _, includeUsage := range []bool{true, false} {
+		opts := `,"stream_options":{"include_usage":false}`
+		if includeUsage {
+			opts = `,"stream_options":{"include_usage":true}`
+		}
+		resp := post(t, srv.URL, `{"model":"m","stream":true`+opts+`,"messages":[{"role":"user","content":"a b c"}]}`)
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("Content-Type = %q", ct)
+		}
+		var text strings.Builder
+		var events []string
+		var usage, finish int
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			events = append(events, data)
+			if data == "[DONE]" {
+				continue
+			}
+			var c completion
+			if err := json.Unmarshal([]byte(data), &c); err != nil {
+				t.Fatalf("chunk %q: %v", data, err)
+			}
+			if c.Object != "chat.completion.chunk" || c.Model != "m" || !strings.HasPrefix(c.ID, "chatcmpl-") {
+				t.Errorf("chunk = %s", data)
+			}
+			if c.Usage != nil {
+				usage++
+				if len(c.Choices) != 0 || c.Usage.PromptTokens != 3 || c.Usage.CompletionTokens != 5 {
+					t.Errorf("usage chunk = %s, want 3 + 5 tokens and no choices", data)
+				}
+			}
+			for _, ch := range c.Choices {
+				text.WriteString(ch.Delta.Content)
+				if ch.FinishReason != nil && *ch.FinishReason == "stop" {
+					finish++
+				}
+			}
+		}
+		if text.String() != "You said: a b c" || finish != 1 || events[len(events)-1] != "[DONE]" {
+			t.Errorf("stream: text %q, %d finish reasons, last event %q", text.String(), finish, events[len(events)-1])
+		}
+		if want := map[bool]int{true: 1, false: 0}[includeUsage]; usage != want {
+			t.Errorf("include_usage %t: %d usage chunks, want %d", includeUsage, usage, want)
+		}
+		if includeUsage && !strings.Contains(events[len(events)-2], `"usage":{`) {
+			t.Errorf("the usage chunk is not the last before [DONE]: %s", events[len(events)-2])
+		}
+	}
+}
+
+func TestModels(t *testing.T) {
+	srv, _ := start(t)
+	resp, err := http.Get(srv.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"id":"echo"`) {
+		t.Errorf("GET /v1/models = %d %s", resp.StatusCode, raw)
+	}
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gatehouse"
+	"gatehouse/ratelimit"
+)
+
+// Config is every setting of the server. DefaultConfig holds the defaults;
+// the environment overrides them and flags override the environment.
+type Config struct {
+	Addr          string
+	DatabaseURL   string
+	BootstrapKey  string
+	SecretKey     string
+	SecretKeyFile string
+	// SecretKeyPrevious lists keys that may still open secrets sealed
+	// before a rotation (comma-separated); they never seal.
+	SecretKeyPrevious string
+	RateLimit         ratelimit.Config
+	LogLevel          string
+	LogFormat         string
+	ShutdownTimeout   time.Duration
+	DBTimeout         time.Duration
+	RedisURL          string
+	// ProvidersFile is the YAML file of the providers and models the
+	// gateway serves (see gateway.LoadProviders); empty serves no models.
+	ProvidersFile string
+	// PprofAddr is where to serve net/http/pprof; "" turns it off.
+	PprofAddr string
+}
+
+// DefaultConfig returns the defaults of every setting.
+func DefaultConfig() Config {
+	return Config{
+		Addr:            "127.0.0.1:8080",
+		DatabaseURL:     "./gatehouse.db",
+		RateLimit:       ratelimit.Config{RPS: 50, Burst: 100},
+		LogLevel:        "info",
+		LogFormat:       "auto",
+		ShutdownTimeout: 10 * time.Second,
+		DBTimeout:       5 * time.Second,
+	}
+}
+
+// fromEnv overrides the defaults with the GATEHOUSE_* environment.
+func (c *Config) fromEnv(getenv func(string) string) error {
+	str := func(name string, dst *string) {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	str("GATEHOUSE_ADDR", &c.Addr)
+	str("GATEHOUSE_DATABASE_URL", &c.DatabaseURL)
+	str("GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY", &c.BootstrapKey)
+	str("GATEHOUSE_SECRET_KEY", &c.SecretKey)
+	str("GATEHOUSE_SECRET_KEY_FILE", &c.SecretKeyFile)
+	str("GATEHOUSE_SECRET_KEY_PREVIOUS", &c.SecretKeyPrevious)
+	str("GATEHOUSE_LOG_LEVEL", &c.LogLevel)
+	str("GATEHOUSE_LOG_FORMAT", &c.LogFormat)
+	str("GATEHOUSE_REDIS_URL", &c.RedisURL)
+	str("GATEHOUSE_PPROF_ADDR", &c.PprofAddr)
+	str("GATEHOUSE_PROVIDERS_FILE", &c.ProvidersFile)
+	if v := getenv("GATEHOUSE_RATE_LIMIT_RPS"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("GATEHOUSE_RATE_LIMIT_RPS=%q: want a number of requests per second, such as 50 (0 disables limiting)", v)
+		}
+		c.RateLimit.RPS = f
+	}
+	if v := getenv("GATEHOUSE_RATE_LIMIT_BURST"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("GATEHOUSE_RATE_LIMIT_BURST=%q: want a whole number of requests, such as 100", v)
+		}
+		c.RateLimit.Burst = n
+	}
+	if v := getenv("GATEHOUSE_DB_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("GATEHOUSE_DB_TIMEOUT=%q: want a positive duration such as 5s", v)
+		}
+		c.DBTimeout = d
+	}
+	if v := getenv("GATEHOUSE_SHUTDOWN_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("GATEHOUSE_SHUTDOWN_TIMEOUT=%q: want a duration such as 10s", v)
+		}
+		c.ShutdownTimeout = d
+	}
+	return nil
+}
+
+// Validate checks the settings before anything starts.
+func (c *Config) Validate() error {
+	if c.Addr == "" {
+		return errors.New("the listen address is empty: set GATEHOUSE_ADDR or --addr, such as 127.0.0.1:8080")
+	}
+	if c.DatabaseURL == "" {
+		return errors.New("the database is empty: set GATEHOUSE_DATABASE_URL or --database, such as ./gatehouse.db")
+	}
+	if k := c.BootstrapKey; k != "" && (!strings.HasPrefix(k, gatehouse.ManagementKeyPrefix) || len(k) < 40) {
+		return fmt.Errorf("GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY must start with %s and be at least 40 characters", gatehouse.ManagementKeyPrefix)
+	}
+	if err := c.RateLimit.Validate(); err != nil {
+		return fmt.Errorf("rate limit (GATEHOUSE_RATE_LIMIT_RPS, GATEHOUSE_RATE_LIMIT_BURST): %w", err)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	switch c.LogFormat {
+	case "auto", "json", "text":
+	default:
+		return fmt.Errorf("GATEHOUSE_LOG_FORMAT=%q: want json, text or auto", c.LogFormat)
+	}
+	return nil
+}
+
+// isPostgres reports whether the database URL selects PostgreSQL.
+func (c *Config) isPostgres() bool {
+	return strings.HasPrefix(c.DatabaseURL, "postgres://") || strings.HasPrefix(c.DatabaseURL, "postgresql://")
+}
+
+// databaseFlag adds --database to a flag set.
+func databaseFlag(fs *flag.FlagSet, c *Config) {
+	fs.StringVar(&c.DatabaseURL, "database", c.DatabaseURL, "SQLite path or postgres:// URL (env GATEHOUSE_DATABASE_URL)")
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("GATEHOUSE_LOG_LEVEL=%q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// newLogger returns the structured logger: JSON unless the output is a
+// terminal (or the format says otherwise).
+func newLogger(c Config, w io.Writer) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if logFormat(c, w) == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// logFormat resolves the "auto" format: text on a terminal, else JSON.
+func logFormat(c Config, w io.Writer) string {
+	if c.LogFormat != "auto" {
+		return c.LogFormat
+	}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return "text"
+		}
+	}
+	return "json"
+}
+
+// secretBox returns the cipher of destination secrets: it seals with the
+// current key (see secretKey) and also opens with the keys of
+// GATEHOUSE_SECRET_KEY_PREVIOUS, during a rotation.
+func (c *Config) secretBox(logger *slog.Logger) (*gatehouse.SecretBox, error) {
+	key, _, err := c.secretKey(logger)
+	if err != nil {
+		return nil, err
+	}
+	previous, err := c.previousKeys()
+	if err != nil {
+		return nil, err
+	}
+	return gatehouse.NewSecretBox(key, previous...)
+}
+
+// secretKey returns the current key: GATEHOUSE_SECRET_KEY, else the key
+// file, which is created (mode 0600) with a fresh random key when it does
+// not exist; file is the key file's path, or "" when the key came from the
+// environment.
+func (c *Config) secretKey(logger *slog.Logger) (key []byte, file string, err error) {
+	if c.SecretKey != "" {
+		key, err := decodeSecretKey(c.SecretKey)
+		if err != nil {
+			return nil, "", fmt.Errorf("GATEHOUSE_SECRET_KEY: %w", err)
+		}
+		return key, "", nil
+	}
+	path := c.SecretKeyFile
+	if path == "" && c.isPostgres() {
+		// Instances on one PostgreSQL database must share the key; a file
+		// made up by each of them would not be shared.
+		return nil, "", errors.New("with PostgreSQL, set GATEHOUSE_SECRET_KEY (the same value on every instance; e.g. the output of: openssl rand -base64 32) or GATEHOUSE_SECRET_KEY_FILE")
+	}
+	if path == "" {
+		path = c.DatabaseURL + ".key"
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		key := gatehouse.NewSecretKey()
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			_, err = f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
+			err = errors.Join(err, f.Close())
+		}
+		if errors.Is(err, os.ErrExist) { // another process created it first
+			return c.secretKey(logger)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("create secret key file %s: %w", path, err)
+		}
+		logger.Info("created secret key file; back it up with the database", "path", path)
+		return key, path, nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("read secret key file %s: %w", path, err)
+	}
+	key, err = decodeSecretKey(strings.TrimSpace(string(data)))
+	if err != nil {
+		return nil, "", fmt.Errorf("secret key file %s: %w", path, err)
+	}
+	return key, path, nil
+}
+
+// previousKeys returns the keys of GATEHOUSE_SECRET_KEY_PREVIOUS.
+func (c *Config) previousKeys() ([][]byte, error) {
+	var keys [][]byte
+	for _, s := range strings.Split(c.SecretKeyPrevious, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		k, err := decodeSecretKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("GATEHOUSE_SECRET_KEY_PREVIOUS: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// decodeSecretKey accepts 32 bytes as base64 (standard or URL) or hex.
+func decodeSecretKey(s string) ([]byte, error) {
+	for _, dec := range []func(string) ([]byte, error){
+		base64.StdEncoding.DecodeString, base64.RawStdEncoding.DecodeString,
+		base64.URLEncoding.DecodeString, base64.RawURLEncoding.DecodeString, hex.DecodeString,
+	} {
+		if b, err := dec(s); err == nil && len(b) == gatehouse.SecretKeySize {
+			return b, nil
+		}
+	}
+	return nil, errors.New("want 32 bytes encoded as base64 or hex (e.g. the output of: openssl rand -base64 32)")
+}

@@ -1,0 +1,103 @@
+// Command gatehouse runs the Gatehouse management API and administers its
+// database. See `gatehouse --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "gatehouse:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+func exitCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var u usageError
+	if errors.As(err, &u) {
+		return 2
+	}
+	return 1
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg + " (run gatehouse --help)" }
+
+const usage = `Gatehouse: a model gateway and its management API.
+
+Usage:
+  gatehouse [serve] [--addr ADDR] [--database URL] [--providers FILE]
+      Serve the API and the gateway. The default command.
+  gatehouse orgs create --name NAME [--database URL]
+      Create an organization; prints its id as the last line.
+  gatehouse mgmt-keys create --org ID [--name NAME] [--database URL]
+      Create a management key for an organization; prints the key as the last line.
+  gatehouse migrate-data --from SQLITE_PATH --to POSTGRES_URL
+      Copy every row of a SQLite database into an empty PostgreSQL database.
+  gatehouse rotate-secret-key [--new-key KEY] [--database URL]
+      Re-encrypt every destination secret with a new key (see the README).
+  gatehouse bench-seed [--keys N] [--guardrails N] [--members N] [--workspaces N]
+                       [--workspace-members N] [--manifest FILE] [--database URL]
+      Fill a new organization with many rows for the benchmarks of bench/.
+
+Environment (flags override):
+  GATEHOUSE_ADDR                      listen address (default 127.0.0.1:8080)
+  GATEHOUSE_DATABASE_URL              SQLite file path or postgres:// URL (default ./gatehouse.db)
+  GATEHOUSE_DB_TIMEOUT                bound on each database operation (PostgreSQL; default 5s)
+  GATEHOUSE_REDIS_URL                 redis:// URL: rate limits shared by every instance
+  GATEHOUSE_PROVIDERS_FILE            YAML file of the providers and models to serve (default empty: no models)
+  GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY  ensure this management key exists for the first organization
+  GATEHOUSE_SECRET_KEY                32-byte key (base64 or hex) encrypting destination secrets
+  GATEHOUSE_SECRET_KEY_FILE           file holding that key (default: the database path + ".key")
+  GATEHOUSE_SECRET_KEY_PREVIOUS       older keys that may still decrypt (comma-separated), during a rotation
+  GATEHOUSE_RATE_LIMIT_RPS            requests per second per credential (default 50; 0 disables)
+  GATEHOUSE_RATE_LIMIT_BURST          burst per credential (default 100)
+  GATEHOUSE_LOG_LEVEL                 debug, info, warn or error (default info)
+  GATEHOUSE_LOG_FORMAT                json, text or auto (default auto: json unless stderr is a terminal)
+  GATEHOUSE_PPROF_ADDR                serve the Go profiler (net/http/pprof) on this separate address, e.g. 127.0.0.1:6060
+  GATEHOUSE_SHUTDOWN_TIMEOUT          grace period for in-flight requests on SIGTERM (default 10s)
+`
+
+// run is the whole program: main only supplies the process environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (len(args[0]) > 0 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help" && args[0] != "-help") {
+		return serve(ctx, args, getenv, stderr)
+	}
+	switch cmd := args[0]; cmd {
+	case "-h", "--help", "-help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "serve":
+		return serve(ctx, args[1:], getenv, stderr)
+	case "orgs":
+		return orgsCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "mgmt-keys":
+		return mgmtKeysCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "migrate-data":
+		return migrateDataCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "rotate-secret-key":
+		return rotateSecretKeyCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "bench-seed":
+		return benchSeedCommand(ctx, args[1:], getenv, stdout, stderr)
+	default:
+		return usageError{fmt.Sprintf("unknown command %q", cmd)}
+	}
+}

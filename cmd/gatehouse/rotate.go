@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"gatehouse"
+)
+
+// rotateSecretKeyCommand runs `gatehouse rotate-secret-key`: it re-encrypts
+// every destination secret with a new key in one transaction. The old key is
+// the configured one (GATEHOUSE_SECRET_KEY or the key file); the new one is
+// --new-key, or a fresh random key. A key file is replaced by the new key;
+// a key from the environment is printed, for the operator to deploy.
+func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := DefaultConfig()
+	if err := cfg.fromEnv(getenv); err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("rotate-secret-key", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	databaseFlag(fs, &cfg)
+	newKeyText := fs.String("new-key", "", "the new key, 32 bytes as base64 or hex (default: a fresh random key)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if cfg.SecretKey == "" && !cfg.isPostgres() {
+		path := cfg.SecretKeyFile
+		if path == "" {
+			path = cfg.DatabaseURL + ".key"
+		}
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("no secret key to rotate: %w (set GATEHOUSE_SECRET_KEY or GATEHOUSE_SECRET_KEY_FILE to the current key)", err)
+		}
+	}
+	oldKey, file, err := cfg.secretKey(logger)
+	if err != nil {
+		return err
+	}
+	newKey := gatehouse.NewSecretKey()
+	if *newKeyText != "" {
+		if newKey, err = decodeSecretKey(*newKeyText); err != nil {
+			return fmt.Errorf("--new-key: %w", err)
+		}
+	}
+	previous, err := cfg.previousKeys()
+	if err != nil {
+		return err
+	}
+	box, err := gatehouse.NewSecretBox(newKey, append([][]byte{oldKey}, previous...)...)
+	if err != nil {
+		return err
+	}
+	encoded := base64.StdEncoding.EncodeToString(newKey)
+	// The new key reaches the disk before any secret is sealed with it, so
+	// that a crash can never leave secrets sealed with a key kept nowhere.
+	pending := ""
+	if file != "" {
+		pending = file + ".new"
+		if err := os.WriteFile(pending, []byte(encoded+"\n"), 0o600); err != nil {
+			return fmt.Errorf("write the new key to %s: %w", pending, err)
+		}
+	}
+	n, err := reseal(ctx, cfg, box, logger)
+	if err != nil {
+		if pending != "" {
+			os.Remove(pending)
+		}
+		return err
+	}
+	if file != "" {
+		if err := os.Rename(pending, file); err != nil {
+			return fmt.Errorf("re-sealed %d destinations, but could not move the new key from %s to %s: %w (move it by hand; the secrets now need it)", n, pending, file, err)
+		}
+		fmt.Fprintf(stdout, "Re-sealed the secrets of %d destinations with a new key, now in %s.\n", n, file)
+		return nil
+	}
+	fmt.Fprintf(stdout, "Re-sealed the secrets of %d destinations with the new key below.\n"+
+		"Set GATEHOUSE_SECRET_KEY to it on every instance; until all of them run it, keep the old key in\n"+
+		"GATEHOUSE_SECRET_KEY_PREVIOUS, and run this command again (with --new-key) before removing it.\n%s\n", n, encoded)
+	return nil
+}
+
+// reseal opens the store with box and re-seals every destination secret.
+func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger) (int, error) {
+	store, err := openStoreWith(ctx, cfg, box, logger)
+	if err != nil {
+		return 0, err
+	}
+	defer store.Close()
+	n, err := store.ResealSecrets(ctx)
+	if err != nil {
+		return 0, errors.New("re-seal destination secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
+	}
+	return n, nil
+}

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"gatehouse"
+	"gatehouse/gateway"
+	"gatehouse/httpapi"
+	"gatehouse/keycache"
+	"gatehouse/observe"
+	"gatehouse/postgres"
+	"gatehouse/ratelimit"
+	"gatehouse/sqlite"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+)
+
+// serve runs the API until ctx is cancelled, then shuts down gracefully:
+// the listener closes at once, in-flight requests get the grace period.
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg := DefaultConfig()
+	if err := cfg.fromEnv(getenv); err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env GATEHOUSE_ADDR)")
+	databaseFlag(fs, &cfg)
+	fs.StringVar(&cfg.ProvidersFile, "providers", cfg.ProvidersFile, "YAML file of the providers and models to serve (env GATEHOUSE_PROVIDERS_FILE)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	var logOut io.Writer = stderr
+	if logFormat(cfg, stderr) == "json" { // a terminal gets every line at once
+		buffered := newLogWriter(stderr)
+		defer buffered.Close()
+		logOut = buffered
+	}
+	logger := newLogger(cfg, logOut)
+	catalog, err := loadCatalog(cfg, getenv, logger)
+	if err != nil {
+		return err
+	}
+	db, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := bootstrap(ctx, cfg, db, logger, stderr); err != nil {
+		return err
+	}
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	store := cacheKeys(watchCtx, db)
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	limiter, closeLimiter, err := newLimiter(ctx, cfg, logger, registry)
+	if err != nil {
+		return err
+	}
+	defer closeLimiter()
+	traces := observe.New(store, registry, logger, observe.Options{})
+	defer closeTraces(traces, logger)
+	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now,
+		httpapi.DataPlane{Catalog: catalog, Upstream: gateway.NewClient(), Traces: traces})
+
+	if cfg.PprofAddr != "" {
+		if err := servePprof(ctx, cfg.PprofAddr, logger); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (set GATEHOUSE_ADDR or --addr to a free address)", cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      writeTimeout(catalog),
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/api/v1")
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "grace", cfg.ShutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close() // drop the connections still open, before the store closes under them
+		return fmt.Errorf("shutdown: requests still in flight after the grace period of %s (GATEHOUSE_SHUTDOWN_TIMEOUT): %w", cfg.ShutdownTimeout, err)
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// servePprof serves the Go profiler on its own listener, never on the API's
+// address: profiles show internals that the API must not.
+func servePprof(ctx context.Context, addr string, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("GATEHOUSE_PPROF_ADDR %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	logger.Info("profiler listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// closeTraces delivers the traces still queued, for at most five seconds,
+// once no request can add more.
+func closeTraces(traces *observe.Publisher, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := traces.Close(ctx); err != nil {
+		logger.Warn("observability deliveries still queued at exit were dropped", "error", err.Error())
+	}
+}
+
+// loadCatalog reads the providers file, if one is set. An invalid file
+// stops the start, with the error naming its line.
+func loadCatalog(cfg Config, getenv func(string) string, logger *slog.Logger) (*gatehouse.Catalog, error) {
+	if cfg.ProvidersFile == "" {
+		logger.Info("no providers file (GATEHOUSE_PROVIDERS_FILE): no models are served")
+		return gatehouse.NewCatalog(nil)
+	}
+	catalog, err := gateway.LoadProviders(cfg.ProvidersFile, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("providers file (GATEHOUSE_PROVIDERS_FILE or --providers): %w", err)
+	}
+	ids := make([]string, 0, len(catalog.Providers))
+	for _, p := range catalog.Providers {
+		ids = append(ids, p.ID)
+	}
+	logger.Info("providers loaded", "file", cfg.ProvidersFile, "providers", len(catalog.Providers),
+		"models", len(catalog.Models()), "ids", ids)
+	return catalog, nil
+}
+
+// writeTimeout bounds the writing of a response. A completion may take as
+// long as its provider's timeout, so the bound leaves room for the slowest
+// provider.
+func writeTimeout(c *gatehouse.Catalog) time.Duration {
+	d := 60 * time.Second
+	for _, p := range c.Providers {
+		d = max(d, gateway.Deadline(p)+30*time.Second)
+	}
+	return d
+}
+
+// parseFlags parses flags, printing usage for -h.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}
+
+// openStore opens the database the configuration names: PostgreSQL for a
+// postgres:// URL, else a SQLite file.
+func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (gatehouse.Store, error) {
+	box, err := cfg.secretBox(logger)
+	if err != nil {
+		return nil, err
+	}
+	return openStoreWith(ctx, cfg, box, logger)
+}
+
+// openStoreWith opens the database with a given secret box.
+func openStoreWith(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger) (gatehouse.Store, error) {
+	if cfg.isPostgres() {
+		db, err := postgres.Open(ctx, cfg.DatabaseURL, box, postgres.Options{OpTimeout: cfg.DBTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", redactURL(cfg.DatabaseURL), err)
+		}
+		logger.Info("database opened", "engine", "postgres", "url", redactURL(cfg.DatabaseURL))
+		return db, nil
+	}
+	db, err := sqlite.Open(ctx, cfg.DatabaseURL, box)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", cfg.DatabaseURL, err)
+	}
+	logger.Info("database opened", "engine", "sqlite", "path", cfg.DatabaseURL)
+	return db, nil
+}
+
+// redactURL hides the password of a database URL for logs and errors.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// cacheKeys puts the key cache in front of the store. On PostgreSQL other
+// instances write too, so the cache follows the database's change feed
+// until ctx ends; on SQLite every write goes through this process.
+func cacheKeys(ctx context.Context, db gatehouse.Store) gatehouse.Store {
+	pg, ok := db.(*postgres.DB)
+	if !ok {
+		return keycache.New(db, keycache.Options{})
+	}
+	cache := keycache.New(db, keycache.Options{Feed: true})
+	go pg.WatchKeys(ctx, cache)
+	return cache
+}
+
+// newLimiter returns the rate limiter: none when the rate is 0, shared
+// buckets in Redis when GATEHOUSE_REDIS_URL is set (falling back to
+// per-process buckets, with a warning and a metric, while Redis is down),
+// else per-process buckets.
+func newLimiter(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) (ratelimit.Limiter, func(), error) {
+	if cfg.RateLimit.RPS == 0 {
+		return ratelimit.Unlimited{}, func() {}, nil
+	}
+	memory := ratelimit.NewMemory(cfg.RateLimit, nil)
+	if cfg.RedisURL == "" {
+		return memory, func() {}, nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("GATEHOUSE_REDIS_URL: %v (want e.g. redis://127.0.0.1:6379/0)", err)
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 250*time.Millisecond, 250*time.Millisecond, 250*time.Millisecond
+	opts.MaxRetries = -1 // a slow Redis must not hold requests: fall back instead
+	redis.SetLogger(redisLogger{logger})
+	client := redis.NewClient(opts)
+	fallbacks := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatehouse_ratelimit_redis_fallbacks_total",
+		Help: "Times Redis could not answer and rate limiting fell back to per-process buckets.",
+	})
+	reg.MustRegister(fallbacks)
+	var lastWarning atomic.Int64
+	onFallback := func(err error) {
+		fallbacks.Inc()
+		if now := time.Now().UnixNano(); now-lastWarning.Load() > int64(10*time.Second) {
+			lastWarning.Store(now)
+			logger.Warn("redis unavailable: rate limits are per process until it is back", "error", err.Error())
+		}
+	}
+	if err := client.Ping(ctx).Err(); err != nil {
+		onFallback(err)
+	} else {
+		logger.Info("rate limits shared through redis", "addr", opts.Addr)
+	}
+	return ratelimit.NewRedis(client, cfg.RateLimit, "gatehouse:ratelimit:", memory, onFallback), func() { client.Close() }, nil
+}
+
+// redisLogger sends the Redis client's own messages to the structured log at
+// debug level; the warning that matters is logged by newLimiter, at most
+// every ten seconds.
+type redisLogger struct{ logger *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+}
+
+// bootstrap prepares an empty database: with GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY
+// it makes sure that key exists for the first organization; otherwise, when
+// there is no organization, it creates one with a management key and prints
+// the key once.
+func bootstrap(ctx context.Context, cfg Config, store gatehouse.Store, logger *slog.Logger, stderr io.Writer) error {
+	org, firstStart, err := store.EnsureOrganization(ctx, "Default organization")
+	if err != nil {
+		return err
+	}
+	if firstStart {
+		logger.Info("created the first organization", "organization_id", org.ID)
+	}
+	if cfg.BootstrapKey != "" {
+		k, err := store.EnsureManagementKey(ctx, org.ID, cfg.BootstrapKey, "Bootstrap management key")
+		if err != nil {
+			return fmt.Errorf("GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: %s", gatehouse.ErrorMessage(err))
+		}
+		logger.Info("bootstrap management key is present", "organization_id", org.ID, "key_hash", k.Hash)
+		return nil
+	}
+	if !firstStart {
+		return nil
+	}
+	_, plaintext, err := store.CreateManagementKey(ctx, org.ID, "First management key")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "\nGatehouse created organization %q (%s) and its first management key.\n"+
+		"The key is shown only this once; store it somewhere safe now:\n\n    %s\n\n"+
+		"Use it as: Authorization: Bearer <key>. More keys: gatehouse mgmt-keys create --org %s\n\n",
+		org.Name, org.ID, plaintext, org.ID)
+	return nil
+}
