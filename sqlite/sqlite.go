@@ -37,6 +37,7 @@ type DB struct {
 	box    *gatehouse.SecretBox
 	writer *writer    // group-commits write operations on write
 	stmts  *stmtCache // prepared statements of the read pool
+	ckpt   *checkpointer
 }
 
 var _ gatehouse.Store = (*DB)(nil)
@@ -72,6 +73,14 @@ func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, erro
 		db.write.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
+	ckptConn, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		db.read.Close()
+		db.write.Close()
+		return nil, err
+	}
+	ckptConn.SetMaxOpenConns(1)
+	db.ckpt = newCheckpointer(ckptConn, nil)
 	db.writer = newWriter(db)
 	db.stmts = newStmtCache(db.read)
 	return db, nil
@@ -91,6 +100,8 @@ func dsn(path string, readOnly bool) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
+		// Checkpoints run apart from commits (see checkpoint.go).
+		q.Add("_pragma", "wal_autocheckpoint(0)")
 	}
 	return "file:" + path + "?" + q.Encode()
 }
@@ -123,7 +134,10 @@ func (db *DB) enableWAL(ctx context.Context) error {
 // Close closes the database.
 func (db *DB) Close() error {
 	db.writer.close()
-	return errors.Join(db.stmts.close(), db.read.Close(), db.write.Close())
+	// A busy final checkpoint (another process reading) is not an error:
+	// the log is copied by whoever checkpoints next.
+	_ = db.ckpt.close()
+	return errors.Join(db.stmts.close(), db.read.Close(), db.write.Close(), db.ckpt.conn.Close())
 }
 
 // Ping reports whether the database answers a query.

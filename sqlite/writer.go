@@ -115,6 +115,8 @@ func (w *writer) commit(batch []*writeOp) {
 				results[i] = err
 			}
 		}
+	} else {
+		w.db.ckpt.written()
 	}
 	for i, op := range batch {
 		op.done <- mapErr(results[i])

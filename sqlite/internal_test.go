@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -74,5 +76,59 @@ func TestStmtCacheNoPoolDeadlock(t *testing.T) {
 	db.stmts.mu.RUnlock()
 	if n > maxStmts {
 		t.Errorf("%d statements cached, bound %d", n, maxStmts)
+	}
+}
+
+// TestCheckpointsInBackground: commits never checkpoint themselves, yet
+// what they write reaches the database file shortly after, while the store
+// is open, and the log does not keep growing under steady writes.
+func TestCheckpointsInBackground(t *testing.T) {
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	db, err := Open(context.Background(), path, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	marker := fmt.Sprintf("checkpointed-%x", gatehouse.NewSecretKey()[:8])
+	if _, err := db.CreateOrganization(ctx, marker); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(marker)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a commit never reached the database file while the store was open")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var sizes []int64
+	for round := range 4 {
+		for i := range 200 {
+			if _, err := db.CreateOrganization(ctx, fmt.Sprintf("org %d-%d", round, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2 * checkpointDelay)
+		st, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, st.Size())
+	}
+	// Once checkpointed, the log is written again from its start: its size
+	// stays that of one round of writes.
+	if sizes[3] > 2*sizes[0] {
+		t.Errorf("the log grows: %v bytes after each round", sizes)
 	}
 }

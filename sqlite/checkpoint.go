@@ -1,0 +1,80 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"time"
+)
+
+// Checkpoints. In WAL mode a commit appends pages to the write-ahead log,
+// and a checkpoint copies them back into the database file, with an fsync
+// of the file. SQLite by default checkpoints inside the commit that takes
+// the log past 1,000 pages, so one request in a few paid for copying the
+// pages of the others: a bulk remove of 100 memberships took 7 ms at the
+// median and over 30 ms at the 90th percentile. Here the writer connection
+// never checkpoints (wal_autocheckpoint=0); a goroutine on a connection of
+// its own runs passive checkpoints, which never block the writer or the
+// readers, shortly after writes.
+
+// checkpointDelay gathers the commits of a burst into one checkpoint.
+const checkpointDelay = 50 * time.Millisecond
+
+type checkpointer struct {
+	conn   *sql.DB
+	wake   chan struct{}
+	stop   chan struct{}
+	done   sync.WaitGroup
+	once   sync.Once
+	onFail func(error)
+}
+
+func newCheckpointer(conn *sql.DB, onFail func(error)) *checkpointer {
+	c := &checkpointer{conn: conn, wake: make(chan struct{}, 1), stop: make(chan struct{}), onFail: onFail}
+	c.done.Add(1)
+	go c.loop()
+	return c
+}
+
+// written tells the checkpointer that a commit added to the log.
+func (c *checkpointer) written() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *checkpointer) loop() {
+	defer c.done.Done()
+	for {
+		select {
+		case <-c.wake:
+		case <-c.stop:
+			return
+		}
+		select {
+		case <-time.After(checkpointDelay):
+		case <-c.stop:
+			return
+		}
+		if err := c.checkpoint("PASSIVE"); err != nil && c.onFail != nil {
+			c.onFail(err)
+		}
+	}
+}
+
+// checkpoint runs one checkpoint of the given mode.
+func (c *checkpointer) checkpoint(mode string) error {
+	var busy, logPages, copied int
+	return c.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &logPages, &copied)
+}
+
+// close stops the checkpointer and copies what the log still holds into
+// the database file, without waiting for readers of other processes.
+// (SQLite checkpoints again, and removes the log, when the last connection
+// to the file closes.)
+func (c *checkpointer) close() error {
+	c.once.Do(func() { close(c.stop) })
+	c.done.Wait()
+	return c.checkpoint("PASSIVE")
+}
