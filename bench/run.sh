@@ -122,13 +122,16 @@ seed() {
 # start_gatehouse DB: sets GH_PID, GH (base URL) and STARTUP_MS (from exec
 # to the first 200 of /healthz).
 start_gatehouse() {
-  local port t0 t1
+  local port t0 t1 db=$1
+  if [[ $ENGINE == postgres && -n ${BENCH_PG_POOL:-} ]]; then
+    [[ $db == *\?* ]] && db="$db&pool_max_conns=$BENCH_PG_POOL" || db="$db?pool_max_conns=$BENCH_PG_POOL"
+  fi
   port=$(free_port)
   GH=http://127.0.0.1:$port
   : > "$WORK/gatehouse.log"
   t0=$(date +%s%N)
   # A simple command, not a function, so that $! is Gatehouse itself.
-  "${GH_ENV[@]}" GATEHOUSE_DATABASE_URL="$1" GATEHOUSE_ADDR="127.0.0.1:$port" "$BIN/gatehouse" serve \
+  "${GH_ENV[@]}" GATEHOUSE_DATABASE_URL="$db" GATEHOUSE_ADDR="127.0.0.1:$port" "$BIN/gatehouse" serve \
     >> "$WORK/gatehouse.log" 2>&1 &
   GH_PID=$!
   PIDS+=("$GH_PID")

@@ -28,24 +28,33 @@ func (db *DB) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, e
 	return k, nil
 }
 
+// rowQuerier runs one-row queries: a transaction, or the pool itself.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+const findKeySQL = `SELECT ` + dbrow.KeyColumns + ` FROM api_keys WHERE hash = $1 AND organization_id = $2 AND NOT management`
+
 // findKey returns a regular key of the organization.
-func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
-	k, err := dbrow.ScanKey(tx.QueryRow(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys
-		WHERE hash = $1 AND organization_id = $2 AND NOT management`, hash, orgID))
+func findKey(ctx context.Context, q rowQuerier, orgID, hash string) (*gatehouse.Key, error) {
+	k, err := dbrow.ScanKey(q.QueryRow(ctx, findKeySQL, hash, orgID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, gatehouse.NotFound("key", hash)
 	}
 	return k, err
 }
 
-// FindKey returns a regular key of the organization.
+func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
+	return findKey(ctx, tx, orgID, hash)
+}
+
+// FindKey returns a regular key of the organization. One statement is its
+// own snapshot: no transaction, so no BEGIN and COMMIT round trips.
 func (db *DB) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
-	var k *gatehouse.Key
-	err := db.view(ctx, func(tx *Tx) (err error) {
-		k, err = tx.findKey(ctx, orgID, hash)
-		return err
-	})
-	return k, err
+	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
+	defer cancel()
+	k, err := findKey(ctx, db.pool, orgID, hash)
+	return k, mapErr(err)
 }
 
 // FindKeys lists regular keys of the organization.
@@ -116,32 +125,63 @@ func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *str
 }
 
 // UpdateKey applies an update to a regular key.
+//
+// It runs as two statements and no transaction: read the key, apply the
+// update in Go, then one statement that writes the new values only if the
+// row still holds the values read (compare and swap) and appends the audit
+// entry. A key changed or deleted in between is read again. Usage counters
+// are not among the columns written, so concurrent metering never
+// conflicts. (A SERIALIZABLE transaction takes five round trips: this is
+// the hottest write of the API.)
 func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.KeyUpdate) (*gatehouse.Key, error) {
 	if err := u.Validate(); err != nil {
 		return nil, err
 	}
-	var k *gatehouse.Key
-	err := db.update(ctx, func(tx *Tx) error {
-		var err error
-		if k, err = tx.findKey(ctx, orgID, hash); err != nil {
-			return err
-		}
-		if !k.Apply(u, tx.now) {
-			return nil // {} changes nothing, not even updated_at
-		}
-		_, err = tx.Exec(ctx, `UPDATE api_keys SET name = $1, disabled = $2, include_byok_in_limit = $3,
-			limit_nanos = $4, limit_reset = $5, updated_at = $6 WHERE hash = $7`, dbrow.KeyUpdateArgs(k)...)
+	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		k, err := findKey(ctx, db.pool, orgID, hash)
 		if err != nil {
-			return err
+			return nil, mapErr(err)
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.update", ResourceType: "key",
-			ResourceIDs: []string{k.Hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
-	})
-	if err != nil {
-		return nil, err
+		old := dbrow.KeyUpdateArgs(k)
+		now := db.Now().UTC().Truncate(time.Millisecond)
+		if !k.Apply(u, now) {
+			return k, nil // {} changes nothing, not even updated_at
+		}
+		audit, err := dbrow.AuditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, gatehouse.AuditRecord{Operation: "key.update",
+			ResourceType: "key", ResourceIDs: []string{k.Hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}}))
+		if err != nil {
+			return nil, err
+		}
+		args := append(append(append(dbrow.KeyUpdateArgs(k)[:6], old[:6]...), hash, orgID), audit...)
+		updated, err := dbrow.ScanKey(db.pool.QueryRow(ctx, updateKeySQL, args...))
+		if errors.Is(err, pgx.ErrNoRows) && attempt < maxAttempts {
+			continue // changed or deleted since read: read it again
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the key keeps changing concurrently; retry")
+		}
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		return updated, nil
 	}
-	return k, nil
 }
+
+// updateKeySQL writes $1–$6 (KeyUpdateArgs' columns) where the row still
+// holds $7–$12, and appends the audit entry ($15 on) for the row written.
+var updateKeySQL = `WITH u AS (
+	UPDATE api_keys SET name = $1, disabled = $2, include_byok_in_limit = $3, limit_nanos = $4, limit_reset = $5, updated_at = $6
+	WHERE hash = $13 AND organization_id = $14 AND NOT management
+		AND name = $7 AND disabled = $8 AND include_byok_in_limit = $9 AND limit_nanos IS NOT DISTINCT FROM $10
+		AND limit_reset IS NOT DISTINCT FROM $11 AND updated_at IS NOT DISTINCT FROM $12
+	RETURNING ` + dbrow.KeyColumns + `
+), a AS (
+	INSERT INTO audit_log (` + dbrow.AuditColumns + `)
+	SELECT $15, $16, $17::bigint, $18, $19, $20, $21, $22, $23, $24, $25 FROM u
+)
+SELECT ` + dbrow.KeyColumns + ` FROM u`
 
 // DeleteKey deletes a regular key; its guardrail assignment goes by cascade.
 func (db *DB) DeleteKey(ctx context.Context, orgID, hash string) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func testKeys(t *testing.T, open Opener) {
 		{"Update", testKeyUpdate},
 		{"UpdateInvalid", testKeyUpdateInvalid},
 		{"UpdateKeepsUsage", testKeyUpdateKeepsUsage},
+		{"UpdateConcurrent", testKeyUpdateConcurrent},
 		{"Delete", testKeyDelete},
 	})
 }
@@ -352,6 +354,58 @@ func testKeyUpdateKeepsUsage(t *testing.T, open Opener) {
 	ok(t, err)
 	if r := found.LimitRemaining(f.clock.Now()); r == nil || *r != 0 {
 		t.Errorf("LimitRemaining = %v, want 0", r)
+	}
+}
+
+// testKeyUpdateConcurrent changes different fields of one key at the same
+// moment, while usage is recorded: no change may be lost (an update that
+// wrote back the values it read before another committed would undo it),
+// and each change leaves exactly one audit entry.
+func testKeyUpdateConcurrent(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	updates := []gatehouse.KeyUpdate{
+		{Name: gatehouse.Val("renamed")},
+		{Disabled: gatehouse.Val(true)},
+		{Limit: gatehouse.Val(gatehouse.USD(7))},
+		{LimitReset: gatehouse.Val(gatehouse.Weekly)},
+		{IncludeBYOKInLimit: gatehouse.Val(true)},
+	}
+	for round := range 10 {
+		k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: fmt.Sprintf("k%d", round)})
+		var wg sync.WaitGroup
+		errs := make(chan error, len(updates)+1)
+		for _, u := range updates {
+			wg.Go(func() {
+				_, err := f.store.UpdateKey(f.ctx, f.org.ID, k.Hash, u)
+				errs <- err
+			})
+		}
+		wg.Go(func() {
+			_, err := f.store.RecordUsage(f.ctx, k.Hash, gatehouse.USD(1), false)
+			errs <- err
+		})
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			ok(t, err)
+		}
+		got, err := f.store.FindKey(f.ctx, f.org.ID, k.Hash)
+		ok(t, err)
+		if got.Name != "renamed" || !got.Disabled || got.Limit == nil || *got.Limit != gatehouse.USD(7) ||
+			got.LimitReset != gatehouse.Weekly || !got.IncludeBYOKInLimit || got.Usage.At(f.clock.Now()).Total != gatehouse.USD(1) {
+			t.Fatalf("round %d: a concurrent change was lost: %+v", round, got)
+		}
+		entries, total, err := f.store.FindAuditEntries(f.ctx, f.org.ID, gatehouse.AuditFilter{ResourceID: k.Hash, Page: gatehouse.Page{Limit: 100}})
+		ok(t, err)
+		updatesSeen := 0
+		for _, e := range entries {
+			if e.Operation == "key.update" {
+				updatesSeen++
+			}
+		}
+		if updatesSeen != len(updates) {
+			t.Fatalf("round %d: %d key.update audit entries (of %d), want %d", round, updatesSeen, total, len(updates))
+		}
 	}
 }
 

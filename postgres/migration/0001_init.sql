@@ -218,7 +218,10 @@ CREATE INDEX destinations_type ON destinations (workspace_id, type) WHERE delete
 -- Changes to what authentication reads are announced on channel
 -- gatehouse_keys, the payload being the key hash, so that the key cache of
 -- every instance forgets the key as soon as the change commits. Usage
--- counters are not announced: authentication does not read them.
+-- counters are not announced: authentication does not read them. Nor is
+-- an update that leaves those columns as they were (a rename writes
+-- disabled too): a notification is not free, as every listener is
+-- signalled and commits queue on the notification lock.
 CREATE FUNCTION gatehouse_announce_key_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_notify('gatehouse_keys', OLD.hash);
@@ -226,5 +229,11 @@ BEGIN
 END
 $$;
 CREATE TRIGGER api_keys_announce_change
-    AFTER UPDATE OF disabled, expires_at, workspace_id, management, organization_id, creator_user_id OR DELETE
-    ON api_keys FOR EACH ROW EXECUTE FUNCTION gatehouse_announce_key_change();
+    AFTER UPDATE OF disabled, expires_at, workspace_id, management, organization_id, creator_user_id
+    ON api_keys FOR EACH ROW
+    WHEN (OLD.disabled IS DISTINCT FROM NEW.disabled OR OLD.expires_at IS DISTINCT FROM NEW.expires_at
+        OR OLD.workspace_id IS DISTINCT FROM NEW.workspace_id OR OLD.management IS DISTINCT FROM NEW.management
+        OR OLD.organization_id IS DISTINCT FROM NEW.organization_id OR OLD.creator_user_id IS DISTINCT FROM NEW.creator_user_id)
+    EXECUTE FUNCTION gatehouse_announce_key_change();
+CREATE TRIGGER api_keys_announce_delete
+    AFTER DELETE ON api_keys FOR EACH ROW EXECUTE FUNCTION gatehouse_announce_key_change();
