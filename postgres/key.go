@@ -11,6 +11,7 @@ import (
 	"gatehouse/dbrow"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // FindKeyByHash returns any key by hash, for authentication. It is the hot
@@ -88,31 +89,70 @@ func (db *DB) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter)
 func (db *DB) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate) (*gatehouse.Key, string, error) {
 	plaintext := gatehouse.NewKeySecret(false)
 	var k *gatehouse.Key
-	err := db.update(ctx, func(tx *Tx) error {
-		if err := c.Validate(tx.now); err != nil {
-			return err
-		}
-		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
-		if err != nil {
-			return err
-		}
-		if c.CreatorUserID != nil {
+	var err error
+	if c.CreatorUserID != nil {
+		// The creator must still be a member when the key commits, and the
+		// member-removal rule must see the key: only a serializable
+		// transaction relates the two rows.
+		err = db.update(ctx, func(tx *Tx) (err error) {
+			if err := c.Validate(tx.now); err != nil {
+				return err
+			}
 			if err := tx.memberExists(ctx, orgID, *c.CreatorUserID); err != nil {
 				return gatehouse.ErrNotAMember(*c.CreatorUserID)
 			}
-		}
-		var externalHash *string
-		k, externalHash = c.NewKey(orgID, w.ID, plaintext, tx.now)
-		if err := tx.insertKey(ctx, k, externalHash); err != nil {
+			k, err = createKey(ctx, tx, tx.now, orgID, c, plaintext)
 			return err
+		})
+	} else {
+		// Without a creator, two statements and no transaction: the key's
+		// foreign key keeps it from outliving a workspace deleted meanwhile.
+		ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
+		defer cancel()
+		now := db.Now().UTC().Truncate(time.Millisecond)
+		if err := c.Validate(now); err != nil {
+			return nil, "", err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.create", ResourceType: "key",
-			ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}})
-	})
+		k, err = createKey(ctx, db.pool, now, orgID, c, plaintext)
+		err = mapErr(err)
+	}
 	if err != nil {
 		return nil, "", err
 	}
 	return k, plaintext, nil
+}
+
+// execer runs statements: a transaction, or the pool itself.
+type execer interface {
+	rowQuerier
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// createKey inserts a validated key into its workspace and appends the
+// audit entry, in one statement.
+func createKey(ctx context.Context, q execer, now time.Time, orgID string, c gatehouse.KeyCreate, plaintext string) (*gatehouse.Key, error) {
+	w, err := findWorkspace(ctx, q, orgID, c.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	k, externalHash := c.NewKey(orgID, w.ID, plaintext, now)
+	audit, err := dbrow.AuditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, gatehouse.AuditRecord{Operation: "key.create",
+		ResourceType: "key", ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}}))
+	if err != nil {
+		return nil, err
+	}
+	keyArgs := dbrow.KeyInsertArgs(k, externalHash)
+	_, err = q.Exec(ctx, `WITH k AS (INSERT INTO api_keys (`+dbrow.KeyInsertColumns+`) VALUES (`+placeholders(len(keyArgs))+`) RETURNING hash)
+		INSERT INTO audit_log (`+dbrow.AuditColumns+`) SELECT `+auditValues(len(keyArgs))+` FROM k`, append(keyArgs, audit...)...)
+	switch {
+	case isUnique(err):
+		return nil, gatehouse.Errorf(gatehouse.ECONFLICT, "a key with this value already exists")
+	case isForeignKey(err):
+		return nil, gatehouse.NotFound("workspace", c.WorkspaceID)
+	case err != nil:
+		return nil, err
+	}
+	return k, nil
 }
 
 func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *string) error {
@@ -122,6 +162,13 @@ func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *str
 		return gatehouse.Errorf(gatehouse.ECONFLICT, "a key with this value already exists")
 	}
 	return err
+}
+
+// auditValues is the SELECT list of an audit entry's AuditArgs, the
+// parameters following the first n.
+func auditValues(n int) string {
+	return fmt.Sprintf("$%d, $%d, $%d::bigint, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d",
+		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11)
 }
 
 // UpdateKey applies an update to a regular key.
@@ -179,7 +226,7 @@ var updateKeySQL = `WITH u AS (
 	RETURNING ` + dbrow.KeyColumns + `
 ), a AS (
 	INSERT INTO audit_log (` + dbrow.AuditColumns + `)
-	SELECT $15, $16, $17::bigint, $18, $19, $20, $21, $22, $23, $24, $25 FROM u
+	SELECT ` + auditValues(14) + ` FROM u
 )
 SELECT ` + dbrow.KeyColumns + ` FROM u`
 

@@ -262,6 +262,12 @@ func unavailable() error {
 	return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the database is unavailable; retry shortly")
 }
 
+// isForeignKey reports whether err is a foreign key violation.
+func isForeignKey(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23503"
+}
+
 // isUnique reports whether err is a unique violation.
 func isUnique(err error) bool {
 	var pe *pgconn.PgError

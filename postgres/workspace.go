@@ -14,6 +14,10 @@ import (
 // findWorkspace resolves a workspace reference of the organization: ""
 // for the default workspace, else a UUID or a slug.
 func (tx *Tx) findWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
+	return findWorkspace(ctx, tx, orgID, ref)
+}
+
+func findWorkspace(ctx context.Context, q rowQuerier, orgID, ref string) (*gatehouse.Workspace, error) {
 	where, args := `is_default`, []any{orgID}
 	if ref != "" {
 		id, slug, ok := gatehouse.ParseWorkspaceRef(ref)
@@ -26,7 +30,7 @@ func (tx *Tx) findWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.
 			where, args = `slug = $2`, append(args, slug)
 		}
 	}
-	w, err := dbrow.ScanWorkspace(tx.QueryRow(ctx, `SELECT `+dbrow.WorkspaceColumns+` FROM workspaces
+	w, err := dbrow.ScanWorkspace(q.QueryRow(ctx, `SELECT `+dbrow.WorkspaceColumns+` FROM workspaces
 		WHERE organization_id = $1 AND `+where, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if ref == "" {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ func testWorkspaces(t *testing.T, open Opener) {
 		{"Delete", testWorkspaceDelete},
 		{"DeleteDefault", testWorkspaceDeleteDefault},
 		{"DeleteWithKeys", testWorkspaceDeleteWithKeys},
+		{"DeleteRacingKeys", testWorkspaceDeleteRacingKeys},
 		{"DefaultMembers", testWorkspaceDefaultMembers},
 		{"AddMembers", testWorkspaceAddMembers},
 		{"AddMembersInvalid", testWorkspaceAddMembersInvalid},
@@ -486,4 +488,60 @@ func workspaceSlugs(ws []*gatehouse.Workspace) []string {
 		out = append(out, w.Slug)
 	}
 	return out
+}
+
+// testWorkspaceDeleteRacingKeys deletes a workspace while keys are created
+// in it, or a disabled key of it is enabled: a workspace holding an active
+// key is never deleted, so the delete and a key's success exclude each
+// other, and every refusal is the documented one.
+func testWorkspaceDeleteRacingKeys(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	var deleted, refused int
+	defer func() { t.Logf("%d rounds deleted the workspace, %d refused", deleted, refused) }()
+	for round := range 12 {
+		w := f.newWorkspace(t, f.org.ID, fmt.Sprintf("race-%d", round))
+		disabled := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "off", WorkspaceID: w.ID})
+		_, err := f.store.UpdateKey(f.ctx, f.org.ID, disabled.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)})
+		ok(t, err)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		keyErrs := make([]error, 4)
+		for i := range keyErrs {
+			wg.Go(func() {
+				<-start
+				if i == 0 {
+					_, keyErrs[i] = f.store.UpdateKey(f.ctx, f.org.ID, disabled.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(false)})
+					return
+				}
+				_, _, keyErrs[i] = f.store.CreateKey(f.ctx, f.org.ID, gatehouse.KeyCreate{Name: "racer", WorkspaceID: w.ID})
+			})
+		}
+		var delErr error
+		wg.Go(func() {
+			<-start
+			delErr = f.store.DeleteWorkspace(f.ctx, f.org.ID, w.ID, false)
+		})
+		close(start)
+		wg.Wait()
+		succeeded := 0
+		for _, err := range keyErrs {
+			if err == nil {
+				succeeded++
+			} else if gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
+				t.Fatalf("round %d: a key change racing the delete failed with %v, want success or not found", round, err)
+			}
+		}
+		switch {
+		case delErr == nil && succeeded > 0:
+			t.Fatalf("round %d: the workspace was deleted although %d key changes making an active key succeeded", round, succeeded)
+		case delErr != nil && gatehouse.ErrorCode(delErr) != gatehouse.EINVALID:
+			t.Fatalf("round %d: delete failed with %v, want success or the active-keys refusal", round, delErr)
+		case delErr != nil && succeeded == 0:
+			t.Fatalf("round %d: delete refused (%v) though no key became active", round, delErr)
+		case delErr == nil:
+			deleted++
+		default:
+			refused++
+		}
+	}
 }
