@@ -77,7 +77,9 @@ stop() {
 free_port() {
   local p
   while :; do
-    p=$((20000 + RANDOM % 40000))
+    # Below Linux's ephemeral range (32768-60999): a port that an outgoing
+    # connection (to PostgreSQL, say) holds cannot be listened on.
+    p=$((10000 + RANDOM % 22000))
     if ! (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null; then
       echo "$p"
       return
@@ -250,11 +252,11 @@ run_scenario() {
   else
     base_port=$(free_port)
     "$BIN/baseline" -addr "127.0.0.1:$base_port" -response-file "$dir/response" -status "$(jq .status <<< "$meta")" \
-      -content-type "$(jq -r .content_type <<< "$meta")" 2> /dev/null &
+      -content-type "$(jq -r .content_type <<< "$meta")" 2> "$dir/baseline.log" &
     base_pid=$!
     PIDS+=("$base_pid")
     base=http://127.0.0.1:$base_port
-    "$BIN/loadgen" -wait -url "$base/healthz" -timeout 30s > /dev/null
+    "$BIN/loadgen" -wait -url "$base/healthz" -timeout 30s > /dev/null || { cat "$dir/baseline.log" >&2; return 1; }
   fi
   # The baseline rotates where Gatehouse uses each request once: it changes
   # nothing, and would run out in a moment.

@@ -15,10 +15,14 @@ import (
 // findGuardrail returns a guardrail of the organization. Ids that are not
 // UUIDs are not found, like those of other organizations.
 func (tx *Tx) findGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
+	return findGuardrail(ctx, tx, orgID, id)
+}
+
+func findGuardrail(ctx context.Context, q rowQuerier, orgID, id string) (*gatehouse.Guardrail, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, gatehouse.NotFound("guardrail", id)
 	}
-	g, err := dbrow.ScanGuardrail(tx.QueryRow(ctx, `SELECT `+dbrow.GuardrailColumns+` FROM guardrails
+	g, err := dbrow.ScanGuardrail(q.QueryRow(ctx, `SELECT `+dbrow.GuardrailColumns+` FROM guardrails
 		WHERE id = $1 AND organization_id = $2`, id, orgID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, gatehouse.NotFound("guardrail", id)
@@ -29,8 +33,8 @@ func (tx *Tx) findGuardrail(ctx context.Context, orgID, id string) (*gatehouse.G
 // FindGuardrail returns a guardrail of the organization.
 func (db *DB) FindGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
 	var g *gatehouse.Guardrail
-	err := db.view(ctx, func(tx *Tx) (err error) {
-		g, err = tx.findGuardrail(ctx, orgID, id)
+	err := db.one(ctx, func(ctx context.Context, q rowQuerier) (err error) {
+		g, err = findGuardrail(ctx, q, orgID, id)
 		return err
 	})
 	return g, err

@@ -49,13 +49,14 @@ func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, 
 	return findKey(ctx, tx, orgID, hash)
 }
 
-// FindKey returns a regular key of the organization. One statement is its
-// own snapshot: no transaction, so no BEGIN and COMMIT round trips.
+// FindKey returns a regular key of the organization.
 func (db *DB) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
-	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
-	defer cancel()
-	k, err := findKey(ctx, db.pool, orgID, hash)
-	return k, mapErr(err)
+	var k *gatehouse.Key
+	err := db.one(ctx, func(ctx context.Context, q rowQuerier) (err error) {
+		k, err = findKey(ctx, q, orgID, hash)
+		return err
+	})
+	return k, err
 }
 
 // FindKeys lists regular keys of the organization.

@@ -191,6 +191,15 @@ func (db *DB) view(ctx context.Context, fn func(tx *Tx) error) error {
 	return db.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
+// one runs fn, which makes a single query, on the pool outside a
+// transaction: one statement is its own snapshot, and the hottest reads (a
+// key, a guardrail) save the BEGIN and COMMIT round trips.
+func (db *DB) one(ctx context.Context, fn func(ctx context.Context, q rowQuerier) error) error {
+	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
+	defer cancel()
+	return mapErr(fn(ctx, db.pool))
+}
+
 // maxAttempts bounds the retries of a transaction that keeps conflicting.
 const maxAttempts = 12
 
