@@ -13,8 +13,9 @@
 #
 # Settings (environment): BENCH_CONCURRENCY (32), BENCH_DURATION (5s),
 # BENCH_WARMUP (1s), BENCH_RUNS (3), BENCH_LOG_LEVEL (info: one log line
-# per request, as in production), BENCH_SCENARIOS (a regular expression
-# over scenario names; default all). Needs go and jq.
+# per request, as in production), BENCH_PG_POOL (PostgreSQL: the server's
+# pool_max_conns), BENCH_SCENARIOS (a regular expression over scenario
+# names; default all). Needs go and jq.
 set -euo pipefail
 
 ENGINE=sqlite
@@ -23,7 +24,7 @@ for arg in "$@"; do
   case "$arg" in
     sqlite | postgres) ENGINE=$arg ;;
     --scale) SCALE=1 ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "usage: bash bench/run.sh [sqlite|postgres] [--scale]" >&2; exit 2 ;;
   esac
 done
