@@ -83,6 +83,7 @@ Environment (flags override):
   GATEHOUSE_LOG_FORMAT                json, text or auto (default auto: json unless stderr is a terminal)
   GATEHOUSE_PPROF_ADDR                serve the Go profiler (net/http/pprof) on this separate address, e.g. 127.0.0.1:6060
   GATEHOUSE_SHUTDOWN_TIMEOUT          grace period for in-flight requests on SIGTERM (default 10s)
+  GOGC                                Go's garbage-collection target (default here 200)
 `
 
 // run is the whole program: main only supplies the process environment.
