@@ -114,8 +114,17 @@ type GuardrailCreate struct {
 }
 
 // Apply applies u to g and validates the result. It does not touch ids or
-// timestamps.
+// timestamps. The default guardrail of a workspace keeps its name, and no
+// other guardrail may take that name.
 func (g *Guardrail) Apply(u GuardrailUpdate) error {
+	if n := u.Name; n.Set && !n.Null && n.Value != g.Name {
+		if g.ID == DefaultGuardrailID(g.WorkspaceID) {
+			return FieldError("name", "the default guardrail of a workspace cannot be renamed")
+		}
+		if n.Value == DefaultGuardrailName(g.WorkspaceID) {
+			return ErrReservedGuardrailName(n.Value)
+		}
+	}
 	if err := u.validateFields(); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func (tx *Tx) findGuardrail(ctx context.Context, orgID, id string) (*gatehouse.G
 	return findGuardrail(ctx, tx, orgID, id)
 }
 
-func findGuardrail(ctx context.Context, q rowQuerier, orgID, id string) (*gatehouse.Guardrail, error) {
+func findGuardrail(ctx context.Context, q querier, orgID, id string) (*gatehouse.Guardrail, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, gatehouse.NotFound("guardrail", id)
 	}
@@ -33,7 +33,7 @@ func findGuardrail(ctx context.Context, q rowQuerier, orgID, id string) (*gateho
 // FindGuardrail returns a guardrail of the organization.
 func (db *DB) FindGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
 	var g *gatehouse.Guardrail
-	err := db.one(ctx, func(ctx context.Context, q rowQuerier) (err error) {
+	err := db.one(ctx, func(ctx context.Context, q querier) (err error) {
 		g, err = findGuardrail(ctx, q, orgID, id)
 		return err
 	})
@@ -126,15 +126,6 @@ func (db *DB) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse
 		}
 		if err != nil {
 			return err
-		}
-		fixed := gatehouse.DefaultGuardrailName(g.WorkspaceID)
-		if n := u.Name; n.Set && !n.Null && n.Value != g.Name {
-			if g.ID == gatehouse.DefaultGuardrailID(g.WorkspaceID) {
-				return gatehouse.FieldError("name", "the default guardrail of a workspace cannot be renamed")
-			}
-			if n.Value == fixed {
-				return gatehouse.ErrReservedGuardrailName(n.Value)
-			}
 		}
 		if err := g.Apply(u); err != nil {
 			return err

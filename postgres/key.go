@@ -11,33 +11,26 @@ import (
 	"gatehouse/dbrow"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // FindKeyByHash returns any key by hash, for authentication. It is the hot
 // path of every request: one indexed query, outside any transaction.
 func (db *DB) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, error) {
-	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
-	defer cancel()
-	k, err := dbrow.ScanKey(db.pool.QueryRow(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = $1`, hash))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, gatehouse.NotFound("key", hash)
-	}
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return k, nil
-}
-
-// rowQuerier runs one-row queries: a transaction, or the pool itself.
-type rowQuerier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	var k *gatehouse.Key
+	err := db.one(ctx, func(ctx context.Context, q querier) (err error) {
+		k, err = dbrow.ScanKey(q.QueryRow(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = $1`, hash))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return gatehouse.NotFound("key", hash)
+		}
+		return err
+	})
+	return k, err
 }
 
 const findKeySQL = `SELECT ` + dbrow.KeyColumns + ` FROM api_keys WHERE hash = $1 AND organization_id = $2 AND NOT management`
 
 // findKey returns a regular key of the organization.
-func findKey(ctx context.Context, q rowQuerier, orgID, hash string) (*gatehouse.Key, error) {
+func findKey(ctx context.Context, q querier, orgID, hash string) (*gatehouse.Key, error) {
 	k, err := dbrow.ScanKey(q.QueryRow(ctx, findKeySQL, hash, orgID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, gatehouse.NotFound("key", hash)
@@ -52,7 +45,7 @@ func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, 
 // FindKey returns a regular key of the organization.
 func (db *DB) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
 	var k *gatehouse.Key
-	err := db.one(ctx, func(ctx context.Context, q rowQuerier) (err error) {
+	err := db.one(ctx, func(ctx context.Context, q querier) (err error) {
 		k, err = findKey(ctx, q, orgID, hash)
 		return err
 	})
@@ -108,14 +101,14 @@ func (db *DB) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate
 	} else {
 		// Without a creator, two statements and no transaction: the key's
 		// foreign key keeps it from outliving a workspace deleted meanwhile.
-		ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
-		defer cancel()
-		now := db.Now().UTC().Truncate(time.Millisecond)
-		if err := c.Validate(now); err != nil {
-			return nil, "", err
-		}
-		k, err = createKey(ctx, db.pool, now, orgID, c, plaintext)
-		err = mapErr(err)
+		err = db.one(ctx, func(ctx context.Context, q querier) (err error) {
+			now := db.now()
+			if err := c.Validate(now); err != nil {
+				return err
+			}
+			k, err = createKey(ctx, q, now, orgID, c, plaintext)
+			return err
+		})
 	}
 	if err != nil {
 		return nil, "", err
@@ -123,34 +116,26 @@ func (db *DB) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate
 	return k, plaintext, nil
 }
 
-// execer runs statements: a transaction, or the pool itself.
-type execer interface {
-	rowQuerier
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
 // createKey inserts a validated key into its workspace and appends the
 // audit entry, in one statement.
-func createKey(ctx context.Context, q execer, now time.Time, orgID string, c gatehouse.KeyCreate, plaintext string) (*gatehouse.Key, error) {
+func createKey(ctx context.Context, q querier, now time.Time, orgID string, c gatehouse.KeyCreate, plaintext string) (*gatehouse.Key, error) {
 	w, err := findWorkspace(ctx, q, orgID, c.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
 	k, externalHash := c.NewKey(orgID, w.ID, plaintext, now)
-	audit, err := dbrow.AuditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, gatehouse.AuditRecord{Operation: "key.create",
-		ResourceType: "key", ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}}))
+	audit, err := auditArgs(ctx, orgID, now, gatehouse.AuditRecord{Operation: "key.create",
+		ResourceType: "key", ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}})
 	if err != nil {
 		return nil, err
 	}
 	keyArgs := dbrow.KeyInsertArgs(k, externalHash)
 	_, err = q.Exec(ctx, `WITH k AS (INSERT INTO api_keys (`+dbrow.KeyInsertColumns+`) VALUES (`+placeholders(len(keyArgs))+`) RETURNING hash)
 		INSERT INTO audit_log (`+dbrow.AuditColumns+`) SELECT `+auditValues(len(keyArgs))+` FROM k`, append(keyArgs, audit...)...)
-	switch {
-	case isUnique(err):
-		return nil, gatehouse.Errorf(gatehouse.ECONFLICT, "a key with this value already exists")
-	case isForeignKey(err):
+	if isForeignKey(err) { // the workspace was deleted meanwhile
 		return nil, gatehouse.NotFound("workspace", c.WorkspaceID)
-	case err != nil:
+	}
+	if err := keyInsertErr(err); err != nil {
 		return nil, err
 	}
 	return k, nil
@@ -159,17 +144,16 @@ func createKey(ctx context.Context, q execer, now time.Time, orgID string, c gat
 func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *string) error {
 	args := dbrow.KeyInsertArgs(k, externalHash)
 	_, err := tx.Exec(ctx, `INSERT INTO api_keys (`+dbrow.KeyInsertColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+	return keyInsertErr(err)
+}
+
+// keyInsertErr maps the error of inserting a key: a duplicate hash is a
+// conflict.
+func keyInsertErr(err error) error {
 	if isUnique(err) {
 		return gatehouse.Errorf(gatehouse.ECONFLICT, "a key with this value already exists")
 	}
 	return err
-}
-
-// auditValues is the SELECT list of an audit entry's AuditArgs, the
-// parameters following the first n.
-func auditValues(n int) string {
-	return fmt.Sprintf("$%d, $%d, $%d::bigint, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d",
-		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11)
 }
 
 // UpdateKey applies an update to a regular key.
@@ -185,36 +169,37 @@ func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.Key
 	if err := u.Validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
-	defer cancel()
-	for attempt := 1; ; attempt++ {
-		k, err := findKey(ctx, db.pool, orgID, hash)
-		if err != nil {
-			return nil, mapErr(err)
+	var k *gatehouse.Key
+	err := db.one(ctx, func(ctx context.Context, q querier) error {
+		for attempt := 1; attempt <= maxAttempts; attempt++ {
+			read, err := findKey(ctx, q, orgID, hash)
+			if err != nil {
+				return err
+			}
+			old := dbrow.KeyUpdateArgs(read)
+			now := db.now()
+			if !read.Apply(u, now) {
+				k = read // {} changes nothing, not even updated_at
+				return nil
+			}
+			audit, err := auditArgs(ctx, orgID, now, gatehouse.AuditRecord{Operation: "key.update",
+				ResourceType: "key", ResourceIDs: []string{hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
+			if err != nil {
+				return err
+			}
+			args := append(append(append(dbrow.KeyUpdateArgs(read)[:6], old[:6]...), hash, orgID), audit...)
+			k, err = dbrow.ScanKey(q.QueryRow(ctx, updateKeySQL, args...))
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			// Changed or deleted since it was read: read it again.
 		}
-		old := dbrow.KeyUpdateArgs(k)
-		now := db.Now().UTC().Truncate(time.Millisecond)
-		if !k.Apply(u, now) {
-			return k, nil // {} changes nothing, not even updated_at
-		}
-		audit, err := dbrow.AuditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, gatehouse.AuditRecord{Operation: "key.update",
-			ResourceType: "key", ResourceIDs: []string{k.Hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}}))
-		if err != nil {
-			return nil, err
-		}
-		args := append(append(append(dbrow.KeyUpdateArgs(k)[:6], old[:6]...), hash, orgID), audit...)
-		updated, err := dbrow.ScanKey(db.pool.QueryRow(ctx, updateKeySQL, args...))
-		if errors.Is(err, pgx.ErrNoRows) && attempt < maxAttempts {
-			continue // changed or deleted since read: read it again
-		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the key keeps changing concurrently; retry")
-		}
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		return updated, nil
+		return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the key keeps changing concurrently; retry")
+	})
+	if err != nil {
+		return nil, err
 	}
+	return k, nil
 }
 
 // updateKeySQL writes $1–$6 (KeyUpdateArgs' columns) where the row still

@@ -191,14 +191,24 @@ func (db *DB) view(ctx context.Context, fn func(tx *Tx) error) error {
 	return db.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
-// one runs fn, which makes a single query, on the pool outside a
-// transaction: one statement is its own snapshot, and the hottest reads (a
-// key, a guardrail) save the BEGIN and COMMIT round trips.
-func (db *DB) one(ctx context.Context, fn func(ctx context.Context, q rowQuerier) error) error {
+// querier runs statements: a transaction, or the pool itself.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// one runs fn on the pool outside a transaction, each of its statements
+// its own snapshot and commit: for the hottest reads (a key, a guardrail),
+// which save the BEGIN and COMMIT round trips, and for writes that one
+// statement makes whole. It bounds fn like a transaction.
+func (db *DB) one(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
 	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
 	defer cancel()
 	return mapErr(fn(ctx, db.pool))
 }
+
+// now is the time of an operation, as stored: UTC, to the millisecond.
+func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Millisecond) }
 
 // maxAttempts bounds the retries of a transaction that keeps conflicting.
 const maxAttempts = 12
@@ -225,7 +235,7 @@ func (db *DB) attempt(ctx context.Context, opts pgx.TxOptions, fn func(tx *Tx) e
 	if err != nil {
 		return err
 	}
-	tx := &Tx{Tx: pgTx, db: db, now: db.Now().UTC().Truncate(time.Millisecond)}
+	tx := &Tx{Tx: pgTx, db: db, now: db.now()}
 	if err := fn(tx); err != nil {
 		_ = pgTx.Rollback(context.WithoutCancel(ctx))
 		return err

@@ -17,7 +17,7 @@ func (tx *Tx) findWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.
 	return findWorkspace(ctx, tx, orgID, ref)
 }
 
-func findWorkspace(ctx context.Context, q rowQuerier, orgID, ref string) (*gatehouse.Workspace, error) {
+func findWorkspace(ctx context.Context, q querier, orgID, ref string) (*gatehouse.Workspace, error) {
 	where, args := `is_default`, []any{orgID}
 	if ref != "" {
 		id, slug, ok := gatehouse.ParseWorkspaceRef(ref)

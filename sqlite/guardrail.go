@@ -112,15 +112,6 @@ func (db *DB) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse
 		if err != nil {
 			return err
 		}
-		fixed := gatehouse.DefaultGuardrailName(g.WorkspaceID)
-		if n := u.Name; n.Set && !n.Null && n.Value != g.Name {
-			if g.ID == gatehouse.DefaultGuardrailID(g.WorkspaceID) {
-				return gatehouse.FieldError("name", "the default guardrail of a workspace cannot be renamed")
-			}
-			if n.Value == fixed {
-				return gatehouse.ErrReservedGuardrailName(n.Value)
-			}
-		}
 		if err := g.Apply(u); err != nil {
 			return err
 		}
