@@ -88,21 +88,19 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 	return done, nil
 }
 
-// prepareBody returns the request body for the upstream: the client's body
-// with the upstream's model name, a completion cap when the client set none
-// (so the reservation bounds the cost), and, for streams, a request for the
-// final usage chunk.
+// prepareBody returns the request body for the upstream: the checked,
+// re-encoded body with the upstream's model name and exactly one completion
+// cap, the reserved one, under both names providers read (max_tokens and
+// max_completion_tokens), and, for streams, a request for the final usage
+// chunk.
 func prepareBody(call gatehouse.CompletionCall) ([]byte, error) {
-	out := make(map[string]json.RawMessage, len(call.Body)+2)
+	out := make(map[string]json.RawMessage, len(call.Body)+3)
 	for k, v := range call.Body {
 		out[k] = v
 	}
 	out["model"], _ = json.Marshal(call.Model.ID)
-	_, hasMax := out["max_tokens"]
-	_, hasMaxCompletion := out["max_completion_tokens"]
-	if !hasMax && !hasMaxCompletion {
-		out["max_tokens"], _ = json.Marshal(call.MaxTokens)
-	}
+	capTokens, _ := json.Marshal(call.MaxTokens)
+	out["max_tokens"], out["max_completion_tokens"] = capTokens, capTokens
 	if call.Stream {
 		opts := map[string]json.RawMessage{}
 		if raw, ok := out["stream_options"]; ok {

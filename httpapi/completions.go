@@ -38,6 +38,7 @@ type chatRequest struct {
 	MaxTokens           *int            `json:"max_tokens"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	SessionID           *string         `json:"session_id"`
+	N                   *int            `json:"n"`
 }
 
 // readChat reads and checks a chat completion request; body keeps every
@@ -54,9 +55,9 @@ func readChat(w http.ResponseWriter, r *http.Request) (chatRequest, map[string]j
 	if _, err := scanObject(raw, nil); err != nil {
 		return req, nil, nil, err
 	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &body); err != nil {
-		return req, nil, nil, gatehouse.Errorf(gatehouse.EINVALID, "malformed JSON")
+	body, err := canonicalChat(raw)
+	if err != nil {
+		return req, nil, nil, err
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return req, nil, nil, decodeError(err, reflect.TypeOf(req))
@@ -76,6 +77,12 @@ func readChat(w http.ResponseWriter, r *http.Request) (chatRequest, map[string]j
 		if f.v != nil && (*f.v < 1 || *f.v > 10_000_000) {
 			return req, nil, nil, gatehouse.FieldError(f.name, "must be a positive integer")
 		}
+	}
+	if req.MaxTokens != nil && req.MaxCompletionTokens != nil && *req.MaxTokens != *req.MaxCompletionTokens {
+		return req, nil, nil, gatehouse.FieldError("max_completion_tokens", "is %d but max_tokens is %d: send one cap, or both equal", *req.MaxCompletionTokens, *req.MaxTokens)
+	}
+	if req.N != nil && *req.N != 1 {
+		return req, nil, nil, gatehouse.FieldError("n", "must be 1: Gatehouse reserves and meters one completion per request")
 	}
 	return req, body, raw, nil
 }
@@ -124,7 +131,15 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		SessionID: req.SessionID, ExternalUser: p.key.ExternalUser,
 	}
 	sw := &streamWriter{w: w}
-	done, err := s.data.Upstream.Complete(r.Context(), gatehouse.CompletionCall{
+	// A whole answer is paid for even if the client leaves before it comes:
+	// the provider works (and bills) either way, so the call outlives the
+	// client, bounded by the provider's timeout. A stream stops with its
+	// client, and is charged what was reserved unless its usage arrived.
+	callCtx := r.Context()
+	if !req.Stream {
+		callCtx = context.WithoutCancel(callCtx)
+	}
+	done, err := s.data.Upstream.Complete(callCtx, gatehouse.CompletionCall{
 		Provider: provider, Model: model, Body: body, MaxTokens: maxTokens, Stream: req.Stream,
 		Rewrite: func(obj map[string]json.RawMessage) {
 			obj["id"], _ = json.Marshal(gen.ID)
@@ -137,7 +152,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		s.release(r, res)
 		return err
 	}
-	if !sw.started {
+	if !sw.started && r.Context().Err() != nil {
+		s.logger.Info("client cancelled before the answer; the answer was metered",
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID)
+		if rec, ok := w.(*recorder); ok {
+			rec.status, rec.wrote = statusClientClosed, true
+		}
+	} else if !sw.started {
 		defer func() { _ = writeRaw(w, http.StatusOK, done.Body) }()
 	}
 	s.settle(r, p, res, gen, model, done, err, started, raw)
@@ -148,6 +169,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	}
 	return nil
 }
+
+// statusClientClosed is the status logged for a request whose client left
+// before its answer (nginx's 499); it is never sent.
+const statusClientClosed = 499
 
 // normalizeAnswer makes an answer object or stream chunk parse with the
 // official clients, whatever the provider's habits: a whole answer must have
@@ -203,6 +228,17 @@ func (s *Server) settle(r *http.Request, p *principal, res *gatehouse.Reservatio
 	if c.UsageKnown && streamErr == nil && c.PromptTokens >= 0 && c.CompletionTokens >= 0 {
 		gen.PromptTokens, gen.CompletionTokens = c.PromptTokens, c.CompletionTokens
 		gen.Cost = model.Cost(c.PromptTokens, c.CompletionTokens)
+		if gen.Cost > res.Amount {
+			// The provider billed past the cap it was sent. The key holder
+			// is charged what was reserved, never more; the operator learns
+			// of the excess, which is the provider's to explain.
+			s.metrics.anomalies.WithLabelValues(gen.Provider, "usage_over_reservation").Inc()
+			s.logger.Warn("provider anomaly: reported usage costs more than was reserved; charged the reservation",
+				"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "provider", gen.Provider, "model", gen.Model,
+				"prompt_tokens", c.PromptTokens, "completion_tokens", c.CompletionTokens,
+				"cost", gen.Cost.String(), "reserved", res.Amount.String())
+			gen.Cost = res.Amount
+		}
 	} else {
 		gen.Status = "partial" // no usage reported: charged the reservation
 	}

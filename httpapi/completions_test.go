@@ -35,6 +35,8 @@ type fakeUpstream struct {
 	hold             chan struct{} // streams wait after their first chunk until it closes
 	answerID         string        // the id of answers; "" is chatcmpl-up
 	finishReason     string        // "" is stop
+	uncapped         int64         // with completionTokens 0: tokens billed when the body has no exact "max_tokens"
+	overbill         int64         // tokens billed beyond the request's max_tokens
 
 	mu       sync.Mutex
 	bodies   []map[string]any // the requests received
@@ -93,8 +95,16 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	completion := u.completionTokens
 	if completion == 0 {
-		n, _ := body["max_tokens"].(float64)
-		completion = int64(n)
+		// Like a provider: the exact, case-sensitive field, the last of
+		// duplicates (as decoders keep), n completions billed.
+		n, capped := body["max_tokens"].(float64)
+		completion = int64(n) + u.overbill
+		if !capped {
+			completion = u.uncapped
+		}
+		if choices, ok := body["n"].(float64); ok && choices > 1 {
+			completion *= int64(choices)
+		}
 	}
 	usage := map[string]any{"prompt_tokens": u.promptTokens, "completion_tokens": completion,
 		"total_tokens": u.promptTokens + completion, "prompt_tokens_details": map[string]any{"cached_tokens": 0}}
@@ -207,12 +217,12 @@ type chatEnv struct {
 // newChatEnv starts an upstream configured by configure and an environment
 // whose providers call it, and creates a regular key from keyBody (nil: no
 // limit).
-func newChatEnv(t *testing.T, configure func(*fakeUpstream), keyBody map[string]any) *chatEnv {
+func newChatEnv(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any) *chatEnv {
 	t.Helper()
 	return newChatEnvTimeout(t, configure, keyBody, 10*time.Second)
 }
 
-func newChatEnvTimeout(t *testing.T, configure func(*fakeUpstream), keyBody map[string]any, timeout time.Duration) *chatEnv {
+func newChatEnvTimeout(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any, timeout time.Duration) *chatEnv {
 	t.Helper()
 	up := newFakeUpstream(t, configure)
 	traces := &traceSink{}
@@ -403,11 +413,12 @@ func TestChatCompletionDefaultCap(t *testing.T) {
 	e.chat(e.key, chatBody("acme/chat")).want(t, http.StatusOK)
 	e.chat(e.key, chatBody("acme/chat", "max_completion_tokens", 9)).want(t, http.StatusOK)
 	reqs := e.up.requests()
-	if len(reqs) != 2 || reqs[0]["max_tokens"] != float64(chatMaxTokens) {
-		t.Fatalf("upstream got %v, want max_tokens %d", reqs, chatMaxTokens)
+	if len(reqs) != 2 || reqs[0]["max_tokens"] != float64(chatMaxTokens) || reqs[0]["max_completion_tokens"] != float64(chatMaxTokens) {
+		t.Fatalf("upstream got %v, want max_tokens = max_completion_tokens = %d", reqs, chatMaxTokens)
 	}
-	if _, set := reqs[1]["max_tokens"]; set || reqs[1]["max_completion_tokens"] != float64(9) {
-		t.Errorf("the client's max_completion_tokens was not kept alone: %v", reqs[1])
+	// The one cap reserved reaches the provider under both names it may read.
+	if reqs[1]["max_tokens"] != float64(9) || reqs[1]["max_completion_tokens"] != float64(9) {
+		t.Errorf("the reserved cap 9 did not reach the provider under both names: %v", reqs[1])
 	}
 }
 

@@ -218,8 +218,9 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 
 // metrics are the HTTP metrics, labelled by route pattern, method and status.
 type metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	anomalies *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -233,8 +234,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time to serve HTTP requests, by route pattern, method and status.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "method", "status"}),
+		anomalies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_provider_anomalies_total",
+			Help: "Answers whose reported usage cost more than was reserved (charged the reservation), by provider and kind.",
+		}, []string{"provider", "kind"}),
 	}
-	reg.MustRegister(m.requests, m.duration)
+	reg.MustRegister(m.requests, m.duration, m.anomalies)
 	return m
 }
 

@@ -1,0 +1,234 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"gatehouse"
+)
+
+// A chat completion body is read by Gatehouse and again by the provider.
+// If the two can read it differently, the reservation no longer bounds the
+// bill: Go's decoder matches field names case-insensitively (with Unicode
+// folding: "MAX_TOKENS", "max_tokenſ"), providers match them exactly, and
+// the same key sent twice is resolved differently by different decoders.
+// So the body is checked for every spelling that could fold together,
+// restricted to the fields Gatehouse knows how to bill, and the provider is
+// sent a body re-encoded from the parsed values, never the client's bytes.
+
+// chatFields are the request fields forwarded to providers. Anything else
+// is refused: a field Gatehouse does not read could be one the provider
+// bills for.
+var chatFields = map[string]bool{
+	"model": true, "messages": true, "stream": true, "stream_options": true,
+	"max_tokens": true, "max_completion_tokens": true, "n": true,
+	"temperature": true, "top_p": true, "top_k": true, "min_p": true, "top_a": true,
+	"stop": true, "seed": true, "presence_penalty": true, "frequency_penalty": true,
+	"repetition_penalty": true, "logit_bias": true, "logprobs": true, "top_logprobs": true,
+	"tools": true, "tool_choice": true, "parallel_tool_calls": true, "response_format": true,
+	"reasoning": true, "reasoning_effort": true, "verbosity": true,
+	"user": true, "session_id": true, "metadata": true,
+}
+
+// refusedChatFields are known fields that change what the provider bills in
+// ways the reservation cannot bound; the reason says why.
+var refusedChatFields = map[string]string{
+	"best_of":            "generates several completions per request; Gatehouse reserves for one",
+	"audio":              "audio output is not priced by Gatehouse",
+	"modalities":         "only text output is priced by Gatehouse; leave modalities out",
+	"prediction":         "predicted outputs are billed beyond the completion cap",
+	"web_search_options": "web search is billed apart from tokens, which Gatehouse does not price",
+	"plugins":            "plugins are billed apart from tokens, which Gatehouse does not price",
+	"models":             "fallback models could be billed at another model's prices",
+	"route":              "fallback routing could bill another model",
+	"max_output_tokens":  "use max_tokens or max_completion_tokens",
+}
+
+// messageFields are the fields of a message that reach the provider.
+var messageFields = map[string]bool{
+	"role": true, "content": true, "name": true, "tool_calls": true, "tool_call_id": true,
+	"refusal": true, "reasoning": true, "reasoning_details": true, "function_call": true,
+}
+
+// foldKey maps a field name to a form that equals that of every spelling a
+// case-insensitive decoder would accept for it: each rune becomes the
+// smallest rune of its Unicode simple-folding orbit (so K, k and the Kelvin
+// sign, S, s and ſ, fold together).
+func foldKey(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}
+
+// foldedChatFields maps folded names to the exact names of known fields.
+var foldedChatFields = func() map[string]string {
+	m := map[string]string{}
+	for name := range chatFields {
+		m[foldKey(name)] = name
+	}
+	for name := range refusedChatFields {
+		m[foldKey(name)] = name
+	}
+	return m
+}()
+
+// objectKeys returns the keys of a JSON object in order, unescaped, or an
+// error if raw is not an object. Duplicates are kept, so callers see them.
+func objectKeys(raw []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not an object")
+	}
+	var keys []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, t.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// checkKeys refuses keys that a decoder could confuse: the same name twice
+// under any spelling, or a spelling that is not the exact name of a known
+// field. where prefixes field names in errors ("" or "messages[2].").
+func checkKeys(keys []string, known map[string]bool, where string) error {
+	seen := map[string]string{}
+	for _, k := range keys {
+		f := foldKey(k)
+		if prev, dup := seen[f]; dup {
+			if prev == k {
+				return gatehouse.FieldError(where+k, "is given twice; send each field once")
+			}
+			return gatehouse.FieldError(where+k, "is given twice (also as %q); send each field once, spelt exactly", prev)
+		}
+		seen[f] = k
+		if known[k] {
+			continue
+		}
+		if exact, ok := foldedChatFields[f]; ok && where == "" && exact != k {
+			return gatehouse.FieldError(where+k, "is not a field; field names are case-sensitive: did you mean %q?", exact)
+		}
+		if reason, ok := refusedChatFields[k]; ok && where == "" {
+			return gatehouse.FieldError(k, "is not supported: %s", reason)
+		}
+		return gatehouse.FieldError(where+k, "is not a field Gatehouse forwards; remove it")
+	}
+	return nil
+}
+
+// canonicalChat checks a chat completion body for ambiguity and returns
+// its fields re-encoded from the parsed values, which is all the provider
+// will ever see of it.
+func canonicalChat(raw []byte) (map[string]json.RawMessage, error) {
+	keys, err := objectKeys(raw)
+	if err != nil {
+		return nil, gatehouse.Errorf(gatehouse.EINVALID, "malformed JSON")
+	}
+	if err := checkKeys(keys, chatFields, ""); err != nil {
+		return nil, err
+	}
+	var parsed map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&parsed); err != nil {
+		return nil, gatehouse.Errorf(gatehouse.EINVALID, "malformed JSON")
+	}
+	if err := checkMessages(raw); err != nil {
+		return nil, err
+	}
+	out := make(map[string]json.RawMessage, len(parsed))
+	for k, v := range parsed {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, gatehouse.FieldError(k, "could not be read")
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+// checkMessages refuses messages whose fields could be read two ways, and
+// content parts that Gatehouse cannot price (images, audio, files): their
+// cost is not bounded by the request's length.
+func checkMessages(raw []byte) error {
+	var body struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return nil // the typed decode reports the field
+	}
+	for i, m := range body.Messages {
+		where := fmt.Sprintf("messages[%d].", i)
+		keys, err := objectKeys(m)
+		if err != nil {
+			return gatehouse.FieldError(fmt.Sprintf("messages[%d]", i), "must be an object")
+		}
+		if err := checkKeys(keys, messageFields, where); err != nil {
+			return err
+		}
+		var msg struct {
+			Content json.RawMessage `json:"content"`
+		}
+		_ = json.Unmarshal(m, &msg)
+		if err := checkContentParts(msg.Content, where+"content"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkContentParts accepts a string content, or an array of text parts.
+func checkContentParts(content json.RawMessage, where string) error {
+	c := bytes.TrimSpace(content)
+	if len(c) == 0 || c[0] != '[' {
+		return nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(c, &parts); err != nil {
+		return gatehouse.FieldError(where, "must be a string or an array of content parts")
+	}
+	for j, p := range parts {
+		at := fmt.Sprintf("%s[%d]", where, j)
+		keys, err := objectKeys(p)
+		if err != nil {
+			return gatehouse.FieldError(at, "must be an object")
+		}
+		if err := checkKeys(keys, map[string]bool{"type": true, "text": true, "cache_control": true}, at+"."); err != nil {
+			if strings.Contains(err.Error(), "is not a field Gatehouse forwards") {
+				return gatehouse.FieldError(at, "only text content parts are accepted: Gatehouse cannot price images, audio or files, so it cannot bound their cost")
+			}
+			return err
+		}
+		var part struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(p, &part)
+		if part.Type != "text" {
+			return gatehouse.FieldError(at+".type", "%q is not accepted: only text content parts are, since Gatehouse cannot price images, audio or files", truncateRunes(part.Type, 40))
+		}
+	}
+	return nil
+}
+
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
+}

@@ -1,0 +1,163 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse"
+)
+
+// smuggled are chat bodies that Go's decoder and a case-sensitive provider
+// could read differently, or that multiply the cost past what is reserved.
+// Each asks Gatehouse for 1 token and the provider for many.
+var smuggled = []struct {
+	name, body, field string
+}{
+	{"case-folded cap beside the real one", `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":1000,"Max_Completion_Tokens":1}`, "Max_Completion_Tokens"},
+	{"Unicode-folded cap", `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":1000,"max_completion_tokenſ":1}`, "max_completion_tokenſ"},
+	{"escaped duplicate cap", `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":1000,"max\u005ftokens":1}`, "max_tokens"},
+	{"plain duplicate cap", `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":1,"max_tokens":1000}`, "max_tokens"},
+	{"conflicting caps", `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":1,"max_tokens":1000}`, "max_completion_tokens"},
+	{"several completions", `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":100,"n":10}`, "n"},
+	{"an unknown field the provider may honour", `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":1,"max_output_tokens":1000}`, "max_output_tokens"},
+	{"an image part", `{"model":"acme/exact","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}],"max_tokens":1}`, "messages[0].content[0]"},
+	{"duplicate message content", `{"model":"acme/exact","messages":[{"role":"user","content":"hi","Content":"a much longer text"}],"max_tokens":1}`, "messages[0].Content"},
+}
+
+// TestChatSmugglingRefused: every ambiguous or cost-multiplying body is a
+// 400 naming the field, and nothing reaches the provider.
+func TestChatSmugglingRefused(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, func(u *fakeUpstream) { u.completionTokens, u.uncapped = 0, 4096 }, nil)
+	for _, c := range smuggled {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.chatRaw(e.key, c.body)
+			if r.Status != http.StatusBadRequest || !strings.Contains(r.errorMessage(t), c.field) {
+				t.Errorf("status %d %s; want 400 naming %s", r.Status, r.Body, c.field)
+			}
+		})
+	}
+	if n := len(e.up.requests()); n != 0 {
+		t.Errorf("the provider was called %d times", n)
+	}
+}
+
+// TestChatOverspendAdversarial fires 50 concurrent requests at a key with a
+// $1.00 limit, mixing honest requests with the smuggled bodies and a
+// provider that bills past the cap. The key's spend and the ledger never
+// pass the limit, and every body the provider received carries exactly the
+// reserved cap under both names.
+func TestChatOverspendAdversarial(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, func(u *fakeUpstream) { u.completionTokens, u.uncapped, u.overbill, u.delay = 0, 4096, 400, 20*time.Millisecond },
+		map[string]any{"limit": 1, "limit_reset": "daily"})
+	srv := httptest.NewServer(e.handler)
+	t.Cleanup(srv.Close)
+	honest := `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`
+	const n = 50
+	var wg sync.WaitGroup
+	for i := range n {
+		body := honest
+		if i%2 == 1 {
+			body = smuggled[(i/2)%len(smuggled)].body
+		}
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			res, err := srv.Client().Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		})
+	}
+	wg.Wait()
+	m := e.money(e.hash)
+	if m.Usage > gatehouse.USD(1) {
+		t.Errorf("spent %s of a $1 limit", m.Usage)
+	}
+	_, costs, _ := e.ledger(e.hash)
+	var sum gatehouse.Money
+	for _, c := range costs {
+		sum += c
+	}
+	if sum > gatehouse.USD(1) {
+		t.Errorf("the ledger holds %s for a $1 limit", sum)
+	}
+	for _, b := range e.up.requests() {
+		if b["max_tokens"] != float64(100) || b["max_completion_tokens"] != float64(100) || b["n"] != nil {
+			t.Errorf("the provider received %v, want exactly the reserved cap 100 under both names", b)
+		}
+	}
+}
+
+// TestChatChargeCappedAtReservation: a provider that reports more tokens
+// than the cap it was sent is paid no more than the reservation, and the
+// anomaly is counted.
+func TestChatChargeCappedAtReservation(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, func(u *fakeUpstream) { u.completionTokens, u.overbill = 0, 900 }, nil)
+	e.chat(e.key, chatBody("acme/exact", "max_tokens", 100)).want(t, http.StatusOK)
+	if m := e.money(e.hash); m.Usage != gatehouse.Money(gatehouse.NanosPerUSD/10) {
+		t.Errorf("charged %s for 1000 tokens reported against a cap of 100 ($0.10 reserved)", m.Usage)
+	}
+	metrics := string(e.do("GET", "/metrics", "", nil).Body)
+	if !strings.Contains(metrics, `gatehouse_provider_anomalies_total{kind="usage_over_reservation",provider="acme"} 1`) {
+		t.Errorf("anomaly not counted:\n%s", grepLines(metrics, "anomalies"))
+	}
+}
+
+// TestChatClientCancelIsMetered: a client that leaves before a whole answer
+// arrives still pays for it: the call goes on and is metered from its usage.
+func TestChatClientCancelIsMetered(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, func(u *fakeUpstream) { u.completionTokens, u.delay = 0, 300*time.Millisecond }, nil)
+	srv := httptest.NewServer(e.handler)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	data, _ := json.Marshal(chatBody("acme/exact", "max_tokens", 30))
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/v1/chat/completions", bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	if res, err := srv.Client().Do(req); err == nil {
+		res.Body.Close()
+		t.Fatal("the request was answered before the client left")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.money(e.hash).Usage != gatehouse.Money(3*gatehouse.NanosPerUSD/100) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m := e.money(e.hash); m.Usage != gatehouse.Money(3*gatehouse.NanosPerUSD/100) {
+		t.Errorf("usage %s after the client left; want the answer's $0.03", m.Usage)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// chatRaw sends a raw chat completion body.
+func (e *chatEnv) chatRaw(key, body string) *response {
+	req := httptest.NewRequest("POST", "/api/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	return e.send(req)
+}
