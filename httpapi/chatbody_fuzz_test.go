@@ -54,8 +54,8 @@ func FuzzChatBody(f *testing.F) {
 		}
 		var client struct {
 			Model               string `json:"model"`
-			MaxTokens           *int `json:"max_tokens"`
-			MaxCompletionTokens *int `json:"max_completion_tokens"`
+			MaxTokens           *int   `json:"max_tokens"`
+			MaxCompletionTokens *int   `json:"max_completion_tokens"`
 		}
 		_ = json.Unmarshal([]byte(body), &client)
 		want, known := map[string]int{"acme/exact": 100, "acme/chat": chatMaxTokens}[client.Model]

@@ -57,7 +57,9 @@ func TestChatSmugglingRefused(t *testing.T) {
 // reserved cap under both names.
 func TestChatOverspendAdversarial(t *testing.T) {
 	t.Parallel()
-	e := newChatEnv(t, func(u *fakeUpstream) { u.completionTokens, u.uncapped, u.overbill, u.delay = 0, 4096, 400, 20*time.Millisecond },
+	e := newChatEnv(t, func(u *fakeUpstream) {
+		u.completionTokens, u.uncapped, u.overbill, u.delay = 0, 4096, 400, 20*time.Millisecond
+	},
 		map[string]any{"limit": 1, "limit_reset": "daily"})
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)
