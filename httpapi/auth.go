@@ -38,7 +38,9 @@ func (s *Server) management(h authHandler) http.HandlerFunc {
 func (s *Server) authenticated(h authHandler) http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		key, authErr := s.authenticate(r)
-		bucket := "ip:" + clientIP(r)
+		// Failed authentications have buckets of their own, per address, so
+		// that a flood of bogus tokens cannot starve the code exchange.
+		bucket := "authfail:" + addressBucket(s.clientIP(r))
 		if authErr == nil {
 			bucket = "key:" + key.Hash
 			if rec, ok := w.(*recorder); ok {
@@ -63,7 +65,7 @@ func (s *Server) authenticated(h authHandler) http.HandlerFunc {
 // public serves an operation that needs no credential, limited per client IP.
 func (s *Server) public(h handlerFunc) http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.rateLimit(w, r.Context(), "ip:"+clientIP(r)); err != nil {
+		if err := s.rateLimit(w, r.Context(), "public:"+addressBucket(s.clientIP(r))); err != nil {
 			return err
 		}
 		return h(w, r)

@@ -3,12 +3,14 @@ package httpapi_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"gatehouse/httpapi"
 	"gatehouse/ratelimit"
 )
 
@@ -159,4 +161,73 @@ func TestRateLimit(t *testing.T) {
 	}
 	// The limited PATCH can now go through.
 	e.do("PATCH", "/api/v1/keys/"+hash, e.mgmt, map[string]any{"name": "renamed"}).want(t, http.StatusOK)
+}
+
+// TestBogusTokenFloodSparesCodeExchanges: a flood of bogus bearer tokens
+// from an address drains only its failed-authentication bucket; valid code
+// exchanges from the same address still go through.
+func TestBogusTokenFloodSparesCodeExchanges(t *testing.T) {
+	t.Parallel()
+	lc := &limiterClock{t: time.Date(2027, 3, 17, 10, 30, 0, 0, time.UTC)}
+	e := newEnv(t, withLimiter(ratelimit.NewMemory(ratelimit.Config{RPS: 1, Burst: 10}, lc.now)))
+	codes := make([]string, 10)
+	for i := range codes {
+		codes[i] = createCode(e, e.mgmt, map[string]any{"callback_url": "https://app.example/cb"}).ID
+		lc.advance(time.Second)
+	}
+	lc.advance(time.Hour)
+	const addr = "192.0.2.77:5000"
+	for i := range 200 {
+		bogus := "Bearer sk-gh-v1-" + strings.Repeat(strconv.Itoa(i%10), 64)
+		sendFrom(e, addr, "GET", "/api/v1/key", bogus, "")
+	}
+	sendFrom(e, addr, "GET", "/api/v1/key", "Bearer sk-gh-v1-"+strings.Repeat("f", 64), "").want(t, http.StatusTooManyRequests)
+	for i, code := range codes {
+		res := sendFrom(e, addr, "POST", "/api/v1/auth/keys", "", `{"code":"`+code+`"}`)
+		if res.Status != http.StatusOK {
+			t.Errorf("exchange %d after the flood: %d %s", i+1, res.Status, res.Body)
+		}
+	}
+}
+
+// TestTrustedProxies: forwarding headers name the client only when the
+// connection comes from a trusted proxy; from anyone else they are ignored.
+func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
+	lc := &limiterClock{t: time.Date(2027, 3, 17, 10, 30, 0, 0, time.UTC)}
+	e := newEnv(t, withLimiter(ratelimit.NewMemory(ratelimit.Config{RPS: 1, Burst: 2}, lc.now)))
+	e.handler.(*httpapi.Server).TrustProxies([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	exchange := `{"code":"ghc_unknown"}`
+	send := func(remote string, header ...string) int {
+		req := httptest.NewRequest("POST", "/api/v1/auth/keys", strings.NewReader(exchange))
+		req.RemoteAddr = remote
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Add(header[i], header[i+1])
+		}
+		return e.send(req).Status
+	}
+	// Behind the proxy, two clients have two buckets.
+	for range 2 {
+		if got := send("10.1.1.1:80", "X-Forwarded-For", "198.51.100.1, 10.2.2.2"); got != http.StatusForbidden {
+			t.Fatalf("client 1 via proxy: %d", got)
+		}
+	}
+	if got := send("10.1.1.1:80", "X-Forwarded-For", "198.51.100.1"); got != http.StatusTooManyRequests {
+		t.Errorf("client 1's third request: %d, want 429", got)
+	}
+	if got := send("10.1.1.1:80", "Forwarded", `for="198.51.100.2:1234";proto=https`); got != http.StatusForbidden {
+		t.Errorf("client 2 via Forwarded: %d, want its own bucket", got)
+	}
+	// A client that is not a proxy cannot pick its bucket with the header:
+	// a forged left-most entry does not help either.
+	for range 2 {
+		send("203.0.113.9:1", "X-Forwarded-For", "198.51.100.50")
+	}
+	if got := send("203.0.113.9:1", "X-Forwarded-For", "198.51.100.51"); got != http.StatusTooManyRequests {
+		t.Errorf("an untrusted peer changed its bucket with X-Forwarded-For: %d", got)
+	}
+	if got := send("10.1.1.1:80", "X-Forwarded-For", "6.6.6.6, 198.51.100.1"); got != http.StatusTooManyRequests {
+		t.Errorf("a forged left-most entry escaped client 1's bucket: %d", got)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	data    DataPlane
+	trusted []netip.Prefix // reverse proxies whose forwarding headers count
 }
 
 // NewHandler returns the handler of the whole API. limiter bounds request
@@ -97,7 +99,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	attrs := []slog.Attr{
 		slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
 		slog.String("path", redactPath(r.URL.Path)), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
-		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.String("remote", clientIP(r)),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.String("remote", s.clientIP(r)),
 	}
 	if rec.keyHash != "" {
 		attrs = append(attrs, slog.String("key_hash", rec.keyHash))
@@ -187,14 +189,92 @@ func isPlainToken(s string) bool {
 	return true
 }
 
-// clientIP returns the address the request came from. Headers such as
-// X-Forwarded-For are not trusted: a client could forge them.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+// TrustProxies names the reverse proxies whose X-Forwarded-For and
+// Forwarded headers say who the client is. Call it before serving; with
+// none (the default) those headers are ignored, since a client could forge
+// them.
+func (s *Server) TrustProxies(prefixes []netip.Prefix) { s.trusted = prefixes }
+
+// clientIP returns the address the request came from: the connection's
+// peer, or, when the peer is a trusted proxy, the right-most address of
+// X-Forwarded-For (or Forwarded) that is not itself a trusted proxy.
+func (s *Server) clientIP(r *http.Request) string {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			return r.RemoteAddr
+		}
+		return host
 	}
-	return host
+	addr := peer.Addr().Unmap()
+	if !s.isTrusted(addr) {
+		return addr.String()
+	}
+	hops := forwardedFor(r.Header)
+	for i := len(hops) - 1; i >= 0; i-- {
+		addr = hops[i]
+		if !s.isTrusted(addr) {
+			break
+		}
+	}
+	return addr.String()
+}
+
+func (s *Server) isTrusted(a netip.Addr) bool {
+	for _, p := range s.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardedFor lists the addresses of the Forwarded header's for= values,
+// or else of X-Forwarded-For, in order; unparsable entries end the list at
+// that point, since nothing to their left can be trusted.
+func forwardedFor(h http.Header) []netip.Addr {
+	var raw []string
+	if fwd := h.Values("Forwarded"); len(fwd) > 0 {
+		for _, v := range fwd {
+			for _, elem := range strings.Split(v, ",") {
+				for _, pair := range strings.Split(elem, ";") {
+					if k, val, ok := strings.Cut(strings.TrimSpace(pair), "="); ok && strings.EqualFold(k, "for") {
+						raw = append(raw, strings.Trim(val, `"`))
+					}
+				}
+			}
+		}
+	} else {
+		for _, v := range h.Values("X-Forwarded-For") {
+			raw = append(raw, strings.Split(v, ",")...)
+		}
+	}
+	var out []netip.Addr
+	for i := len(raw) - 1; i >= 0; i-- {
+		v := strings.TrimSpace(raw[i])
+		a, err := netip.ParseAddr(strings.Trim(v, "[]"))
+		if err != nil {
+			ap, err2 := netip.ParseAddrPort(v)
+			if err2 != nil {
+				break
+			}
+			a = ap.Addr()
+		}
+		out = append([]netip.Addr{a.Unmap()}, out...)
+	}
+	return out
+}
+
+// addressBucket names the rate-limit bucket of a client address: IPv6
+// clients are counted per /64, which one subscriber usually holds whole.
+func addressBucket(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is6() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
 }
 
 // notFound answers requests that match no route: 405 with Allow when the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -39,6 +40,9 @@ type Config struct {
 	ProvidersFile string
 	// PprofAddr is where to serve net/http/pprof; "" turns it off.
 	PprofAddr string
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// Forwarded headers name the client (for rate limits and logs).
+	TrustedProxies []netip.Prefix
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -85,6 +89,20 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 			return fmt.Errorf("GATEHOUSE_RATE_LIMIT_BURST=%q: want a whole number of requests, such as 100", v)
 		}
 		c.RateLimit.Burst = n
+	}
+	if v := getenv("GATEHOUSE_TRUSTED_PROXIES"); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			f = strings.TrimSpace(f)
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				a, aerr := netip.ParseAddr(f)
+				if aerr != nil {
+					return fmt.Errorf("GATEHOUSE_TRUSTED_PROXIES: %q is not a CIDR such as 10.0.0.0/8 or an address", f)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+		}
 	}
 	if v := getenv("GATEHOUSE_DB_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

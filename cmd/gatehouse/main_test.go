@@ -8,8 +8,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -277,6 +279,8 @@ func TestInvalidConfig(t *testing.T) {
 		{"GATEHOUSE_LOG_LEVEL", "loud", "GATEHOUSE_LOG_LEVEL"},
 		{"GATEHOUSE_SHUTDOWN_TIMEOUT", "soon", "GATEHOUSE_SHUTDOWN_TIMEOUT"},
 		{"GATEHOUSE_SHUTDOWN_TIMEOUT", "-1s", "GATEHOUSE_SHUTDOWN_TIMEOUT"},
+		{"GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/33", "GATEHOUSE_TRUSTED_PROXIES"},
+		{"GATEHOUSE_TRUSTED_PROXIES", "proxy.internal", "GATEHOUSE_TRUSTED_PROXIES"},
 		{"GATEHOUSE_SECRET_KEY", "short", "GATEHOUSE_SECRET_KEY"},
 		{"GATEHOUSE_SECRET_KEY", strings.Repeat("ab", 16), "GATEHOUSE_SECRET_KEY"}, // 16 bytes of hex
 		{"GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY", "sk-gh-v1-" + strings.Repeat("a", 64), "GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY"},
@@ -314,5 +318,17 @@ func TestListenError(t *testing.T) {
 	_, _, err := cli(t, map[string]string{"GATEHOUSE_DATABASE_URL": filepath.Join(t.TempDir(), "b.db")}, "--addr", s.addr)
 	if err == nil || !strings.Contains(err.Error(), s.addr) || !strings.Contains(err.Error(), "--addr") {
 		t.Errorf("serve on a busy address: err = %v, want one naming the address and --addr", err)
+	}
+}
+
+func TestTrustedProxiesSetting(t *testing.T) {
+	c := DefaultConfig()
+	env := map[string]string{"GATEHOUSE_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.1,fd00::/8"}
+	if err := c.fromEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("fd00::/8")}
+	if !slices.Equal(c.TrustedProxies, want) {
+		t.Errorf("trusted proxies %v, want %v", c.TrustedProxies, want)
 	}
 }

@@ -80,6 +80,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	defer closeTraces(traces, logger)
 	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now,
 		httpapi.DataPlane{Catalog: catalog, Upstream: gateway.NewClient(), Traces: traces})
+	handler.TrustProxies(cfg.TrustedProxies)
 
 	if cfg.PprofAddr != "" {
 		if err := servePprof(ctx, cfg.PprofAddr, logger); err != nil {
