@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -42,6 +43,23 @@ type DB struct {
 
 var _ gatehouse.Store = (*DB)(nil)
 
+// createPrivate creates a missing database file readable by its owner
+// only. SQLite gives the -wal and -shm files the database file's mode, so
+// they are private too; an existing file keeps the mode its owner chose.
+func createPrivate(path string) error {
+	if path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // Open opens (creating if needed) the database at path and applies pending
 // migrations. box encrypts destination secrets at rest.
 func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, error) {
@@ -50,6 +68,9 @@ func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, erro
 	}
 	if box == nil {
 		return nil, errors.New("sqlite: a secret box is required")
+	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
 	db := &DB{Path: path, Now: time.Now, box: box}
 	var err error

@@ -109,3 +109,24 @@ func scanFiles(t *testing.T, dir, visible string, secrets ...string) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestDatabaseFilesPrivate: the database file and its WAL and shared-memory
+// files are created readable and writable by their owner only, whatever
+// the umask lets others read.
+func TestDatabaseFilesPrivate(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, time.Now)
+	if _, err := db.CreateOrganization(context.Background(), "private"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"gatehouse.db", "gatehouse.db-wal", "gatehouse.db-shm"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := fi.Mode().Perm(); mode != 0o600 {
+			t.Errorf("%s has mode %o, want 600", name, mode)
+		}
+	}
+	db.Close()
+}
