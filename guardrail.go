@@ -204,6 +204,11 @@ func (u *GuardrailUpdate) validateFields() error {
 	if d := u.Description; d.Set && !d.Null && len([]rune(d.Value)) > MaxDescriptionLength {
 		return FieldError("description", "must be at most %d characters", MaxDescriptionLength)
 	}
+	if d := u.Description; d.Set && !d.Null {
+		if err := CheckDisplayText("description", d.Value, true); err != nil {
+			return err
+		}
+	}
 	for _, l := range []struct {
 		field string
 		p     Patch[[]string]
@@ -319,6 +324,11 @@ func validateContentFilters(p Patch[[]ContentFilter]) error {
 		}
 		if f.Label != nil && len([]rune(*f.Label)) > MaxFilterLabelLength {
 			return FieldError(field+".label", "must be at most %d characters", MaxFilterLabelLength)
+		}
+		if f.Label != nil {
+			if err := CheckDisplayText(field+".label", *f.Label, false); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

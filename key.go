@@ -147,6 +147,9 @@ func (c *KeyCreate) Validate(now time.Time) error {
 		if len(e.User) > MaxNameLength {
 			return FieldError("external.user", "must be at most %d characters", MaxNameLength)
 		}
+		if err := CheckDisplayText("external.user", e.User, false); err != nil {
+			return err
+		}
 		if e.APIKey != nil && len(*e.APIKey) < MinExternalKeyLength {
 			return FieldError("external.api_key", "must be at least %d characters", MinExternalKeyLength)
 		}
@@ -289,7 +292,7 @@ func validateName(field, name string, max int) error {
 	if n := len([]rune(name)); n > max {
 		return FieldError(field, "must be at most %d characters (got %d)", max, n)
 	}
-	return nil
+	return CheckDisplayText(field, name, false)
 }
 
 func validateLimit(field string, m *Money) error {

@@ -71,6 +71,11 @@ func (c *MemberCreate) Validate() error {
 		if f.v != nil && len([]rune(*f.v)) > MaxPersonNameField {
 			return FieldError(f.name, "must be at most %d characters", MaxPersonNameField)
 		}
+		if f.v != nil {
+			if err := CheckDisplayText(f.name, *f.v, false); err != nil {
+				return err
+			}
+		}
 	}
 	switch c.Role {
 	case "":

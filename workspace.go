@@ -173,6 +173,11 @@ func (u *WorkspaceUpdate) validate() error {
 	if d := u.Description; d.Set && !d.Null && len([]rune(d.Value)) > MaxWorkspaceDescriptionLength {
 		return FieldError("description", "must be at most %d characters", MaxWorkspaceDescriptionLength)
 	}
+	if d := u.Description; d.Set && !d.Null {
+		if err := CheckDisplayText("description", d.Value, true); err != nil {
+			return err
+		}
+	}
 	for _, m := range []struct {
 		name string
 		p    Patch[string]
