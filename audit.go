@@ -35,6 +35,14 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, requestIDKey{}, id)
 }
 
+// WithClientRequestID returns ctx carrying the X-Request-Id that the client
+// sent, recorded beside (never instead of) the server's request id.
+func WithClientRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, clientRequestIDKey{}, id)
+}
+
+type clientRequestIDKey struct{}
+
 // RequestIDFrom returns the request id of ctx, or "".
 func RequestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
@@ -64,7 +72,10 @@ type AuditEntry struct {
 	ResourceIDs    []string
 	Details        map[string]any
 	Result         string
-	RequestID      *string
+	RequestID      *string // the server's id of the request
+	// ClientRequestID is the X-Request-Id the client sent, if any: the
+	// client's word, kept apart from the server's id.
+	ClientRequestID *string
 }
 
 // AuditResultSuccess is the result of every recorded change: failed
@@ -87,6 +98,9 @@ func NewAuditEntry(ctx context.Context, orgID string, now time.Time, rec AuditRe
 	}
 	if id := RequestIDFrom(ctx); id != "" {
 		e.RequestID = &id
+	}
+	if id, _ := ctx.Value(clientRequestIDKey{}).(string); id != "" {
+		e.ClientRequestID = &id
 	}
 	return e
 }

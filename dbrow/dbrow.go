@@ -440,7 +440,7 @@ func ScanMemberAssignment(s Scanner) (*gatehouse.MemberAssignment, error) {
 // AuditColumns are the columns of audit_log, in ScanAuditEntry and
 // AuditArgs order.
 const AuditColumns = `id, organization_id, at, actor_key_hash, actor_user_id, operation, resource_type,
-	resource_ids, details, result, request_id`
+	resource_ids, details, result, request_id, client_request_id`
 
 // AuditArgs returns the column values of e in AuditColumns order: the
 // resource ids as a JSON array (never NULL), the details as a JSON object
@@ -455,21 +455,22 @@ func AuditArgs(e *gatehouse.AuditEntry) ([]any, error) {
 		return nil, err
 	}
 	return []any{e.ID, e.OrganizationID, MS(e.At), e.ActorKeyHash, e.ActorUserID, e.Operation, e.ResourceType,
-		j[0], j[1], e.Result, e.RequestID}, nil
+		j[0], j[1], e.Result, e.RequestID, e.ClientRequestID}, nil
 }
 
 // ScanAuditEntry scans a row of AuditColumns. JSON numbers in the details
 // come back as float64, JSON arrays as []any.
 func ScanAuditEntry(s Scanner) (*gatehouse.AuditEntry, error) {
 	var e gatehouse.AuditEntry
-	var keyHash, userID, details, requestID sql.NullString
+	var keyHash, userID, details, requestID, clientRequestID sql.NullString
 	var ids string
 	var at int64
 	if err := s.Scan(&e.ID, &e.OrganizationID, &at, &keyHash, &userID, &e.Operation, &e.ResourceType,
-		&ids, &details, &e.Result, &requestID); err != nil {
+		&ids, &details, &e.Result, &requestID, &clientRequestID); err != nil {
 		return nil, err
 	}
 	e.At, e.ActorKeyHash, e.ActorUserID, e.RequestID = FromMS(at), StrPtr(keyHash), StrPtr(userID), StrPtr(requestID)
+	e.ClientRequestID = StrPtr(clientRequestID)
 	if err := json.Unmarshal([]byte(ids), &e.ResourceIDs); err != nil {
 		return nil, fmt.Errorf("audit entry %s: resource_ids: %w", e.ID, err)
 	}

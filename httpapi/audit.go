@@ -23,12 +23,15 @@ type auditEntryJSON struct {
 	Details      map[string]any  `json:"details"`
 	Result       string          `json:"result"`
 	RequestID    *string         `json:"request_id"`
+	// ClientRequestID is the X-Request-Id the client sent, if any.
+	ClientRequestID *string `json:"client_request_id"`
 }
 
 func toAuditEntryJSON(e *gatehouse.AuditEntry) auditEntryJSON {
 	out := auditEntryJSON{
 		ID: e.ID, At: newJSONTime(e.At), Operation: e.Operation, ResourceType: e.ResourceType,
 		ResourceIDs: e.ResourceIDs, Details: e.Details, Result: e.Result, RequestID: e.RequestID,
+		ClientRequestID: e.ClientRequestID,
 	}
 	if out.ResourceIDs == nil {
 		out.ResourceIDs = []string{}

@@ -23,9 +23,11 @@ func auditLog(e *testEnv, key, query string) ([]map[string]any, int) {
 type auditStep struct {
 	at        string
 	requestID string
-	op, typ   string
-	ids       []string
-	details   map[string]any // as JSON decodes it
+	// clientRequestID is the X-Request-Id the client sent, "" for none.
+	clientRequestID string
+	op, typ         string
+	ids             []string
+	details         map[string]any // as JSON decodes it
 }
 
 // auditWant checks an entry of the log against the step that made it, as
@@ -34,11 +36,14 @@ func auditWant(t *testing.T, got map[string]any, s auditStep, keyHash string, us
 	t.Helper()
 	want := map[string]any{
 		"id": got["id"], "at": s.at, "operation": s.op, "resource_type": s.typ, "resource_ids": toAnys(s.ids),
-		"details": nil, "result": "success", "request_id": s.requestID,
+		"details": nil, "result": "success", "request_id": s.requestID, "client_request_id": nil,
 		"actor": map[string]any{"key_hash": keyHash, "user_id": userID},
 	}
 	if s.details != nil {
 		want["details"] = s.details
+	}
+	if s.clientRequestID != "" {
+		want["client_request_id"] = s.clientRequestID
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s entry:\ngot  %v\nwant %v", s.op, got, want)
@@ -89,15 +94,16 @@ func TestAuditLog(t *testing.T) {
 	})
 	r = e.do("PATCH", "/api/v1/keys/"+hash, e.mgmt, map[string]any{"name": "renamed", "disabled": true}).want(t, http.StatusOK)
 	step(r, "key.update", "key", []string{hash}, map[string]any{"fields": []any{"name", "disabled"}})
-	// The caller's own X-Request-Id, when plain, is the one recorded.
+	// The caller's own X-Request-Id is recorded apart from the server's id.
 	req := httptest.NewRequest("DELETE", "/api/v1/keys/"+hash, nil)
 	req.Header.Set("Authorization", "Bearer "+e.mgmt)
 	req.Header.Set("X-Request-Id", "client-req-42")
 	r = e.send(req).want(t, http.StatusOK)
-	if got := r.Header.Get("X-Request-Id"); got != "client-req-42" {
-		t.Fatalf("X-Request-Id = %q", got)
+	if got := r.Header.Get("X-Request-Id"); got == "client-req-42" {
+		t.Fatalf("X-Request-Id = %q: the client's id was adopted as the server's", got)
 	}
 	step(r, "key.delete", "key", []string{hash}, nil)
+	steps[len(steps)-1].clientRequestID = "client-req-42"
 
 	items, total := auditLog(e, e.mgmt, "")
 	if total != setup+len(steps) || len(items) != total {

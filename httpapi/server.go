@@ -63,10 +63,14 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // line and the metrics.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	id := requestID(r)
+	id := newRequestID()
 	rec := &recorder{ResponseWriter: w}
 	rec.Header().Set("X-Request-Id", id)
 	ctx := gatehouse.WithRequestID(r.Context(), id) // stores write it into the audit log
+	clientID := clientRequestID(r)
+	if clientID != "" {
+		ctx = gatehouse.WithClientRequestID(ctx, clientID)
+	}
 	r = r.WithContext(ctx)
 	func() {
 		defer func() {
@@ -100,6 +104,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
 		slog.String("path", redactPath(r.URL.Path)), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
 		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.String("remote", s.clientIP(r)),
+	}
+	if clientID != "" {
+		attrs = append(attrs, slog.String("client_request_id", clientID))
 	}
 	if rec.keyHash != "" {
 		attrs = append(attrs, slog.String("key_hash", rec.keyHash))
@@ -168,12 +175,18 @@ func (r *recorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// requestID returns the caller's X-Request-Id when it is short and plain,
-// else a new random id.
-func requestID(r *http.Request) string {
+// clientRequestID returns the caller's X-Request-Id when it is short and
+// plain, else "". It is logged and audited beside the server's own id, never
+// in its place: a client must not be able to pose as another request.
+func clientRequestID(r *http.Request) string {
 	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && isPlainToken(id) {
 		return id
 	}
+	return ""
+}
+
+// newRequestID returns a new random request id.
+func newRequestID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

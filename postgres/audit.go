@@ -32,8 +32,8 @@ func auditArgs(ctx context.Context, orgID string, now time.Time, rec gatehouse.A
 // statement (INSERT INTO audit_log ... SELECT auditValues(n) FROM ...): the
 // entry's auditArgs are the parameters following the first n.
 func auditValues(n int) string {
-	return fmt.Sprintf("$%d, $%d, $%d::bigint, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d",
-		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11)
+	return fmt.Sprintf("$%d, $%d, $%d::bigint, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d",
+		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12)
 }
 
 // FindAuditEntries lists the organization's audit entries, newest first.
