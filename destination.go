@@ -111,6 +111,18 @@ var urlConfigKeys = map[string]bool{
 	"url": true, "baseUrl": true, "endpoint": true, "otlpEndpoint": true, "host": true, "dsn": true,
 }
 
+// routingConfigKeys decide where a destination connects, or whose account
+// at the receiver its data lands in. Changing one re-sends the stored
+// secrets to a new place, so a change must carry every secret again: else a
+// management key could point a destination at its own server and receive
+// the secrets someone else configured.
+var routingConfigKeys = map[string]bool{
+	"url": true, "baseUrl": true, "endpoint": true, "otlpEndpoint": true, "host": true,
+	"region": true, "bucketName": true, "account": true, "projectId": true, "projectName": true,
+	"project": true, "workspace": true, "workspaceId": true, "entity": true, "instanceId": true,
+	"spaceKey": true, "database": true,
+}
+
 // IsSecretConfigKey reports whether a configuration key holds a credential.
 func IsSecretConfigKey(key string) bool { return secretConfigKeys[key] }
 
@@ -124,15 +136,20 @@ const (
 	MaxAPIKeyHashesPerDest = 1000
 )
 
-// Mask hides a secret for display: its first and last four characters
-// around "...", or only asterisks when it is too short to show any part.
+// Mask hides a secret for display: asterisks and its last four characters,
+// or only asterisks when it is shorter than 16 characters, where four would
+// give away too much of it.
 func Mask(secret string) string {
 	r := []rune(secret)
-	if len(r) < 12 {
-		return "********"
+	if len(r) < 16 {
+		return maskedWhole
 	}
-	return string(r[:4]) + "..." + string(r[len(r)-4:])
+	return maskedWhole + string(r[len(r)-4:])
 }
+
+// maskedWhole is how a secret that shows nothing of itself reads: short
+// secrets and every header value.
+const maskedWhole = "********"
 
 // Masked returns a copy of c with every secret value masked.
 func (c DestinationConfig) Masked() DestinationConfig {
@@ -145,8 +162,8 @@ func (c DestinationConfig) Masked() DestinationConfig {
 	}
 	if c.Headers != nil {
 		out.Headers = make(map[string]string, len(c.Headers))
-		for k, v := range c.Headers {
-			out.Headers[k] = Mask(v)
+		for k := range c.Headers {
+			out.Headers[k] = maskedWhole // a header may be a short token, or hold one
 		}
 	}
 	return out
@@ -191,7 +208,7 @@ func (c DestinationConfig) Merge(typ string, p ConfigPatch) (DestinationConfig, 
 		if p.Headers != nil {
 			out.Headers = make(map[string]string, len(p.Headers))
 			for k, v := range p.Headers {
-				if old, ok := c.Headers[k]; ok && sameSecret(v, Mask(old)) {
+				if old, ok := c.Headers[k]; ok && sameSecret(v, maskedWhole) {
 					v = old
 				}
 				out.Headers[k] = v
@@ -203,7 +220,51 @@ func (c DestinationConfig) Merge(typ string, p ConfigPatch) (DestinationConfig, 
 			out.Values[k] = v
 		}
 	}
-	return out, out.validate(typ, spec)
+	if err := out.validate(typ, spec); err != nil {
+		return out, err
+	}
+	return out, c.checkResupplied(out, p)
+}
+
+// checkResupplied refuses a change of where the destination connects (old
+// c to new out) unless p gives every secret that stays in clear, not masked:
+// a stored secret may only go where it was configured to go.
+func (c DestinationConfig) checkResupplied(out DestinationConfig, p ConfigPatch) error {
+	var moved []string
+	for k := range routingConfigKeys {
+		if c.Values[k] != out.Values[k] {
+			moved = append(moved, k)
+		}
+	}
+	if len(c.Values) == 0 || len(moved) == 0 {
+		return nil // a new destination, or one that stays where it was
+	}
+	var missing []string
+	for k, old := range c.Values {
+		if _, kept := out.Values[k]; !secretConfigKeys[k] || !kept {
+			continue
+		}
+		if v := p.Values[k]; v == nil || sameSecret(*v, Mask(old)) {
+			missing = append(missing, "config."+k)
+		}
+	}
+	for k := range out.Headers {
+		if _, stored := c.Headers[k]; !stored {
+			continue
+		}
+		if v, given := p.Headers[k]; !p.HeadersSet || !given || sameSecret(v, maskedWhole) {
+			missing = append(missing, "config.headers."+k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(moved)
+	slices.Sort(missing)
+	return &Error{Code: EINVALID,
+		Message: fmt.Sprintf("changing %s changes where this destination sends its secrets: send %s again in clear in the same request",
+			strings.Join(moved, ", "), strings.Join(missing, ", ")),
+		Metadata: map[string]any{"changed": moved, "secrets_required": missing}}
 }
 
 func (c DestinationConfig) validate(typ string, spec destinationType) error {

@@ -71,12 +71,14 @@ func TestDestinationUpdate(t *testing.T) {
 
 	t.Run("config merges key by key", func(t *testing.T) {
 		e := resSub(e, t)
-		got := patch(map[string]any{"config": map[string]any{"baseUrl": "https://eu.cloud.langfuse.com"}})
+		// Moving the destination needs its secrets again, in clear.
+		again := map[string]any{"secretKey": secret, "headers": map[string]any{"X-Team": "team-secret-header-value"}}
+		got := patch(map[string]any{"config": merged(again, "baseUrl", "https://eu.cloud.langfuse.com")})
 		if c := cfg(got); c["baseUrl"] != "https://eu.cloud.langfuse.com" || c["publicKey"] != public || c["secretKey"] == nil || c["headers"] == nil {
 			t.Errorf("config after merging baseUrl = %v", c)
 		}
 		// null removes an optional key (which falls back to its default).
-		got = patch(map[string]any{"config": map[string]any{"baseUrl": nil}})
+		got = patch(map[string]any{"config": merged(again, "baseUrl", nil)})
 		if c := cfg(got); c["baseUrl"] != "https://us.cloud.langfuse.com" {
 			t.Errorf("baseUrl after null = %v, want the default", c["baseUrl"])
 		}
@@ -95,7 +97,7 @@ func TestDestinationUpdate(t *testing.T) {
 			"accessKeyId": "AKIA", "secretAccessKey": "secret-access-key-0123456789", "bucketName": "b",
 			"region": "eu-west-1", "sessionToken": "session-token-0123456789"}})
 		got := resData(t, e.do("PATCH", "/api/v1/observability/destinations/"+s3["id"].(string), e.mgmt,
-			map[string]any{"config": map[string]any{"region": nil, "sessionToken": nil}}).want(t, http.StatusOK))
+			map[string]any{"config": map[string]any{"region": nil, "sessionToken": nil, "secretAccessKey": "secret-access-key-0123456789"}}).want(t, http.StatusOK))
 		c := cfg(got)
 		if _, ok := c["region"]; ok {
 			t.Errorf("region after null = %v", c["region"])
@@ -301,4 +303,61 @@ func TestDestinationBadInput(t *testing.T) {
 		resBad("delete text/plain", "DELETE", dp, `{}`, 415, "Content-Type", "text/plain"),
 		resBad("delete non-uuid", "DELETE", create+"/"+id+"x", ``, 404, "not found"),
 	})
+}
+
+// merged returns a copy of m with key set to v.
+func merged(m map[string]any, key string, v any) map[string]any {
+	out := map[string]any{key: v}
+	for k, x := range m {
+		out[k] = x
+	}
+	return out
+}
+
+// TestDestinationMoveNeedsSecrets: a change of where a destination connects
+// must carry every stored secret again, in clear; else its secrets would go
+// to wherever a management key pointed it. Nothing changes on refusal.
+func TestDestinationMoveNeedsSecrets(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	hook := resCreateDestination(e, e.mgmt, map[string]any{"name": "hook", "type": "webhook",
+		"config": map[string]any{"url": "https://hooks.example.com/in", "headers": map[string]any{"Authorization": "Bearer hook-secret-0123456789"}}})
+	lf := resCreateDestination(e, e.mgmt, map[string]any{"name": "lf", "type": "langfuse",
+		"config": map[string]any{"publicKey": "pk-lf-1", "secretKey": "sk-lf-secret-0123456789"}})
+	s3 := resCreateDestination(e, e.mgmt, map[string]any{"name": "s3", "type": "s3",
+		"config": map[string]any{"accessKeyId": "AKIA", "secretAccessKey": "s3-secret-0123456789", "bucketName": "b", "region": "eu-west-1"}})
+	path := func(d map[string]any) string { return "/api/v1/observability/destinations/" + d["id"].(string) }
+	for _, c := range []struct {
+		name    string
+		d       map[string]any
+		config  map[string]any
+		missing []string
+	}{
+		{"webhook url, header kept masked", hook, map[string]any{"url": "https://attacker.example/x"}, []string{"config.headers.Authorization"}},
+		{"webhook url, masked header sent back", hook, map[string]any{"url": "https://attacker.example/x", "headers": map[string]any{"Authorization": "********"}}, []string{"config.headers.Authorization"}},
+		{"langfuse baseUrl", lf, map[string]any{"baseUrl": "https://attacker.example"}, []string{"config.secretKey"}},
+		{"langfuse baseUrl, mask sent back", lf, map[string]any{"baseUrl": "https://attacker.example", "secretKey": "********6789"}, []string{"config.secretKey"}},
+		{"s3 bucket", s3, map[string]any{"bucketName": "attacker-bucket"}, []string{"config.secretAccessKey"}},
+		{"s3 region", s3, map[string]any{"region": "us-east-1"}, []string{"config.secretAccessKey"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.unchanged(c.name, func() {
+				res := e.do("PATCH", path(c.d), e.mgmt, map[string]any{"config": c.config}).want(t, http.StatusBadRequest)
+				msg := res.errorMessage(t)
+				for _, m := range c.missing {
+					if !strings.Contains(msg, m) {
+						t.Errorf("message %q does not name %s", msg, m)
+					}
+				}
+			})
+		})
+	}
+	// With the secrets given again, the move is allowed, and they are stored.
+	e.do("PATCH", path(hook), e.mgmt, map[string]any{"config": map[string]any{"url": "https://hooks2.example.com/in",
+		"headers": map[string]any{"Authorization": "Bearer new-hook-secret-0123"}}}).want(t, http.StatusOK)
+	if h := resStoredConfig(e, hook["id"].(string)).Headers["Authorization"]; h != "Bearer new-hook-secret-0123" {
+		t.Errorf("stored header %q", h)
+	}
+	// Changes that do not move it need no secrets.
+	e.do("PATCH", path(lf), e.mgmt, map[string]any{"config": map[string]any{"publicKey": "pk-lf-2"}, "name": "renamed"}).want(t, http.StatusOK)
 }

@@ -32,8 +32,8 @@ import {
 
 const ctx = useServer();
 
-// One valid config per type (API.md §2), secrets long enough to be masked as
-// first 4 + "..." + last 4.
+// One valid config per type (API.md §2), secrets long enough (16 or more
+// characters) to be masked as asterisks + their last 4.
 const CONFIGS = {
   arize: { apiKey: "arize-api-key-0123456789", spaceKey: "space-1", modelId: "model-1" },
   braintrust: { apiKey: "bt-api-key-0123456789ab", projectId: "proj-1" },
@@ -55,7 +55,8 @@ const CONFIGS = {
 };
 
 const SECRET_KEYS = new Set(["apiKey", "secretKey", "password", "token", "licenseKey", "secretAccessKey", "sessionToken"]);
-const mask = (s) => `${s.slice(0, 4)}...${s.slice(-4)}`;
+const mask = (s) => (s.length < 16 ? "********" : `********${s.slice(-4)}`);
+const HEADER_MASK = "********"; // header values are masked whole
 
 const SCHEMA_NAMES = {
   arize: "Arize", braintrust: "Braintrust", clickhouse: "Clickhouse", datadog: "Datadog", grafana: "Grafana",
@@ -116,7 +117,7 @@ describe("POST /observability/destinations (observability.create)", () => {
       for (const [k, v] of Object.entries(CONFIGS[type])) {
         if (k === "headers") {
           for (const [h, hv] of Object.entries(v)) {
-            assert.equal(d.config.headers?.[h], mask(hv), `header ${h} must be masked`);
+            assert.equal(d.config.headers?.[h], HEADER_MASK, `header ${h} must be masked whole`);
           }
         } else if (SECRET_KEYS.has(k)) {
           assert.equal(d.config[k], mask(v), `config.${k} must be masked`);
@@ -319,7 +320,9 @@ describe("PATCH /observability/destinations/{id} (observability.update)", () => 
     assert.deepEqual(u.regions, ["us"]);
     assert.equal(u.type, "langfuse");
     assert.equal(u.workspaceId, d.workspaceId);
-    u = await upd({ config: { baseUrl: "https://eu.cloud.langfuse.com" } });
+    // Moving a destination needs its secrets again, in clear.
+    await fails("observabilityUpdate", 400, () => sdk.observability.update({ id: d.id, updateObservabilityDestinationRequest: { config: { baseUrl: "https://attacker.example" } } }), "a move without its secrets");
+    u = await upd({ config: { baseUrl: "https://eu.cloud.langfuse.com", secretKey: CONFIGS.langfuse.secretKey } });
     assert.equal(u.config.baseUrl, "https://eu.cloud.langfuse.com");
     assert.equal(u.config.publicKey, CONFIGS.langfuse.publicKey, "keys not sent are kept");
     assert.equal(u.config.secretKey, mask(CONFIGS.langfuse.secretKey), "the secret is kept");
