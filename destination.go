@@ -123,6 +123,10 @@ var routingConfigKeys = map[string]bool{
 	"spaceKey": true, "database": true,
 }
 
+// IsAddressConfigKey reports whether a configuration key holds a URL or
+// host that deliveries connect to, which the egress policy checks.
+func IsAddressConfigKey(key string) bool { return urlConfigKeys[key] }
+
 // IsSecretConfigKey reports whether a configuration key holds a credential.
 func IsSecretConfigKey(key string) bool { return secretConfigKeys[key] }
 

@@ -105,6 +105,10 @@ func (s *Server) createDestination(w http.ResponseWriter, r *http.Request, p *pr
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
+	if err := s.checkEgress(r, req.Config); err != nil {
+		return err
+	}
+	defer s.destinationsChanged()
 	d, err := s.store.CreateDestination(r.Context(), p.org(), gatehouse.DestinationCreate{
 		DestinationUpdate: req.update(), Type: req.Type, WorkspaceID: req.WorkspaceID})
 	if err != nil {
@@ -134,6 +138,10 @@ func (s *Server) updateDestination(w http.ResponseWriter, r *http.Request, p *pr
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
+	if err := s.checkEgress(r, req.Config); err != nil {
+		return err
+	}
+	defer s.destinationsChanged()
 	d, err := s.store.UpdateDestination(r.Context(), p.org(), id, req.update())
 	if err != nil {
 		return err
@@ -142,6 +150,7 @@ func (s *Server) updateDestination(w http.ResponseWriter, r *http.Request, p *pr
 }
 
 func (s *Server) deleteDestination(w http.ResponseWriter, r *http.Request, p *principal) error {
+	defer s.destinationsChanged()
 	id, err := uuidPath(r, "id", "destination")
 	if err != nil {
 		return err
@@ -154,4 +163,28 @@ func (s *Server) deleteDestination(w http.ResponseWriter, r *http.Request, p *pr
 		return err
 	}
 	return writeJSON(w, http.StatusOK, deleted)
+}
+
+// checkEgress refuses, before anything is stored, a destination address
+// that deliveries could never reach under the egress policy: loopback,
+// private, link-local and metadata addresses, unless the operator opened
+// them (GATEHOUSE_EGRESS_ALLOW).
+func (s *Server) checkEgress(r *http.Request, c configPatch) error {
+	for k, v := range c.Values {
+		if v == nil || !gatehouse.IsAddressConfigKey(k) {
+			continue
+		}
+		if err := s.egress.CheckURL(r.Context(), *v); err != nil {
+			return gatehouse.FieldError("config."+k, "is not a place Gatehouse may send traces to (%v); an operator can allow it with GATEHOUSE_EGRESS_ALLOW", err)
+		}
+	}
+	return nil
+}
+
+// destinationsChanged tells the trace publisher of this instance to read
+// destinations afresh, so that a change applies to the next delivery.
+func (s *Server) destinationsChanged() {
+	if inv, ok := s.data.Traces.(interface{ InvalidateDestinations() }); ok {
+		inv.InvalidateDestinations()
+	}
 }

@@ -199,7 +199,7 @@ func TestDestinationCreate(t *testing.T) {
 		}}
 		body := map[string]any{
 			"name": "everything", "type": "webhook", "workspace_id": team,
-			"config":  map[string]any{"url": "http://localhost:9000/hook"},
+			"config":  map[string]any{"url": "https://hooks.example.com/hook"},
 			"enabled": false, "privacy_mode": true, "sampling_rate": 0.0001, "api_key_hashes": []any{k},
 			"filter_rules": rules, "regions": []any{"eu", "us"},
 			"broadcast_generation_cost": true, "broadcast_generation_identity": true, "broadcast_generation_request_context": true,
@@ -207,7 +207,7 @@ func TestDestinationCreate(t *testing.T) {
 		d := resCreateDestination(e, e.mgmt, body)
 		want := resCopy(body)
 		want["id"], want["created_at"], want["updated_at"] = d["id"], resNow(e), resNow(e)
-		want["config"] = map[string]any{"url": "http://localhost:9000/hook", "method": "POST"}
+		want["config"] = map[string]any{"url": "https://hooks.example.com/hook", "method": "POST"}
 		want["regions"] = []any{"europe", "us"}
 		if !reflect.DeepEqual(d, want) {
 			t.Errorf("created\n got %v\nwant %v", d, want)

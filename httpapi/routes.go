@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"gatehouse"
+)
 
 // routes registers every operation. Each line names the method and path,
 // who may call it, and its handler.
@@ -10,7 +14,13 @@ func (s *Server) routes(metrics http.Handler) {
 
 	m.HandleFunc("GET /healthz", s.serve(s.healthz))
 	m.HandleFunc("GET /readyz", s.serve(s.readyz))
-	m.Handle("GET /metrics", metrics)
+	m.HandleFunc("GET /metrics", s.serve(func(w http.ResponseWriter, r *http.Request) error {
+		if s.metricsElsewhere {
+			return gatehouse.Errorf(gatehouse.ENOTFOUND, "no such route: GET /metrics (metrics are served on GATEHOUSE_METRICS_ADDR)")
+		}
+		metrics.ServeHTTP(w, r)
+		return nil
+	}))
 	m.HandleFunc("GET "+v1+"/openapi.json", serveOpenAPI)
 
 	m.HandleFunc("GET "+v1+"/key", s.authenticated(s.getCurrentKey))

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/egress"
 	"gatehouse/ratelimit"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,10 @@ type Server struct {
 	metrics *metrics
 	data    DataPlane
 	trusted []netip.Prefix // reverse proxies whose forwarding headers count
+	egress  *egress.Policy // where destinations may point
+	// metricsElsewhere: /metrics is served on another listener, so this
+	// one answers 404 for it.
+	metricsElsewhere bool
 }
 
 // NewHandler returns the handler of the whole API. limiter bounds request
@@ -50,6 +55,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		mux:     http.NewServeMux(),
 		metrics: newMetrics(registry),
 		data:    data,
+		egress:  &egress.Policy{},
 	}
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s
@@ -201,6 +207,14 @@ func isPlainToken(s string) bool {
 	}
 	return true
 }
+
+// ServeMetricsElsewhere makes this handler answer 404 for /metrics, which
+// the caller serves on a listener of its own. Call it before serving.
+func (s *Server) ServeMetricsElsewhere() { s.metricsElsewhere = true }
+
+// SetEgressPolicy sets what destination addresses are accepted; the
+// default refuses every loopback, private, link-local and metadata address.
+func (s *Server) SetEgressPolicy(p *egress.Policy) { s.egress = p }
 
 // TrustProxies names the reverse proxies whose X-Forwarded-For and
 // Forwarded headers say who the client is. Call it before serving; with

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/egress"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -178,9 +179,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// loopback opens the test receivers' addresses, which the egress policy
+// blocks by default.
+var loopback = egress.MustParse("127.0.0.0/8,::1/128")
+
 // fastOptions are options with short delays for tests.
 func fastOptions() Options {
-	return Options{Workers: 4, MaxAttempts: 3, Backoff: time.Millisecond, Timeout: 2 * time.Second, CacheTTL: time.Minute}
+	return Options{Workers: 4, MaxAttempts: 3, Backoff: time.Millisecond, Timeout: 2 * time.Second, CacheTTL: time.Minute, Egress: loopback}
 }
 
 // start returns a Publisher on a fresh registry, closed at the end of the

@@ -51,11 +51,14 @@ package observe
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gatehouse"
+	"gatehouse/egress"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -74,7 +77,10 @@ type Options struct {
 	MaxAttempts int           // attempts per delivery; default 4
 	Backoff     time.Duration // wait before the 2nd attempt, doubling after, with jitter; default 200ms
 	Timeout     time.Duration // per attempt, and per destination look-up; default 10s
-	CacheTTL    time.Duration // how long a workspace's destination list is reused; default 5s
+	CacheTTL    time.Duration // how long a workspace's destination list is reused; default 1s
+	// Egress is where deliveries may connect (the default client checks
+	// every address it dials); nil refuses every blocked range.
+	Egress *egress.Policy
 	// Client sends the deliveries. The default follows no redirects, so
 	// that configured headers never go to a host they were not meant for.
 	Client *http.Client
@@ -103,7 +109,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxAttempts, 4)
 	defDur(&o.Backoff, 200*time.Millisecond)
 	defDur(&o.Timeout, 10*time.Second)
-	defDur(&o.CacheTTL, 5*time.Second)
+	defDur(&o.CacheTTL, time.Second)
 	def(&o.MaxPendingPerDestination, o.QueueSize)
 	def(&o.MaxInFlightPerDestination, max(1, o.Workers/2))
 	return o
@@ -126,6 +132,9 @@ type Publisher struct {
 
 	lanes *scheduler
 	cache map[string]*cacheEntry // the dispatcher's alone
+	// generation counts InvalidateDestinations calls: a cache entry read
+	// under an older generation is stale.
+	generation atomic.Uint64
 
 	ctx    context.Context // cancelled when Close gives up
 	cancel context.CancelFunc
@@ -149,7 +158,11 @@ func New(store DestinationLister, reg prometheus.Registerer, logger *slog.Logger
 		done:   make(chan struct{}),
 	}
 	if p.client == nil {
-		p.client, p.ownsClient = defaultClient(opts.Workers), true
+		policy := opts.Egress
+		if policy == nil {
+			policy = &egress.Policy{}
+		}
+		p.client, p.ownsClient = defaultClient(opts.Workers, policy), true
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.lanes = newScheduler(opts.MaxPendingPerDestination, opts.MaxInFlightPerDestination, p.dropped)
@@ -166,12 +179,16 @@ func New(store DestinationLister, reg prometheus.Registerer, logger *slog.Logger
 	return p
 }
 
-// defaultClient follows no redirects and keeps a connection per worker.
-func defaultClient(workers int) *http.Client {
-	t := &http.Transport{Proxy: http.ProxyFromEnvironment}
+// defaultClient follows no redirects, keeps a connection per worker, and
+// checks every address it dials against the egress policy. It uses no
+// proxy: the policy must see the address that receives the secrets.
+func defaultClient(workers int, policy *egress.Policy) *http.Client {
+	t := &http.Transport{}
 	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
 		t = dt.Clone()
 	}
+	t.Proxy = nil
+	t.DialContext = policy.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
 	t.MaxIdleConnsPerHost = max(workers, 2)
 	return &http.Client{
 		Transport:     t,
@@ -296,9 +313,15 @@ func (p *Publisher) work() {
 
 // cacheEntry is a workspace's destination list, ready for decisions.
 type cacheEntry struct {
-	targets []*target
-	expires time.Time
+	targets    []*target
+	expires    time.Time
+	generation uint64
 }
+
+// InvalidateDestinations makes the next delivery of every workspace read
+// its destinations afresh: this instance's changes apply at once (other
+// instances' within CacheTTL).
+func (p *Publisher) InvalidateDestinations() { p.generation.Add(1) }
 
 // maxCacheEntries is the cache size past which expired entries are swept.
 const maxCacheEntries = 1024
@@ -308,8 +331,9 @@ const maxCacheEntries = 1024
 func (p *Publisher) targets(orgID, workspaceID string) ([]*target, error) {
 	key := orgID + "/" + workspaceID
 	now := p.now()
+	gen := p.generation.Load()
 	e, ok := p.cache[key]
-	if ok && now.Before(e.expires) {
+	if ok && now.Before(e.expires) && e.generation == gen {
 		return e.targets, nil
 	}
 	dests, err := p.list(orgID, workspaceID)
@@ -336,7 +360,7 @@ func (p *Publisher) targets(orgID, workspaceID string) ([]*target, error) {
 	for _, d := range dests {
 		ts = append(ts, newTarget(d, p.logger))
 	}
-	p.cache[key] = &cacheEntry{targets: ts, expires: now.Add(p.opts.CacheTTL)}
+	p.cache[key] = &cacheEntry{targets: ts, expires: now.Add(p.opts.CacheTTL), generation: gen}
 	return ts, nil
 }
 

@@ -122,7 +122,7 @@ func TestDeadAndSlowDestinationsDelayNothing(t *testing.T) {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
-	opts := Options{Workers: 4, MaxAttempts: 2, Backoff: time.Millisecond, Timeout: 400 * time.Millisecond}
+	opts := Options{Workers: 4, MaxAttempts: 2, Backoff: time.Millisecond, Timeout: 400 * time.Millisecond, Egress: loopback}
 	p := New(l, reg, logger, opts)
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 
@@ -160,7 +160,7 @@ func TestDeadAndSlowDestinationsDelayNothing(t *testing.T) {
 func TestPublishNeverBlocks(t *testing.T) {
 	l := newLister()
 	l.gate = make(chan struct{}) // the store hangs
-	p, reg := start(t, l, Options{QueueSize: 10})
+	p, reg := start(t, l, Options{QueueSize: 10, Egress: loopback})
 	const n = 10000
 	began := time.Now()
 	for range n {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/egress"
 	"gatehouse/ratelimit"
 )
 
@@ -43,6 +44,13 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
 	// Forwarded headers name the client (for rate limits and logs).
 	TrustedProxies []netip.Prefix
+	// Egress is where observability deliveries may connect: every
+	// loopback, private, link-local and metadata address is refused unless
+	// GATEHOUSE_EGRESS_ALLOW opens it.
+	Egress *egress.Policy
+	// MetricsAddr serves /metrics on a listener of its own (and not on the
+	// API's); "" keeps it on the API's listener.
+	MetricsAddr string
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -55,6 +63,7 @@ func DefaultConfig() Config {
 		LogFormat:       "auto",
 		ShutdownTimeout: 10 * time.Second,
 		DBTimeout:       5 * time.Second,
+		Egress:          &egress.Policy{},
 	}
 }
 
@@ -75,6 +84,14 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	str("GATEHOUSE_LOG_FORMAT", &c.LogFormat)
 	str("GATEHOUSE_REDIS_URL", &c.RedisURL)
 	str("GATEHOUSE_PPROF_ADDR", &c.PprofAddr)
+	str("GATEHOUSE_METRICS_ADDR", &c.MetricsAddr)
+	if v := getenv("GATEHOUSE_EGRESS_ALLOW"); v != "" {
+		p, err := egress.Parse(v)
+		if err != nil {
+			return fmt.Errorf("GATEHOUSE_EGRESS_ALLOW: %w", err)
+		}
+		c.Egress = p
+	}
 	str("GATEHOUSE_PROVIDERS_FILE", &c.ProvidersFile)
 	if v := getenv("GATEHOUSE_RATE_LIMIT_RPS"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)

@@ -392,8 +392,8 @@ func createDestination(t *testing.T, s *testServer, key string) (string, string)
 	}
 	data, _ := body["data"].(map[string]any)
 	masked := destinationHeader(data)
-	if masked != gatehouse.Mask(headerSecret) || strings.Contains(masked, "webhook-secret") {
-		t.Fatalf("created destination header = %q, want %q", masked, gatehouse.Mask(headerSecret))
+	if masked != "********" || strings.Contains(masked, "webhook-secret") {
+		t.Fatalf("created destination header = %q, want it masked whole", masked)
 	}
 	return str(data["id"]), masked
 }

@@ -281,6 +281,7 @@ func TestInvalidConfig(t *testing.T) {
 		{"GATEHOUSE_SHUTDOWN_TIMEOUT", "-1s", "GATEHOUSE_SHUTDOWN_TIMEOUT"},
 		{"GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/33", "GATEHOUSE_TRUSTED_PROXIES"},
 		{"GATEHOUSE_TRUSTED_PROXIES", "proxy.internal", "GATEHOUSE_TRUSTED_PROXIES"},
+		{"GATEHOUSE_EGRESS_ALLOW", "10.0.0.0/40", "GATEHOUSE_EGRESS_ALLOW"},
 		{"GATEHOUSE_SECRET_KEY", "short", "GATEHOUSE_SECRET_KEY"},
 		{"GATEHOUSE_SECRET_KEY", strings.Repeat("ab", 16), "GATEHOUSE_SECRET_KEY"}, // 16 bytes of hex
 		{"GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY", "sk-gh-v1-" + strings.Repeat("a", 64), "GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY"},
@@ -330,5 +331,28 @@ func TestTrustedProxiesSetting(t *testing.T) {
 	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("fd00::/8")}
 	if !slices.Equal(c.TrustedProxies, want) {
 		t.Errorf("trusted proxies %v, want %v", c.TrustedProxies, want)
+	}
+}
+
+// TestMetricsAddr: with GATEHOUSE_METRICS_ADDR, /metrics moves to its own
+// listener and the API's listener answers 404 for it.
+func TestMetricsAddr(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "gatehouse.db")
+	s := startServer(t, map[string]string{"GATEHOUSE_METRICS_ADDR": "127.0.0.1:0"}, "serve", "--addr", "127.0.0.1:0", "--database", db)
+	if status, body := s.get("/metrics"); status != http.StatusNotFound || !strings.Contains(body, "GATEHOUSE_METRICS_ADDR") {
+		t.Errorf("API listener GET /metrics = %d %s, want 404", status, body)
+	}
+	line, ok := logLine(s.stderr.String(), "metrics listening")
+	if !ok {
+		t.Fatalf("no metrics listening line:\n%s", s.stderr)
+	}
+	res, err := s.client.Get("http://" + line["addr"].(string) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "gatehouse_http_requests_total") {
+		t.Errorf("metrics listener GET /metrics = %d, want 200 with the metrics", res.StatusCode)
 	}
 }

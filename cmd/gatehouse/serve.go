@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -76,11 +77,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer closeLimiter()
-	traces := observe.New(store, registry, logger, observe.Options{})
+	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress})
 	defer closeTraces(traces, logger)
 	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now,
 		httpapi.DataPlane{Catalog: catalog, Upstream: gateway.NewClient(), Traces: traces})
 	handler.TrustProxies(cfg.TrustedProxies)
+	handler.SetEgressPolicy(cfg.Egress)
+	if cfg.MetricsAddr != "" {
+		handler.ServeMetricsElsewhere()
+		if err := serveMetrics(ctx, cfg.MetricsAddr, promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}), logger); err != nil {
+			return err
+		}
+	}
 
 	if cfg.PprofAddr != "" {
 		if err := servePprof(ctx, cfg.PprofAddr, logger); err != nil {
@@ -125,23 +133,36 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 // servePprof serves the Go profiler on its own listener, never on the API's
 // address: profiles show internals that the API must not.
 func servePprof(ctx context.Context, addr string, logger *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("GATEHOUSE_PPROF_ADDR %s: %w", addr, err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return serveSide(ctx, "GATEHOUSE_PPROF_ADDR", "profiler", addr, mux, logger)
+}
+
+// serveMetrics serves /metrics on a listener of its own, for operators who
+// keep it off the API's listener (GATEHOUSE_METRICS_ADDR).
+func serveMetrics(ctx context.Context, addr string, metrics http.Handler, logger *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	return serveSide(ctx, "GATEHOUSE_METRICS_ADDR", "metrics", addr, mux, logger)
+}
+
+// serveSide serves h on a side listener at addr until ctx ends.
+func serveSide(ctx context.Context, setting, what, addr string, h http.Handler, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", setting, addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()
 		srv.Close()
 	}()
-	logger.Info("profiler listening", "addr", ln.Addr().String())
+	logger.Info(what+" listening", "addr", ln.Addr().String())
 	return nil
 }
 
