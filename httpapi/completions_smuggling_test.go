@@ -50,17 +50,32 @@ func TestChatSmugglingRefused(t *testing.T) {
 	}
 }
 
-// TestChatOverspendAdversarial fires 50 concurrent requests at a key with a
-// $1.00 limit, mixing honest requests with the smuggled bodies and a
-// provider that bills past the cap. The key's spend and the ledger never
-// pass the limit, and every body the provider received carries exactly the
-// reserved cap under both names.
+// TestChatOverspendAdversarial fires 50 concurrent requests at a $1.00
+// limit (the key's, or a guardrail budget's), mixing honest requests with
+// the smuggled bodies and a provider that bills past the cap. The spend and
+// the ledger never pass the limit, and every body the provider received
+// carries exactly the reserved cap under both names.
 func TestChatOverspendAdversarial(t *testing.T) {
 	t.Parallel()
-	e := newChatEnv(t, func(u *fakeUpstream) {
-		u.completionTokens, u.uncapped, u.overbill, u.delay = 0, 4096, 400, 20*time.Millisecond
-	},
-		map[string]any{"limit": 1, "limit_reset": "daily"})
+	t.Run("key limit", func(t *testing.T) {
+		t.Parallel()
+		overspend(t, newChatEnv(t, adversarialUpstream, map[string]any{"limit": 1, "limit_reset": "daily"}))
+	})
+	t.Run("guardrail budget", func(t *testing.T) {
+		t.Parallel()
+		e := newChatEnv(t, adversarialUpstream, nil)
+		e.assign(e.guardrail(map[string]any{"limit_usd": 1, "reset_interval": "daily"}), "keys", e.hash)
+		overspend(t, e)
+	})
+}
+
+// adversarialUpstream bills like a provider that honours only the exact
+// max_tokens, n completions, and 400 tokens past the cap.
+func adversarialUpstream(u *fakeUpstream) {
+	u.completionTokens, u.uncapped, u.overbill, u.delay = 0, 4096, 400, 20*time.Millisecond
+}
+
+func overspend(t *testing.T, e *chatEnv) {
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)
 	honest := `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`
