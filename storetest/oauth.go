@@ -57,6 +57,7 @@ func testOAuth(t *testing.T, open Opener) {
 		{"MethodMismatch", testOAuthMethodMismatch},
 		{"MalformedInput", testOAuthMalformedInput},
 		{"ConcurrentExchange", testOAuthConcurrentExchange},
+		{"ConcurrentExchangeWithCreator", testOAuthConcurrentExchangeWithCreator},
 		{"CreatorCaps", testOAuthCreatorCaps},
 		{"CreatorWorkspace", testOAuthCreatorWorkspace},
 		{"CreatorSpent", testOAuthCreatorSpent},
@@ -389,11 +390,32 @@ func testOAuthConcurrentExchange(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	verifier, challenge := pkce()
 	code := f.newCode(t, nil, gatehouse.AuthCodeCreate{CodeChallenge: &challenge})
+	f.raceExchange(t, code, verifier)
+}
+
+// testOAuthConcurrentExchangeWithCreator races the exchanges of a regular
+// key's code: still exactly one key, with one inherited assignment.
+func testOAuthConcurrentExchangeWithCreator(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, creator, g := f.limitedCreator(t)
+	verifier, challenge := pkce()
+	code := f.creatorCode(t, creator, gatehouse.AuthCodeCreate{CodeChallenge: &challenge})
+	won := f.raceExchange(t, code, verifier, creator.Hash)
+	if got := f.keyAssignments(t, g.ID); !sameIDs(got, sortedIDs(creator.Hash, won)) {
+		t.Errorf("assignments %v, want the creator's and the winner's", got)
+	}
+}
+
+// raceExchange runs ten concurrent exchanges of code: exactly one wins, the
+// others are EFORBIDDEN, and the organization's keys are others and the
+// winner's. It returns the winner's hash.
+func (f *fixture) raceExchange(t *testing.T, code *gatehouse.AuthCode, verifier string, others ...string) string {
+	t.Helper()
 	const n = 10
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var wins []string
-	var others []error
+	var failures []error
 	start := make(chan struct{})
 	for range n {
 		wg.Go(func() {
@@ -404,7 +426,7 @@ func testOAuthConcurrentExchange(t *testing.T, open Opener) {
 			if err == nil {
 				wins = append(wins, plaintext)
 			} else {
-				others = append(others, err)
+				failures = append(failures, err)
 			}
 		})
 	}
@@ -413,14 +435,12 @@ func testOAuthConcurrentExchange(t *testing.T, open Opener) {
 	if len(wins) != 1 {
 		t.Fatalf("%d exchanges succeeded, want exactly 1", len(wins))
 	}
-	for _, err := range others {
+	for _, err := range failures {
 		wantCode(t, err, gatehouse.EFORBIDDEN)
 	}
-	keys, err := f.store.FindKeys(f.ctx, f.org.ID, gatehouse.KeyFilter{IncludeDisabled: true})
-	ok(t, err)
-	if len(keys) != 1 || keys[0].Hash != gatehouse.HashKey(wins[0]) {
-		t.Errorf("keys = %v, want only the winner's", keyHashes(keys))
-	}
+	won := gatehouse.HashKey(wins[0])
+	f.wantKeys(t, append(others, won)...)
+	return won
 }
 
 // limitedCreator returns a member and their key in workspace "apps": $1 a
