@@ -49,6 +49,10 @@ type AuthCodeCreate struct {
 	ExpiresAt           *time.Time
 	KeyLabel            *string
 	WorkspaceID         string
+	// CreatorKeyHash is the hash of the regular key that creates the code,
+	// "" for a management key. The exchanged key never gets more than this
+	// key holds when the code is exchanged (see CapByCreator).
+	CreatorKeyHash string
 }
 
 // Validate checks the fields and fills in the default challenge method.
@@ -195,15 +199,88 @@ func CheckExchange(challenge, method *string, x AuthCodeExchange) error {
 	return nil
 }
 
+// ErrCodeCreatorGone answers the exchange of a code whose creator can no
+// longer stand behind it: its key is disabled, expired or deleted, its
+// member removed, or its limit spent.
+var ErrCodeCreatorGone = Errorf(EFORBIDDEN, "the key or member that created this authorization code is disabled, expired, deleted, removed or out of limit")
+
+// CheckCodeCreator refuses a code from a key that has nothing left of its
+// limit (live reservations count): the exchange could only fail.
+func CheckCodeCreator(creator *Key, now time.Time, reserved Reserved) error {
+	if left := creatorLeft(creator, now, reserved); left != nil && *left == 0 {
+		return &Error{Code: EPAYMENT, Message: "the key has no limit left: a code it creates could yield no spending power",
+			Metadata: map[string]any{"limit": *creator.Limit, "limit_remaining": Money(0)}}
+	}
+	return nil
+}
+
+// creatorLeft returns what the creator may still spend now: its limit less
+// the spend of its current period and its live reservations, never below
+// zero; nil when it has no limit.
+func creatorLeft(creator *Key, now time.Time, reserved Reserved) *Money {
+	left := creator.LimitRemaining(now)
+	if left == nil {
+		return nil
+	}
+	l := max(*left-reserved.counted(creator.IncludeBYOKInLimit), 0)
+	return &l
+}
+
+// CheckCodeWorkspace keeps a regular key's codes to its own workspace: the
+// key an application obtains lands there.
+func CheckCodeWorkspace(creator *Key, workspaceID string) error {
+	if creator != nil && creator.WorkspaceID != workspaceID {
+		return Errorf(EFORBIDDEN, "a regular key can only create authorization codes for its own workspace")
+	}
+	return nil
+}
+
+// OAuthKeyTerms are the spending terms of the key a code yields.
+type OAuthKeyTerms struct {
+	Limit              *Money
+	LimitReset         Interval
+	IncludeBYOKInLimit bool
+	ExpiresAt          *time.Time
+}
+
+// CapByCreator bounds the terms a code asked for by the regular key that
+// created it, at the exchange (creator nil: the key is gone). The creator
+// must be active and have something left. When it has a limit, the new
+// key's limit is what it has left now (the code's limit if smaller) and
+// never resets, so that a daily allowance's rest never becomes a recurring
+// one; BYOK spend counts against it when it counts against the creator's.
+// The new key expires no later than the creator.
+func (t OAuthKeyTerms) CapByCreator(creator *Key, now time.Time, reserved Reserved) (OAuthKeyTerms, error) {
+	if creator == nil || !creator.Active(now) {
+		return t, ErrCodeCreatorGone
+	}
+	if left := creatorLeft(creator, now, reserved); left != nil {
+		if *left == 0 {
+			return t, ErrCodeCreatorGone
+		}
+		if t.Limit == nil || *t.Limit > *left {
+			t.Limit = left
+		}
+		t.LimitReset = NoReset
+		t.IncludeBYOKInLimit = creator.IncludeBYOKInLimit
+	}
+	if e := creator.ExpiresAt; e != nil && (t.ExpiresAt == nil || t.ExpiresAt.After(*e)) {
+		t.ExpiresAt = e
+	}
+	return t, nil
+}
+
 // OAuthService runs the authorization-code flow.
 type OAuthService interface {
 	// CreateAuthCode creates a code that will yield a key for creatorUserID
 	// in the organization. EINVALID, ENOTFOUND (workspace), ECONFLICT when
-	// a pending code already uses the same challenge.
+	// a pending code already uses the same challenge, EPAYMENT when the
+	// creator key has nothing left of its limit.
 	CreateAuthCode(ctx context.Context, orgID string, creatorUserID *string, create AuthCodeCreate) (*AuthCode, error)
 	// ExchangeAuthCode consumes a code and returns the new key's plaintext
 	// and its user id. It is atomic: a code yields at most one key.
 	// EINVALID (malformed input, method mismatch), EFORBIDDEN (unknown,
-	// used or expired code, wrong or missing verifier).
+	// used or expired code, wrong or missing verifier, creator key
+	// disabled, expired, deleted or spent, creator member removed).
 	ExchangeAuthCode(ctx context.Context, exchange AuthCodeExchange) (string, *string, error)
 }

@@ -30,13 +30,10 @@ func (s *Server) createAuthCode(w http.ResponseWriter, r *http.Request, p *princ
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := s.checkCodeWorkspace(r, p, &req); err != nil {
-		return err
-	}
 	code, err := s.store.CreateAuthCode(r.Context(), p.org(), p.key.CreatorUserID, gatehouse.AuthCodeCreate{
 		CallbackURL: req.CallbackURL, CodeChallenge: req.CodeChallenge, CodeChallengeMethod: req.CodeChallengeMethod,
 		Limit: req.Limit, UsageLimitType: req.UsageLimitType, ExpiresAt: req.ExpiresAt.ptr(),
-		KeyLabel: req.KeyLabel, WorkspaceID: req.WorkspaceID,
+		KeyLabel: req.KeyLabel, WorkspaceID: req.WorkspaceID, CreatorKeyHash: codeCreatorKey(p),
 	})
 	if err != nil {
 		return err
@@ -45,25 +42,15 @@ func (s *Server) createAuthCode(w http.ResponseWriter, r *http.Request, p *princ
 		ID: code.ID, AppID: code.AppID, CreatedAt: newJSONTime(code.CreatedAt)}})
 }
 
-// checkCodeWorkspace keeps a regular key to its own workspace: the key it
-// lets an application obtain lands there (also when the request names none).
-// Management keys may name any workspace of their organization.
-func (s *Server) checkCodeWorkspace(r *http.Request, p *principal, req *createCodeRequest) error {
+// codeCreatorKey returns the hash of the regular key that creates a code,
+// which bounds the key the code yields (its workspace, limit, expiry and
+// guardrail); "" for a management key, whose codes are bounded only by what
+// they ask for, and may name any workspace of the organization.
+func codeCreatorKey(p *principal) string {
 	if p.key.Management {
-		return nil
+		return ""
 	}
-	if req.WorkspaceID == "" {
-		req.WorkspaceID = p.key.WorkspaceID
-		return nil
-	}
-	ws, err := s.store.FindWorkspace(r.Context(), p.org(), req.WorkspaceID)
-	if err != nil {
-		return err
-	}
-	if ws.ID != p.key.WorkspaceID {
-		return gatehouse.Errorf(gatehouse.EFORBIDDEN, "a regular key can only create authorization codes for its own workspace")
-	}
-	return nil
+	return p.key.Hash
 }
 
 type exchangeResponse struct {

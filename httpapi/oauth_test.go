@@ -442,3 +442,113 @@ func TestOAuthBadInput(t *testing.T) {
 		})
 	})
 }
+
+// TestOAuthCodeBoundByCreator: the key a regular key's code yields has at
+// most what the creator has left (never resetting), expires no later, and
+// is held by the creator's guardrail.
+func TestOAuthCodeBoundByCreator(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, nil, nil)
+	user := e.addMember(e.mgmt, "ada@example.com")
+	creatorExpires := testStart.Add(24 * time.Hour)
+	creatorHash, creator := e.createKey(e.mgmt, map[string]any{"name": "creator", "creator_user_id": user,
+		"limit": 0.01, "limit_reset": "daily", "expires_at": wireTime(creatorExpires)})
+	g := e.guardrail(map[string]any{"allowed_models": []string{"acme/exact"}})
+	e.assign(g, "keys", creatorHash)
+
+	code := createCode(e.testEnv, creator, map[string]any{"callback_url": "https://app.example.com/cb",
+		"limit": 5, "usage_limit_type": "monthly", "expires_at": "2028-01-01T00:00:00Z"})
+	got := exchange(e.testEnv, map[string]any{"code": code.ID})
+	hash := gatehouse.HashKey(got.Key)
+	k := getKeyView(e.testEnv, hash)
+	if k.Limit == nil || *k.Limit != 0.01 || k.LimitReset != nil || k.ExpiresAt == nil ||
+		*k.ExpiresAt != wireTime(creatorExpires) || k.WorkspaceID != workspaceIDOf(e.testEnv, e.mgmt, "default") ||
+		k.CreatorUserID == nil || *k.CreatorUserID != user {
+		t.Errorf("exchanged key = %+v, want limit 0.01 never reset, expiry %s", k, wireTime(creatorExpires))
+	}
+	var list struct {
+		Data []struct {
+			KeyHash string `json:"key_hash"`
+		} `json:"data"`
+	}
+	e.do("GET", "/api/v1/guardrails/"+g+"/assignments/keys", e.mgmt, nil).want(t, http.StatusOK).decode(t, &list)
+	inherited := false
+	for _, a := range list.Data {
+		inherited = inherited || a.KeyHash == hash
+	}
+	if !inherited {
+		t.Errorf("assignments of the creator's guardrail %+v lack the new key", list.Data)
+	}
+	e.unchanged("blocked model", func() { wantBlocked(t, e.chat(got.Key, chatBody("acme/chat")), g, "allowed_models") })
+
+	// A creator with nothing left cannot create a code at all (402).
+	_, spent := e.createKey(e.mgmt, map[string]any{"name": "spent", "limit": 0})
+	e.unchanged("spent creator", func() {
+		e.do("POST", "/api/v1/auth/keys/code", spent, map[string]any{"callback_url": "https://app.example.com/cb"}).
+			want(t, http.StatusPaymentRequired)
+	})
+}
+
+// TestOAuthCodeDiesWithCreator: once the creator key is disabled or
+// deleted, or has expired, its pending code yields no key (403).
+func TestOAuthCodeDiesWithCreator(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		kill func(e *testEnv, hash string)
+	}{
+		{"disabled", func(e *testEnv, hash string) { patchKeyView(e, hash, map[string]any{"disabled": true}) }},
+		{"deleted", func(e *testEnv, hash string) {
+			e.do("DELETE", "/api/v1/keys/"+hash, e.mgmt, nil).want(e.t, http.StatusOK)
+		}},
+		{"expired", func(e *testEnv, _ string) { e.clock.Set(testStart.Add(time.Hour)) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			user := e.addMember(e.mgmt, "ada@example.com")
+			hash, creator := e.createKey(e.mgmt, map[string]any{"name": "creator", "creator_user_id": user,
+				"expires_at": wireTime(testStart.Add(time.Hour))})
+			e.clock.Set(testStart.Add(time.Hour - time.Minute))
+			code := createCode(e, creator, map[string]any{"callback_url": "https://app.example.com/cb"})
+			c.kill(e, hash)
+			res := e.do("POST", "/api/v1/auth/keys", "", map[string]any{"code": code.ID}).want(t, http.StatusForbidden)
+			if msg := res.errorMessage(t); !strings.Contains(msg, "created this authorization code") {
+				t.Errorf("message %q does not say the creator is gone", msg)
+			}
+			var list struct {
+				Data []keyView `json:"data"`
+			}
+			e.do("GET", "/api/v1/keys?include_disabled=true", e.mgmt, nil).want(t, http.StatusOK).decode(t, &list)
+			for _, k := range list.Data {
+				if k.Hash != hash {
+					t.Errorf("a key was created: %+v", k)
+				}
+			}
+		})
+	}
+}
+
+// TestOAuthPendingCodeBlocksMemberRemoval: a member's pending code blocks
+// removing them from its workspace and from the organization, like an
+// active key, until it is used, burned or expired.
+func TestOAuthPendingCodeBlocksMemberRemoval(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	user := e.addMember(e.mgmt, "ada@example.com")
+	e.createWorkspace(e.mgmt, "apps")
+	e.do("POST", "/api/v1/workspaces/apps/members/add", e.mgmt, map[string]any{"user_ids": []string{user}}).want(t, http.StatusOK)
+	hash, creator := e.createKey(e.mgmt, map[string]any{"name": "creator", "creator_user_id": user, "workspace_id": "apps"})
+	createCode(e, creator, map[string]any{"callback_url": "https://app.example.com/cb"})
+	patchKeyView(e, hash, map[string]any{"disabled": true}) // the key no longer blocks; the code does
+	e.unchanged("blocked removals", func() {
+		res := e.do("POST", "/api/v1/workspaces/apps/members/remove", e.mgmt, map[string]any{"user_ids": []string{user}}).
+			want(t, http.StatusBadRequest)
+		if msg := res.errorMessage(t); !strings.Contains(msg, "pending authorization codes") || !strings.Contains(msg, user) {
+			t.Errorf("message %q", msg)
+		}
+		e.do("DELETE", "/api/v1/organization/members/"+user, e.mgmt, nil).want(t, http.StatusBadRequest)
+	})
+	e.clock.Set(testStart.Add(gatehouse.AuthCodeTTL))
+	e.do("POST", "/api/v1/workspaces/apps/members/remove", e.mgmt, map[string]any{"user_ids": []string{user}}).want(t, http.StatusOK)
+}

@@ -163,7 +163,7 @@ func (db *DB) DeleteMember(ctx context.Context, orgID, userID string) error {
 		}
 		if len(blocked) > 0 {
 			return (&gatehouse.Error{Code: gatehouse.EINVALID,
-				Message: "the member has active API keys; disable or delete them first"}).WithMetadata("user_ids", blocked)
+				Message: "the member has active API keys or pending authorization codes; disable or delete the keys, or let the codes expire, first"}).WithMetadata("user_ids", blocked)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM members WHERE organization_id = $1 AND id = $2`, orgID, userID); err != nil {
 			return err
@@ -192,18 +192,23 @@ func (tx *Tx) unknownMembers(ctx context.Context, orgID string, ids []string) ([
 }
 
 // usersWithActiveKeys returns which of the users created an active key (not
-// disabled, not expired) in the workspace, or in any workspace when
-// workspaceID is "".
+// disabled, not expired) or hold a pending authorization code (unused,
+// unexpired, not burned: it may still become a key) in the workspace, or in
+// any workspace when workspaceID is "".
 func (tx *Tx) usersWithActiveKeys(ctx context.Context, orgID, workspaceID string, userIDs []string) ([]string, error) {
-	q := `SELECT DISTINCT creator_user_id FROM api_keys
+	keys := `SELECT creator_user_id FROM api_keys
 		WHERE organization_id = $1 AND NOT management AND NOT disabled
 		AND (expires_at IS NULL OR expires_at > $2)
 		AND creator_user_id = ANY($3)`
-	args := []any{orgID, dbrow.MS(tx.now), userIDs}
+	codes := `SELECT creator_user_id FROM auth_codes
+		WHERE organization_id = $1 AND used_at IS NULL AND expires_at > $2 AND failed_attempts < $4
+		AND creator_user_id = ANY($3)`
+	args := []any{orgID, dbrow.MS(tx.now), userIDs, gatehouse.MaxVerifierAttempts}
 	if workspaceID != "" {
-		q += ` AND workspace_id = $4`
+		keys += ` AND workspace_id = $5`
+		codes += ` AND workspace_id = $5`
 		args = append(args, workspaceID)
 	}
-	rows, err := tx.Query(ctx, q+` ORDER BY creator_user_id`, args...)
+	rows, err := tx.Query(ctx, keys+` UNION `+codes+` ORDER BY creator_user_id`, args...)
 	return collect(rows, err, dbrow.ScanString)
 }

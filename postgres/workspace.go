@@ -294,7 +294,7 @@ func (db *DB) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, use
 			return err
 		}
 		if len(blocked) > 0 {
-			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: members with active API keys in this workspace cannot be removed: " +
+			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: members with active API keys or pending authorization codes in this workspace cannot be removed: " +
 				gatehouse.ListIDs(blocked) + "; nobody was removed"}).WithMetadata("user_ids", blocked)
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM workspace_members WHERE workspace_id = $1 AND user_id = ANY($2)`, w.ID, ids)

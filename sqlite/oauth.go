@@ -7,6 +7,8 @@ import (
 
 	"gatehouse"
 	"gatehouse/dbrow"
+
+	"github.com/google/uuid"
 )
 
 // CreateAuthCode creates an authorization code; only its hash is stored.
@@ -16,8 +18,15 @@ func (db *DB) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *s
 		if err := c.Validate(tx.now); err != nil {
 			return err
 		}
+		creator, err := tx.codeCreator(ctx, orgID, &c)
+		if err != nil {
+			return err
+		}
 		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
 		if err != nil {
+			return err
+		}
+		if err := gatehouse.CheckCodeWorkspace(creator, w.ID); err != nil {
 			return err
 		}
 		if c.CodeChallenge != nil {
@@ -48,10 +57,10 @@ func (db *DB) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *s
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO auth_codes (code_hash, organization_id, workspace_id, app_id,
 			creator_user_id, callback_url, code_challenge, code_challenge_method, limit_nanos, limit_reset,
-			key_expires_at, key_label, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			key_expires_at, key_label, created_at, expires_at, creator_key_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			gatehouse.HashKey(code.ID), orgID, w.ID, code.AppID, creatorUserID, code.CallbackURL, code.CodeChallenge,
 			code.CodeChallengeMethod, limit, dbrow.NullInterval(code.LimitReset), dbrow.NullMS(code.KeyExpiresAt), code.KeyLabel,
-			dbrow.MS(code.CreatedAt), dbrow.MS(code.ExpiresAt))
+			dbrow.MS(code.CreatedAt), dbrow.MS(code.ExpiresAt), nullIfEmpty(c.CreatorKeyHash))
 		if err != nil {
 			return err
 		}
@@ -90,10 +99,10 @@ func (db *DB) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange
 	err := db.update(ctx, func(tx *Tx) error {
 		var c authCodeRow
 		err := tx.QueryRowContext(ctx, `SELECT code_hash, organization_id, workspace_id, creator_user_id,
-			code_challenge, code_challenge_method, limit_nanos, limit_reset, key_expires_at, key_label
+			code_challenge, code_challenge_method, limit_nanos, limit_reset, key_expires_at, key_label, creator_key_hash
 			FROM auth_codes WHERE code_hash = ? AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?`,
 			gatehouse.HashKey(x.Code), dbrow.MS(tx.now), gatehouse.MaxVerifierAttempts).
-			Scan(&c.hash, &c.org, &c.workspace, &c.creator, &c.challenge, &c.method, &c.limit, &c.reset, &c.expires, &c.label)
+			Scan(&c.hash, &c.org, &c.workspace, &c.creator, &c.challenge, &c.method, &c.limit, &c.reset, &c.expires, &c.label, &c.creatorKey)
 		if errors.Is(err, sql.ErrNoRows) {
 			return gatehouse.ErrBadAuthCode
 		}
@@ -108,6 +117,16 @@ func (db *DB) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange
 			}
 			return err
 		}
+		terms, err := tx.capByCreator(ctx, c, gatehouse.OAuthKeyTerms{Limit: dbrow.MoneyPtr(c.limit),
+			LimitReset: gatehouse.Interval(c.reset.String), ExpiresAt: dbrow.TimePtr(c.expires)})
+		if gatehouse.ErrorCode(err) == gatehouse.EFORBIDDEN {
+			failure = err // the code dies with its creator: burn it, then fail
+			_, err := tx.ExecContext(ctx, `UPDATE auth_codes SET failed_attempts = ? WHERE code_hash = ?`, gatehouse.MaxVerifierAttempts, c.hash)
+			return err
+		}
+		if err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE auth_codes SET used_at = ? WHERE code_hash = ?`, dbrow.MS(tx.now), c.hash); err != nil {
 			return err
 		}
@@ -115,10 +134,13 @@ func (db *DB) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange
 		userID = dbrow.StrPtr(c.creator)
 		k := &gatehouse.Key{
 			Hash: gatehouse.HashKey(plaintext), OrganizationID: c.org, WorkspaceID: c.workspace, Name: c.label.String,
-			Limit: dbrow.MoneyPtr(c.limit), LimitReset: gatehouse.Interval(c.reset.String), CreatorUserID: userID,
-			ExpiresAt: dbrow.TimePtr(c.expires), CreatedAt: tx.now,
+			Limit: terms.Limit, LimitReset: terms.LimitReset, IncludeBYOKInLimit: terms.IncludeBYOKInLimit,
+			CreatorUserID: userID, ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now,
 		}
 		if err := tx.insertKey(ctx, k, nil); err != nil {
+			return err
+		}
+		if err := tx.inheritGuardrail(ctx, c.creatorKey, k.Hash); err != nil {
 			return err
 		}
 		return tx.audit(ctx, c.org, gatehouse.AuditRecord{Operation: "auth_code.exchange", ResourceType: "key",
@@ -136,6 +158,83 @@ func (db *DB) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange
 type authCodeRow struct {
 	hash, org, workspace string
 	creator, challenge   sql.NullString
+	creatorKey           sql.NullString
 	method, reset, label sql.NullString
 	limit, expires       sql.NullInt64
+}
+
+// nullIfEmpty stores "" as NULL.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// codeCreator returns the regular key that creates a code (nil for a
+// management key's code), checked: it is active and has something left of
+// its limit. A code that names no workspace lands in the key's.
+func (tx *Tx) codeCreator(ctx context.Context, orgID string, c *gatehouse.AuthCodeCreate) (*gatehouse.Key, error) {
+	if c.CreatorKeyHash == "" {
+		return nil, nil
+	}
+	k, err := tx.findKey(ctx, orgID, c.CreatorKeyHash)
+	if err != nil {
+		return nil, err
+	}
+	if !k.Active(tx.now) {
+		return nil, gatehouse.Errorf(gatehouse.EFORBIDDEN, "a disabled or expired key cannot create authorization codes")
+	}
+	reserved, err := tx.reservedForKey(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if err := gatehouse.CheckCodeCreator(k, tx.now, reserved); err != nil {
+		return nil, err
+	}
+	if c.WorkspaceID == "" {
+		c.WorkspaceID = k.WorkspaceID
+	}
+	return k, nil
+}
+
+// capByCreator bounds the terms of the key a code yields by its creator,
+// read in the exchange's transaction: the creator member must still belong
+// to the organization, and the creator key (if any) caps the terms.
+// EFORBIDDEN when the creator is gone.
+func (tx *Tx) capByCreator(ctx context.Context, c authCodeRow, t gatehouse.OAuthKeyTerms) (gatehouse.OAuthKeyTerms, error) {
+	if c.creator.Valid {
+		if err := tx.memberExists(ctx, c.org, c.creator.String); gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
+			return t, gatehouse.ErrCodeCreatorGone
+		} else if err != nil {
+			return t, err
+		}
+	}
+	if !c.creatorKey.Valid {
+		return t, nil
+	}
+	k, err := tx.findKey(ctx, c.org, c.creatorKey.String)
+	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
+		return t.CapByCreator(nil, tx.now, gatehouse.Reserved{})
+	}
+	if err != nil {
+		return t, err
+	}
+	reserved, err := tx.reservedForKey(ctx, k)
+	if err != nil {
+		return t, err
+	}
+	return t.CapByCreator(k, tx.now, reserved)
+}
+
+// inheritGuardrail gives a new key the guardrail assigned to its creator
+// key, if any.
+func (tx *Tx) inheritGuardrail(ctx context.Context, creatorKey sql.NullString, hash string) error {
+	if !creatorKey.Valid {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO key_assignments (id, organization_id, guardrail_id, key_hash, assigned_by, created_at)
+		SELECT ?, organization_id, guardrail_id, ?, assigned_by, ? FROM key_assignments WHERE key_hash = ?`,
+		uuid.NewString(), hash, dbrow.MS(tx.now), creatorKey.String)
+	return err
 }

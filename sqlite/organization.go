@@ -158,7 +158,7 @@ func (db *DB) DeleteMember(ctx context.Context, orgID, userID string) error {
 		}
 		if len(blocked) > 0 {
 			return (&gatehouse.Error{Code: gatehouse.EINVALID,
-				Message: "the member has active API keys; disable or delete them first"}).WithMetadata("user_ids", blocked)
+				Message: "the member has active API keys or pending authorization codes; disable or delete the keys, or let the codes expire, first"}).WithMetadata("user_ids", blocked)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM members WHERE organization_id = ? AND id = ?`, orgID, userID); err != nil {
 			return err
@@ -191,19 +191,25 @@ func (tx *Tx) unknownMembers(ctx context.Context, orgID string, ids []string) ([
 }
 
 // usersWithActiveKeys returns which of the users created an active key (not
-// disabled, not expired) in the workspace, or in any workspace when
-// workspaceID is "".
+// disabled, not expired) or hold a pending authorization code (unused,
+// unexpired, not burned: it may still become a key) in the workspace, or in
+// any workspace when workspaceID is "".
 func (tx *Tx) usersWithActiveKeys(ctx context.Context, orgID, workspaceID string, userIDs []string) ([]string, error) {
-	q := `SELECT DISTINCT creator_user_id FROM api_keys
+	inUsers := ` AND creator_user_id IN (` + placeholders(len(userIDs)) + `)`
+	keys := `SELECT creator_user_id FROM api_keys
 		WHERE organization_id = ? AND management = 0 AND disabled = 0
-		AND (expires_at IS NULL OR expires_at > ?)
-		AND creator_user_id IN (` + placeholders(len(userIDs)) + `)`
-	args := anys(userIDs, orgID, dbrow.MS(tx.now))
+		AND (expires_at IS NULL OR expires_at > ?)` + inUsers
+	codes := `SELECT creator_user_id FROM auth_codes
+		WHERE organization_id = ? AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?` + inUsers
+	keyArgs := anys(userIDs, orgID, dbrow.MS(tx.now))
+	codeArgs := anys(userIDs, orgID, dbrow.MS(tx.now), gatehouse.MaxVerifierAttempts)
 	if workspaceID != "" {
-		q += ` AND workspace_id = ?`
-		args = append(args, workspaceID)
+		keys += ` AND workspace_id = ?`
+		codes += ` AND workspace_id = ?`
+		keyArgs = append(keyArgs, workspaceID)
+		codeArgs = append(codeArgs, workspaceID)
 	}
-	rows, err := tx.QueryContext(ctx, q+` ORDER BY creator_user_id`, args...)
+	rows, err := tx.QueryContext(ctx, keys+` UNION `+codes+` ORDER BY creator_user_id`, append(keyArgs, codeArgs...)...)
 	if err != nil {
 		return nil, err
 	}

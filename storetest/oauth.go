@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,12 @@ func testOAuth(t *testing.T, open Opener) {
 		{"MethodMismatch", testOAuthMethodMismatch},
 		{"MalformedInput", testOAuthMalformedInput},
 		{"ConcurrentExchange", testOAuthConcurrentExchange},
+		{"ConcurrentExchangeWithCreator", testOAuthConcurrentExchangeWithCreator},
+		{"CreatorCaps", testOAuthCreatorCaps},
+		{"CreatorWorkspace", testOAuthCreatorWorkspace},
+		{"CreatorSpent", testOAuthCreatorSpent},
+		{"CreatorGone", testOAuthCreatorGone},
+		{"PendingCodeBlocksMemberRemoval", testOAuthPendingCodeBlocksMemberRemoval},
 	})
 }
 
@@ -383,11 +390,32 @@ func testOAuthConcurrentExchange(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	verifier, challenge := pkce()
 	code := f.newCode(t, nil, gatehouse.AuthCodeCreate{CodeChallenge: &challenge})
+	f.raceExchange(t, code, verifier)
+}
+
+// testOAuthConcurrentExchangeWithCreator races the exchanges of a regular
+// key's code: still exactly one key, with one inherited assignment.
+func testOAuthConcurrentExchangeWithCreator(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, creator, g := f.limitedCreator(t)
+	verifier, challenge := pkce()
+	code := f.creatorCode(t, creator, gatehouse.AuthCodeCreate{CodeChallenge: &challenge})
+	won := f.raceExchange(t, code, verifier, creator.Hash)
+	if got := f.keyAssignments(t, g.ID); !sameIDs(got, sortedIDs(creator.Hash, won)) {
+		t.Errorf("assignments %v, want the creator's and the winner's", got)
+	}
+}
+
+// raceExchange runs ten concurrent exchanges of code: exactly one wins, the
+// others are EFORBIDDEN, and the organization's keys are others and the
+// winner's. It returns the winner's hash.
+func (f *fixture) raceExchange(t *testing.T, code *gatehouse.AuthCode, verifier string, others ...string) string {
+	t.Helper()
 	const n = 10
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var wins []string
-	var others []error
+	var failures []error
 	start := make(chan struct{})
 	for range n {
 		wg.Go(func() {
@@ -398,7 +426,7 @@ func testOAuthConcurrentExchange(t *testing.T, open Opener) {
 			if err == nil {
 				wins = append(wins, plaintext)
 			} else {
-				others = append(others, err)
+				failures = append(failures, err)
 			}
 		})
 	}
@@ -407,12 +435,203 @@ func testOAuthConcurrentExchange(t *testing.T, open Opener) {
 	if len(wins) != 1 {
 		t.Fatalf("%d exchanges succeeded, want exactly 1", len(wins))
 	}
-	for _, err := range others {
+	for _, err := range failures {
 		wantCode(t, err, gatehouse.EFORBIDDEN)
 	}
+	won := gatehouse.HashKey(wins[0])
+	f.wantKeys(t, append(others, won)...)
+	return won
+}
+
+// limitedCreator returns a member and their key in workspace "apps": $1 a
+// day, expiring in two days, under a guardrail with an allow-list.
+func (f *fixture) limitedCreator(t *testing.T) (*gatehouse.Member, *gatehouse.Key, *gatehouse.Guardrail) {
+	t.Helper()
+	m := f.newMember(t, f.org.ID, "ada@example.com")
+	w := f.newWorkspace(t, f.org.ID, "apps")
+	expires := f.clock.Now().Add(48 * time.Hour)
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "creator", WorkspaceID: w.ID, CreatorUserID: &m.ID,
+		Limit: moneyp(cents(100)), LimitReset: gatehouse.Daily, ExpiresAt: &expires})
+	g := f.newGuardrail(t, f.org.ID, gatehouse.GuardrailCreate{WorkspaceID: w.ID, GuardrailUpdate: gatehouse.GuardrailUpdate{
+		Name: gatehouse.Val("only mini"), AllowedModels: gatehouse.Val([]string{"openai/gpt-4o-mini"})}})
+	f.assignKey(t, g, k)
+	return m, k, g
+}
+
+// creatorCode creates a code as the regular key k.
+func (f *fixture) creatorCode(t *testing.T, k *gatehouse.Key, c gatehouse.AuthCodeCreate) *gatehouse.AuthCode {
+	t.Helper()
+	c.CreatorKeyHash = k.Hash
+	return f.newCode(t, k.CreatorUserID, c)
+}
+
+// exchangedKey exchanges a code without a challenge and reads its key.
+func (f *fixture) exchangedKey(t *testing.T, code *gatehouse.AuthCode) *gatehouse.Key {
+	t.Helper()
+	plaintext, _, err := f.exchange(code.ID, nil, nil)
+	ok(t, err)
+	k, err := f.store.FindKeyByHash(f.ctx, gatehouse.HashKey(plaintext))
+	ok(t, err)
+	return k
+}
+
+// testOAuthCreatorCaps: the key a regular key's code yields gets at most
+// what the creator has left now (spend of its period and live reservations
+// count), never resets, expires no later and inherits its guardrail.
+func testOAuthCreatorCaps(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, creator, g := f.limitedCreator(t)
+	f.spend(t, creator, cents(40), false)
+	f.mustReserve(t, creator, cents(10), false, f.budgets(t, creator))
+	far := f.clock.Now().Add(90 * 24 * time.Hour)
+	for _, c := range []struct {
+		name  string
+		limit *gatehouse.Money
+		want  gatehouse.Money
+	}{
+		{"no limit asked", nil, cents(50)},
+		{"more than is left", moneyp(gatehouse.USD(5)), cents(50)},
+		{"less than is left", moneyp(cents(20)), cents(20)},
+	} {
+		code := f.creatorCode(t, creator, gatehouse.AuthCodeCreate{Limit: c.limit, UsageLimitType: gatehouse.Monthly,
+			ExpiresAt: &far, WorkspaceID: "apps"})
+		k := f.exchangedKey(t, code)
+		if k.Limit == nil || *k.Limit != c.want || k.LimitReset != gatehouse.NoReset {
+			t.Errorf("%s: limit %s reset %q, want %s never reset", c.name, optMoney(k.Limit), k.LimitReset, c.want)
+		}
+		if k.ExpiresAt == nil || !k.ExpiresAt.Equal(*creator.ExpiresAt) {
+			t.Errorf("%s: expires_at %v, want the creator's %v", c.name, k.ExpiresAt, *creator.ExpiresAt)
+		}
+		if k.WorkspaceID != creator.WorkspaceID || derefStr(k.CreatorUserID) != derefStr(creator.CreatorUserID) {
+			t.Errorf("%s: key %+v, want the creator's workspace and user", c.name, k)
+		}
+		if !slices.Contains(f.keyAssignments(t, g.ID), k.Hash) {
+			t.Errorf("%s: the new key does not inherit the creator's guardrail", c.name)
+		}
+	}
+	// A code asking for an earlier expiry keeps it.
+	soon := f.clock.Now().Add(time.Hour)
+	k := f.exchangedKey(t, f.creatorCode(t, creator, gatehouse.AuthCodeCreate{ExpiresAt: &soon}))
+	if k.ExpiresAt == nil || !k.ExpiresAt.Equal(soon) {
+		t.Errorf("expires_at %v, want %v", k.ExpiresAt, soon)
+	}
+}
+
+// testOAuthCreatorWorkspace: a regular key's code lands in its workspace;
+// naming another is EFORBIDDEN.
+func testOAuthCreatorWorkspace(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, creator, _ := f.limitedCreator(t)
+	f.newWorkspace(t, f.org.ID, "elsewhere")
+	_, err := f.store.CreateAuthCode(f.ctx, f.org.ID, creator.CreatorUserID, gatehouse.AuthCodeCreate{
+		CallbackURL: "https://app.example.com/cb", WorkspaceID: "elsewhere", CreatorKeyHash: creator.Hash})
+	wantCode(t, err, gatehouse.EFORBIDDEN)
+	if code := f.creatorCode(t, creator, gatehouse.AuthCodeCreate{}); code.WorkspaceID != creator.WorkspaceID {
+		t.Errorf("code workspace %s, want the creator's %s", code.WorkspaceID, creator.WorkspaceID)
+	}
+}
+
+// testOAuthCreatorSpent: a creator with nothing left cannot create a code
+// (EPAYMENT), and one spent after creating it cannot have it exchanged.
+func testOAuthCreatorSpent(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, creator, _ := f.limitedCreator(t)
+	code := f.creatorCode(t, creator, gatehouse.AuthCodeCreate{})
+	f.spend(t, creator, cents(100), false)
+	_, err := f.store.CreateAuthCode(f.ctx, f.org.ID, creator.CreatorUserID, gatehouse.AuthCodeCreate{
+		CallbackURL: "https://app.example.com/cb", CreatorKeyHash: creator.Hash})
+	wantCode(t, err, gatehouse.EPAYMENT)
+	_, _, err = f.exchange(code.ID, nil, nil)
+	wantCode(t, err, gatehouse.EFORBIDDEN)
+	f.wantKeys(t, creator.Hash)
+}
+
+// testOAuthCreatorGone: a code dies with its creator key: disabled, expired
+// or deleted before the exchange, it yields no key (EFORBIDDEN), and stays
+// dead.
+func testOAuthCreatorGone(t *testing.T, open Opener) {
+	for _, c := range []struct {
+		name string
+		kill func(f *fixture, k *gatehouse.Key) error
+	}{
+		{"disabled", func(f *fixture, k *gatehouse.Key) error {
+			_, err := f.store.UpdateKey(f.ctx, f.org.ID, k.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)})
+			return err
+		}},
+		{"deleted", func(f *fixture, k *gatehouse.Key) error { return f.store.DeleteKey(f.ctx, f.org.ID, k.Hash) }},
+		{"expired", func(f *fixture, k *gatehouse.Key) error { f.clock.Set(*k.ExpiresAt); return nil }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, open)
+			_, creator, _ := f.limitedCreator(t)
+			f.clock.Set(creator.ExpiresAt.Add(-time.Minute)) // the code outlives the creator
+			code := f.creatorCode(t, creator, gatehouse.AuthCodeCreate{})
+			ok(t, c.kill(f, creator))
+			_, _, err := f.exchange(code.ID, nil, nil)
+			wantCode(t, err, gatehouse.EFORBIDDEN)
+			keys, err := f.store.FindKeys(f.ctx, f.org.ID, gatehouse.KeyFilter{IncludeDisabled: true})
+			ok(t, err)
+			if len(keys) > 1 || len(keys) == 1 && keys[0].Hash != creator.Hash {
+				t.Errorf("keys after the refused exchange: %v", keyHashes(keys))
+			}
+			if c.name == "disabled" { // re-enabling does not revive the code
+				_, err := f.store.UpdateKey(f.ctx, f.org.ID, creator.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(false)})
+				ok(t, err)
+				_, _, err = f.exchange(code.ID, nil, nil)
+				wantCode(t, err, gatehouse.EFORBIDDEN)
+			}
+		})
+	}
+}
+
+// wantKeys checks the organization's keys (disabled ones too) are exactly hashes.
+func (f *fixture) wantKeys(t *testing.T, hashes ...string) {
+	t.Helper()
 	keys, err := f.store.FindKeys(f.ctx, f.org.ID, gatehouse.KeyFilter{IncludeDisabled: true})
 	ok(t, err)
-	if len(keys) != 1 || keys[0].Hash != gatehouse.HashKey(wins[0]) {
-		t.Errorf("keys = %v, want only the winner's", keyHashes(keys))
+	if got := sortedIDs(keyHashes(keys)...); !sameIDs(got, sortedIDs(hashes...)) {
+		t.Errorf("keys = %v, want %v", got, hashes)
 	}
+}
+
+// testOAuthPendingCodeBlocksMemberRemoval: a member's pending code counts
+// like an active key against removing them from its workspace or from the
+// organization; a used or expired code does not.
+func testOAuthPendingCodeBlocksMemberRemoval(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	m := f.newMember(t, f.org.ID, "ada@example.com")
+	w := f.newWorkspace(t, f.org.ID, "apps")
+	_, _, err := f.store.AddWorkspaceMembers(f.ctx, f.org.ID, w.ID, []string{m.ID})
+	ok(t, err)
+	f.newCode(t, &m.ID, gatehouse.AuthCodeCreate{WorkspaceID: w.ID}) // as a management key does
+	_, err = f.store.RemoveWorkspaceMembers(f.ctx, f.org.ID, w.ID, []string{m.ID})
+	wantCode(t, err, gatehouse.EINVALID)
+	if ids := metaIDs(t, err, "user_ids"); !sameIDs(ids, []string{m.ID}) {
+		t.Errorf("metadata user_ids = %v", ids)
+	}
+	wantCode(t, f.store.DeleteMember(f.ctx, f.org.ID, m.ID), gatehouse.EINVALID)
+
+	// Once the code expires, nothing blocks.
+	f.clock.Add(gatehouse.AuthCodeTTL)
+	n, err := f.store.RemoveWorkspaceMembers(f.ctx, f.org.ID, w.ID, []string{m.ID})
+	ok(t, err)
+	if n != 1 {
+		t.Errorf("removed_count = %d, want 1", n)
+	}
+	// A used code does not block either (its key does, while active).
+	used := f.newCode(t, &m.ID, gatehouse.AuthCodeCreate{})
+	wantCode(t, f.store.DeleteMember(f.ctx, f.org.ID, m.ID), gatehouse.EINVALID)
+	plaintext, _, err := f.exchange(used.ID, nil, nil)
+	ok(t, err)
+	_, err = f.store.UpdateKey(f.ctx, f.org.ID, gatehouse.HashKey(plaintext), gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)})
+	ok(t, err)
+	ok(t, f.store.DeleteMember(f.ctx, f.org.ID, m.ID))
+}
+
+// optMoney shows an optional amount.
+func optMoney(m *gatehouse.Money) string {
+	if m == nil {
+		return "none"
+	}
+	return m.String()
 }
