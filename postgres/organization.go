@@ -193,8 +193,8 @@ func (tx *Tx) unknownMembers(ctx context.Context, orgID string, ids []string) ([
 
 // usersWithActiveKeys returns which of the users created an active key (not
 // disabled, not expired) or hold a pending authorization code (unused,
-// unexpired, not burned: it may still become a key) in the workspace, or in
-// any workspace when workspaceID is "".
+// unexpired, not burned, its creator key active: it may still become a key)
+// in the workspace, or in any workspace when workspaceID is "".
 func (tx *Tx) usersWithActiveKeys(ctx context.Context, orgID, workspaceID string, userIDs []string) ([]string, error) {
 	keys := `SELECT creator_user_id FROM api_keys
 		WHERE organization_id = $1 AND NOT management AND NOT disabled
@@ -202,6 +202,8 @@ func (tx *Tx) usersWithActiveKeys(ctx context.Context, orgID, workspaceID string
 		AND creator_user_id = ANY($3)`
 	codes := `SELECT creator_user_id FROM auth_codes
 		WHERE organization_id = $1 AND used_at IS NULL AND expires_at > $2 AND failed_attempts < $4
+		AND (creator_key_hash IS NULL OR creator_key_hash IN (SELECT hash FROM api_keys
+			WHERE NOT disabled AND (expires_at IS NULL OR expires_at > $2)))
 		AND creator_user_id = ANY($3)`
 	args := []any{orgID, dbrow.MS(tx.now), userIDs, gatehouse.MaxVerifierAttempts}
 	if workspaceID != "" {

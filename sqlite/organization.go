@@ -192,17 +192,19 @@ func (tx *Tx) unknownMembers(ctx context.Context, orgID string, ids []string) ([
 
 // usersWithActiveKeys returns which of the users created an active key (not
 // disabled, not expired) or hold a pending authorization code (unused,
-// unexpired, not burned: it may still become a key) in the workspace, or in
-// any workspace when workspaceID is "".
+// unexpired, not burned, its creator key active: it may still become a key)
+// in the workspace, or in any workspace when workspaceID is "".
 func (tx *Tx) usersWithActiveKeys(ctx context.Context, orgID, workspaceID string, userIDs []string) ([]string, error) {
 	inUsers := ` AND creator_user_id IN (` + placeholders(len(userIDs)) + `)`
 	keys := `SELECT creator_user_id FROM api_keys
 		WHERE organization_id = ? AND management = 0 AND disabled = 0
 		AND (expires_at IS NULL OR expires_at > ?)` + inUsers
 	codes := `SELECT creator_user_id FROM auth_codes
-		WHERE organization_id = ? AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?` + inUsers
+		WHERE organization_id = ? AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?
+		AND (creator_key_hash IS NULL OR creator_key_hash IN (SELECT hash FROM api_keys
+			WHERE disabled = 0 AND (expires_at IS NULL OR expires_at > ?)))` + inUsers
 	keyArgs := anys(userIDs, orgID, dbrow.MS(tx.now))
-	codeArgs := anys(userIDs, orgID, dbrow.MS(tx.now), gatehouse.MaxVerifierAttempts)
+	codeArgs := anys(userIDs, orgID, dbrow.MS(tx.now), gatehouse.MaxVerifierAttempts, dbrow.MS(tx.now))
 	if workspaceID != "" {
 		keys += ` AND workspace_id = ?`
 		codes += ` AND workspace_id = ?`

@@ -596,14 +596,15 @@ func (f *fixture) wantKeys(t *testing.T, hashes ...string) {
 
 // testOAuthPendingCodeBlocksMemberRemoval: a member's pending code counts
 // like an active key against removing them from its workspace or from the
-// organization; a used or expired code does not.
+// organization; a used or expired code, or one whose creator key is
+// disabled, does not.
 func testOAuthPendingCodeBlocksMemberRemoval(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	m := f.newMember(t, f.org.ID, "ada@example.com")
 	w := f.newWorkspace(t, f.org.ID, "apps")
 	_, _, err := f.store.AddWorkspaceMembers(f.ctx, f.org.ID, w.ID, []string{m.ID})
 	ok(t, err)
-	f.newCode(t, &m.ID, gatehouse.AuthCodeCreate{WorkspaceID: w.ID}) // as a management key does
+	f.newCode(t, &m.ID, gatehouse.AuthCodeCreate{WorkspaceID: w.ID}) // a code without a creator key
 	_, err = f.store.RemoveWorkspaceMembers(f.ctx, f.org.ID, w.ID, []string{m.ID})
 	wantCode(t, err, gatehouse.EINVALID)
 	if ids := metaIDs(t, err, "user_ids"); !sameIDs(ids, []string{m.ID}) {
@@ -623,7 +624,10 @@ func testOAuthPendingCodeBlocksMemberRemoval(t *testing.T, open Opener) {
 	wantCode(t, f.store.DeleteMember(f.ctx, f.org.ID, m.ID), gatehouse.EINVALID)
 	plaintext, _, err := f.exchange(used.ID, nil, nil)
 	ok(t, err)
-	_, err = f.store.UpdateKey(f.ctx, f.org.ID, gatehouse.HashKey(plaintext), gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)})
+	key := gatehouse.HashKey(plaintext)
+	// Nor does the code of a disabled key: it died with its creator.
+	f.creatorCode(t, f.readKey(t, key), gatehouse.AuthCodeCreate{})
+	_, err = f.store.UpdateKey(f.ctx, f.org.ID, key, gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)})
 	ok(t, err)
 	ok(t, f.store.DeleteMember(f.ctx, f.org.ID, m.ID))
 }
