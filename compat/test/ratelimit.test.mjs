@@ -80,15 +80,20 @@ describe("429 Too Many Requests", () => {
     assertRateLimitHeaders(res.headers, "raw GET /keys");
   });
 
-  it("requests whose credential is rejected, and the code exchange, are limited per client IP", async () => {
+  it("requests whose credential is rejected, and the code exchange, are limited per client IP, in separate buckets", async () => {
     // The per-IP bucket holds two tokens too.
     assertErrorBody(await api(ctx.server, "GET", "/key", { key: BOGUS_REGULAR_KEY }), 401, "first rejected credential");
     assertErrorBody(await api(ctx.server, "GET", "/key", { key: BOGUS_REGULAR_KEY }), 401, "second rejected credential");
     const res = await api(ctx.server, "GET", "/key", { key: BOGUS_REGULAR_KEY });
     assertErrorBody(res, 429, "third rejected credential");
     assertRateLimitHeaders(res.headers, "rejected credential");
+    // A flood of bogus tokens does not starve the code exchange: it has
+    // buckets of its own, per address, which hold two tokens too.
+    for (let i = 0; i < 2; i++) {
+      assertErrorBody(await api(ctx.server, "POST", "/auth/keys", { body: { code: "ghc_unknown" } }), 403, `code exchange ${i + 1} after the flood`);
+    }
     const ex = await api(ctx.server, "POST", "/auth/keys", { body: { code: "ghc_unknown" } });
-    assertErrorBody(ex, 429, "code exchange from the same IP");
+    assertErrorBody(ex, 429, "third code exchange from the same IP");
     // A valid credential has its own bucket.
     const org = await createOrg(ctx.server, uniq("still-ok"));
     assert.equal((await api(ctx.server, "GET", "/key", { key: org.mgmtKey })).status, 200);
