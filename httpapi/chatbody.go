@@ -54,6 +54,19 @@ var messageFields = map[string]bool{
 	"refusal": true, "reasoning": true, "reasoning_details": true, "function_call": true,
 }
 
+// textPartFields are the fields of a text content part.
+var textPartFields = map[string]bool{"type": true, "text": true, "cache_control": true}
+
+// foldedTextPartFields maps folded names to text part fields, so that a
+// misspelt one is named as such rather than taken for another kind of part.
+var foldedTextPartFields = func() map[string]string {
+	m := map[string]string{}
+	for name := range textPartFields {
+		m[foldKey(name)] = name
+	}
+	return m
+}()
+
 // foldKey maps a field name to a form that equals that of every spelling a
 // case-insensitive decoder would accept for it: each rune becomes the
 // smallest rune of its Unicode simple-folding orbit (so K, k and the Kelvin
@@ -209,10 +222,12 @@ func checkContentParts(content json.RawMessage, where string) error {
 		if err != nil {
 			return gatehouse.FieldError(at, "must be an object")
 		}
-		if err := checkKeys(keys, map[string]bool{"type": true, "text": true, "cache_control": true}, at+"."); err != nil {
-			if strings.Contains(err.Error(), "is not a field Gatehouse forwards") {
+		for _, k := range keys {
+			if !textPartFields[k] && !textPartFields[foldedTextPartFields[foldKey(k)]] {
 				return gatehouse.FieldError(at, "only text content parts are accepted: Gatehouse cannot price images, audio or files, so it cannot bound their cost")
 			}
+		}
+		if err := checkKeys(keys, textPartFields, at+"."); err != nil {
 			return err
 		}
 		var part struct {

@@ -178,3 +178,21 @@ func (e *chatEnv) chatRaw(key, body string) *response {
 	req.Header.Set("Authorization", "Bearer "+key)
 	return e.send(req)
 }
+
+// TestChatContentPartSpelling: a misspelt field of a text part is named as
+// such, while a part of another kind is refused as unpriceable.
+func TestChatContentPartSpelling(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, nil, nil)
+	for body, want := range map[string]string{
+		`{"model":"acme/chat","messages":[{"role":"user","content":[{"Type":"text","text":"hi"}]}]}`:                       "messages[0].content[0].Type",
+		`{"model":"acme/chat","messages":[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]}`:             "messages[0].content[0].text",
+		`{"model":"acme/chat","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"x"}}]}]}`: "only text content parts",
+	} {
+		r := e.chatRaw(e.key, body)
+		if r.Status != http.StatusBadRequest || !strings.Contains(r.errorMessage(t), want) {
+			t.Errorf("%s: %d %s; want 400 with %q", body, r.Status, r.Body, want)
+		}
+	}
+	e.chatRaw(e.key, `{"model":"acme/chat","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`).want(t, http.StatusOK)
+}
