@@ -117,17 +117,17 @@ func (p *Publisher) run(d *delivery) (retry bool, delay time.Duration) {
 	if d.req == nil {
 		req, err := d.export(d.dest, d.event)
 		if err != nil {
-			p.metrics.deliveries.WithLabelValues(typ, "failed").Inc()
+			p.metrics.deliveries.WithLabelValues("failed").Inc()
 			p.logFailure(d, 0, err, "the delivery cannot be built")
 			return false, 0
 		}
 		d.req = req
 	}
 	d.attempts++
-	p.metrics.attempts.WithLabelValues(typ).Inc()
+	p.metrics.attempts.Inc()
 	status, retryAfter, err := p.send(d.req)
 	if err == nil && status >= 200 && status < 300 {
-		p.metrics.deliveries.WithLabelValues(typ, "delivered").Inc()
+		p.metrics.deliveries.WithLabelValues("delivered").Inc()
 		return false, 0
 	}
 	if retryable(status) && d.attempts < p.opts.MaxAttempts && p.ctx.Err() == nil {
@@ -136,7 +136,7 @@ func (p *Publisher) run(d *delivery) (retry bool, delay time.Duration) {
 			"status", status, "error", describe(err))
 		return true, max(p.backoff(d.attempts), min(retryAfter, maxRetryAfter))
 	}
-	p.metrics.deliveries.WithLabelValues(typ, "failed").Inc()
+	p.metrics.deliveries.WithLabelValues("failed").Inc()
 	p.logFailure(d, status, err, "the delivery failed")
 	return false, 0
 }

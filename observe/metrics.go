@@ -7,12 +7,17 @@ import "github.com/prometheus/client_golang/prometheus"
 //   - gatehouse_observability_events_total{result}: queued (accepted by
 //     Publish) or dropped (the queue was full or closed, or Close gave up
 //     before the event was dispatched).
-//   - gatehouse_observability_deliveries_total{type, result}: per destination
-//     and event, delivered; failed (attempts exhausted, or an error that is
+//   - gatehouse_observability_deliveries_total{result}: per destination and
+//     event, delivered; failed (attempts exhausted, or an error that is
 //     not retried); skipped (a stored-only type); filtered (api_key_hashes,
 //     sampling_rate or filter_rules left it out); dropped (the destination's
 //     backlog was full, or Close gave up on it).
-//   - gatehouse_observability_delivery_attempts_total{type}: HTTP attempts.
+//   - gatehouse_observability_delivery_attempts_total: HTTP attempts.
+//
+// None is labelled by tenant, destination or destination type: /metrics
+// needs no credential, and a counter per destination (or per type, on a
+// quiet system) would tell anyone whether a given destination's deliveries
+// succeed.
 //   - gatehouse_observability_queue_length{queue}: events waiting for
 //     dispatch (queue="events"), deliveries waiting to run or to be retried
 //     (queue="deliveries").
@@ -21,7 +26,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	events       *prometheus.CounterVec
 	deliveries   *prometheus.CounterVec
-	attempts     *prometheus.CounterVec
+	attempts     prometheus.Counter
 	lookupErrors prometheus.Counter
 }
 
@@ -33,12 +38,12 @@ func newMetrics(reg prometheus.Registerer, events, deliveries func() float64) *m
 		}, []string{"result"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_observability_deliveries_total",
-			Help: "Trace deliveries by destination type and result: delivered, failed, skipped (stored-only type), filtered or dropped.",
-		}, []string{"type", "result"}),
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Help: "Trace deliveries by result: delivered, failed, skipped (stored-only type), filtered or dropped.",
+		}, []string{"result"}),
+		attempts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_observability_delivery_attempts_total",
-			Help: "HTTP attempts to deliver traces, by destination type.",
-		}, []string{"type"}),
+			Help: "HTTP attempts to deliver traces.",
+		}),
 		lookupErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_observability_lookup_errors_total",
 			Help: "Trace events not delivered because the workspace's destinations could not be listed.",

@@ -275,12 +275,12 @@ func (p *Publisher) dispatch(ev *gatehouse.TraceEvent) {
 			continue
 		}
 		if !t.accepts(ev) {
-			p.metrics.deliveries.WithLabelValues(d.Type, "filtered").Inc()
+			p.metrics.deliveries.WithLabelValues("filtered").Inc()
 			continue
 		}
 		export, ok := exporters[d.Type]
 		if !ok {
-			p.metrics.deliveries.WithLabelValues(d.Type, "skipped").Inc()
+			p.metrics.deliveries.WithLabelValues("skipped").Inc()
 			continue
 		}
 		if ids == nil {
@@ -295,7 +295,7 @@ func (p *Publisher) dispatch(ev *gatehouse.TraceEvent) {
 
 // dropped counts a delivery abandoned before it could be attempted again.
 func (p *Publisher) dropped(d *delivery) {
-	p.metrics.deliveries.WithLabelValues(d.dest.Type, "dropped").Inc()
+	p.metrics.deliveries.WithLabelValues("dropped").Inc()
 }
 
 // work runs deliveries until there are none left to run.

@@ -68,7 +68,7 @@ func TestSamplingDelivery(t *testing.T) {
 	if n := len(rc.got()); n != 3 {
 		t.Errorf("received %d events, want the 3 of the kept session", n)
 	}
-	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "filtered", "type", "webhook"); got != 3 {
+	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "filtered"); got != 3 {
 		t.Errorf("filtered = %v, want 3", got)
 	}
 }
@@ -90,7 +90,7 @@ func TestAPIKeyHashes(t *testing.T) {
 	if got, want := rc.paths(), []string{"/all", "/mine"}; !slices.Equal(got, want) {
 		t.Errorf("received at %v, want %v", got, want)
 	}
-	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "filtered", "type", "webhook"); got != 2 {
+	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "filtered"); got != 2 {
 		t.Errorf("filtered = %v, want 2", got)
 	}
 }
@@ -108,7 +108,7 @@ func TestDisabledAndDeletedDestinations(t *testing.T) {
 	if got, want := rc.paths(), []string{"/enabled", "/enabled"}; !slices.Equal(got, want) {
 		t.Errorf("received at %v, want %v", got, want)
 	}
-	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "delivered", "type", "webhook"); got != 2 {
+	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "delivered"); got != 2 {
 		t.Errorf("delivered = %v, want 2", got)
 	}
 }
@@ -206,7 +206,7 @@ func TestFilterRulesDelivery(t *testing.T) {
 	if got, want := rc.paths(), []string{"/all", "/all", "/expensive"}; !slices.Equal(got, want) {
 		t.Errorf("received at %v, want %v", got, want)
 	}
-	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "filtered", "type", "webhook"); got != 1 {
+	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "filtered"); got != 1 {
 		t.Errorf("filtered = %v, want 1", got)
 	}
 }

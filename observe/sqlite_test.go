@@ -79,7 +79,7 @@ func TestWithSQLiteStore(t *testing.T) {
 			}
 		}
 	}
-	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "delivered", "type", "webhook"); got != 1 {
-		t.Errorf("webhook delivered = %v, want 1", got)
+	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "delivered"); got != 2 {
+		t.Errorf("delivered = %v, want 2 (the webhook and langfuse)", got)
 	}
 }
