@@ -277,7 +277,6 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	names := map[string]bool{}
-	mfs, _ := reg.Gather()
 	for _, mf := range mfs {
 		names[mf.GetName()] = true
 	}
