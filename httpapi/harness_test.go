@@ -57,7 +57,7 @@ type testEnv struct {
 	db      gatehouse.Store
 	clock   *clock
 	checker *openAPIChecker
-	logs    *bytes.Buffer
+	logs    *logBuffer
 	snap    *snapshotter // shared with the copies subtests make
 
 	org  *gatehouse.Organization
@@ -93,7 +93,7 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	}
 	clock := &clock{t: testStart}
 	db, snap := openTestStore(t, clock)
-	logs := &bytes.Buffer{}
+	logs := &logBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	e := &testEnv{
 		t: t, db: db, clock: clock, logs: logs,
@@ -504,4 +504,29 @@ func (c *clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = t
+}
+
+// logBuffer collects the server's log lines; requests of concurrent tests
+// write it while a failing check reads it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }

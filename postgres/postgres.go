@@ -213,6 +213,17 @@ func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Millisecond)
 // maxAttempts bounds the retries of a transaction that keeps conflicting.
 const maxAttempts = 12
 
+// retryBackoff is the wait before attempt+1: full jitter over a window that
+// doubles from 2 ms up to 200 ms. A window that grew only linearly let a
+// dozen transactions that conflict with each other (on a loaded machine,
+// each taking longer than the whole window) retry in lockstep until all
+// twelve attempts were spent; the doubling spreads them out, and the
+// operation's timeout still bounds the total.
+func retryBackoff(attempt int) time.Duration {
+	window := min(2*time.Millisecond<<min(attempt-1, 7), 200*time.Millisecond)
+	return time.Duration(rand.Int64N(int64(window)))
+}
+
 func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(tx *Tx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
 	defer cancel()
@@ -221,7 +232,7 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(tx *Tx) error
 		if !retryable(err) || attempt == maxAttempts {
 			return mapErr(err)
 		}
-		backoff := time.Duration(rand.Int64N(int64(attempt) * int64(2*time.Millisecond)))
+		backoff := retryBackoff(attempt)
 		select {
 		case <-ctx.Done():
 			return mapErr(ctx.Err())
