@@ -117,6 +117,41 @@ type AppliedGuardrail struct {
 func KeySubject(hash string) string      { return "key:" + hash }
 func MemberSubject(userID string) string { return "member:" + userID }
 
+// KeyGuardrails applies the precedence of guardrails to one key: the
+// guardrail assigned to the key, else those assigned to its creator as a
+// member, and in either case the workspace's default guardrail (def, nil
+// when it has none) unless it is the key's own. Key and default budgets
+// count per key, member budgets per member.
+func KeyGuardrails(key *Key, own, member []*Guardrail, def *Guardrail) []AppliedGuardrail {
+	var out []AppliedGuardrail
+	for _, g := range own {
+		out = append(out, AppliedGuardrail{Guardrail: g, Subject: KeySubject(key.Hash)})
+	}
+	if len(own) == 0 && key.CreatorUserID != nil {
+		for _, g := range member {
+			out = append(out, AppliedGuardrail{Guardrail: g, Subject: MemberSubject(*key.CreatorUserID)})
+		}
+	}
+	if def != nil && (len(out) == 0 || out[0].Guardrail.ID != def.ID) {
+		out = append(out, AppliedGuardrail{Guardrail: def, Subject: KeySubject(key.Hash)})
+	}
+	return out
+}
+
+// AppendGuardrails adds applied guardrails to a list, each (guardrail,
+// subject) once: a minted key and the key it was minted from may share a
+// member's guardrail.
+func AppendGuardrails(list []AppliedGuardrail, more ...AppliedGuardrail) []AppliedGuardrail {
+	for _, a := range more {
+		if !slices.ContainsFunc(list, func(b AppliedGuardrail) bool {
+			return b.Guardrail.ID == a.Guardrail.ID && b.Subject == a.Subject
+		}) {
+			list = append(list, a)
+		}
+	}
+	return list
+}
+
 // CheckModel applies the allow- and deny-lists of every guardrail to a
 // model and its provider. The lists of several guardrails intersect: the
 // model must pass each. The error names the guardrail and the rule.

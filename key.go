@@ -69,9 +69,13 @@ type Key struct {
 	BYOKUsage          Counter
 	CreatorUserID      *string
 	ExternalUser       *string
-	CreatedAt          time.Time
-	UpdatedAt          *time.Time
-	ExpiresAt          *time.Time
+	// ParentKeyHash is the regular key whose authorization code minted this
+	// key through OAuth, nil otherwise. What a minted key spends is spent by
+	// its parent too (see MintedFrom).
+	ParentKeyHash *string
+	CreatedAt     time.Time
+	UpdatedAt     *time.Time
+	ExpiresAt     *time.Time
 }
 
 // Expired reports whether the key has an expiry at or before now.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net"
 	"net/url"
 	"time"
@@ -283,4 +284,37 @@ type OAuthService interface {
 	// used or expired code, wrong or missing verifier, creator key
 	// disabled, expired, deleted or spent, creator member removed).
 	ExchangeAuthCode(ctx context.Context, exchange AuthCodeExchange) (string, *string, error)
+}
+
+// MaxMintDepth bounds the chain of keys minted through OAuth from one
+// another: a key minted from a key minted from a key... Each request of a
+// minted key holds against every key of its chain, so the chain is short.
+const MaxMintDepth = 8
+
+// CheckMintDepth refuses a code from a key that is already depth keys down
+// a chain of minted keys.
+func CheckMintDepth(depth int) error {
+	if depth >= MaxMintDepth {
+		return Errorf(EFORBIDDEN, "keys minted through OAuth nest at most %d deep: this key cannot create authorization codes", MaxMintDepth)
+	}
+	return nil
+}
+
+// MintedFrom checks, when a minted key reserves, one key of the chain it
+// was minted from (ancestor nil: deleted). What a minted key spends, its
+// parent spends too: the ancestor must be active, and the reservation must
+// fit in what is left of its limit (reserved counts the live reservations
+// of the ancestor and of every key minted from it). EFORBIDDEN for a dead
+// ancestor, EPAYMENT for a spent one. The errors tell the minted key's
+// holder (an application) nothing of the ancestor's figures.
+func MintedFrom(ancestor *Key, now time.Time, reserved Reserved, r *Reservation) error {
+	if ancestor == nil || !ancestor.Active(now) {
+		return Errorf(EFORBIDDEN, "this key was minted through OAuth from a key that is now disabled, expired or deleted, and can no longer spend")
+	}
+	if err := CheckKeyLimit(ancestor, now, reserved, r); err != nil {
+		return &Error{Code: EPAYMENT,
+			Message:  fmt.Sprintf("Limit exceeded: this request may cost up to $%s, more than is left of the limit of the key this key was minted from through OAuth", r.Amount),
+			Metadata: map[string]any{"request_max_cost": r.Amount}}
+	}
+	return nil
 }

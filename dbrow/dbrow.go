@@ -99,24 +99,24 @@ func Missing(want, have []string) []string {
 const KeyColumns = `hash, organization_id, workspace_id, management, name, disabled, limit_nanos, limit_reset,
 	include_byok_in_limit, creator_user_id, external_user, created_at, updated_at, expires_at,
 	usage_total, usage_day, usage_day_start, usage_week, usage_week_start, usage_month, usage_month_start,
-	byok_total, byok_day, byok_day_start, byok_week, byok_week_start, byok_month, byok_month_start`
+	byok_total, byok_day, byok_day_start, byok_week, byok_week_start, byok_month, byok_month_start, parent_key_hash`
 
 // ScanKey scans a row of KeyColumns.
 func ScanKey(s Scanner) (*gatehouse.Key, error) {
 	var k gatehouse.Key
-	var workspace, reset, creator, external sql.NullString
+	var workspace, reset, creator, external, parent sql.NullString
 	var limit, updated, expires sql.NullInt64
 	var created int64
 	var u, b counterCols
 	if err := s.Scan(&k.Hash, &k.OrganizationID, &workspace, &k.Management, &k.Name, &k.Disabled, &limit, &reset,
 		&k.IncludeBYOKInLimit, &creator, &external, &created, &updated, &expires,
 		&u.total, &u.day, &u.dayStart, &u.week, &u.weekStart, &u.month, &u.monthStart,
-		&b.total, &b.day, &b.dayStart, &b.week, &b.weekStart, &b.month, &b.monthStart); err != nil {
+		&b.total, &b.day, &b.dayStart, &b.week, &b.weekStart, &b.month, &b.monthStart, &parent); err != nil {
 		return nil, err
 	}
 	k.WorkspaceID = workspace.String
 	k.Limit, k.LimitReset = MoneyPtr(limit), gatehouse.Interval(reset.String)
-	k.CreatorUserID, k.ExternalUser = StrPtr(creator), StrPtr(external)
+	k.CreatorUserID, k.ExternalUser, k.ParentKeyHash = StrPtr(creator), StrPtr(external), StrPtr(parent)
 	k.CreatedAt, k.UpdatedAt, k.ExpiresAt = FromMS(created), TimePtr(updated), TimePtr(expires)
 	k.Usage, k.BYOKUsage = u.counter(), b.counter()
 	return &k, nil
@@ -617,7 +617,7 @@ func ScanGeneration(s Scanner) (*gatehouse.Generation, error) {
 // KeyInsertColumns are the columns a new key is inserted with, in
 // KeyInsertArgs order.
 const KeyInsertColumns = `hash, organization_id, workspace_id, management, name, limit_nanos, limit_reset,
-	include_byok_in_limit, creator_user_id, external_user, external_key_hash, created_at, expires_at`
+	include_byok_in_limit, creator_user_id, external_user, external_key_hash, created_at, expires_at, parent_key_hash`
 
 // KeyInsertArgs returns the values of KeyInsertColumns for a new key.
 func KeyInsertArgs(k *gatehouse.Key, externalKeyHash *string) []any {
@@ -626,7 +626,7 @@ func KeyInsertArgs(k *gatehouse.Key, externalKeyHash *string) []any {
 		workspace = k.WorkspaceID // management keys belong to no workspace
 	}
 	return []any{k.Hash, k.OrganizationID, workspace, k.Management, k.Name, NullMoney(k.Limit), NullInterval(k.LimitReset),
-		k.IncludeBYOKInLimit, k.CreatorUserID, k.ExternalUser, externalKeyHash, MS(k.CreatedAt), NullMS(k.ExpiresAt)}
+		k.IncludeBYOKInLimit, k.CreatorUserID, k.ExternalUser, externalKeyHash, MS(k.CreatedAt), NullMS(k.ExpiresAt), k.ParentKeyHash}
 }
 
 // KeyUpdateArgs returns, for an UPDATE of api_keys setting name, disabled,

@@ -196,3 +196,51 @@ func TestChatContentPartSpelling(t *testing.T) {
 	}
 	e.chatRaw(e.key, `{"model":"acme/chat","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`).want(t, http.StatusOK)
 }
+
+// TestOAuthMintedKeysShareCreatorLimit: keys minted through OAuth from one
+// $1 key each get a $1 limit, but together they spend at most the $1: 50
+// concurrent requests spread over five minted keys. Before minted keys
+// charged their creator, they spent up to $5.
+func TestOAuthMintedKeysShareCreatorLimit(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, adversarialUpstream, map[string]any{"limit": 1})
+	var minted []string
+	for range 5 {
+		code := createCode(e.testEnv, e.key, map[string]any{"callback_url": "https://app.example.com/cb"})
+		minted = append(minted, exchange(e.testEnv, map[string]any{"code": code.ID}).Key)
+	}
+	srv := httptest.NewServer(e.handler)
+	t.Cleanup(srv.Close)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for i := range 50 {
+		wg.Go(func() {
+			body := `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`
+			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+minted[i%len(minted)])
+			res, err := srv.Client().Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			mu.Lock()
+			statuses[res.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	var sum gatehouse.Money
+	for _, k := range minted {
+		sum += e.money(gatehouse.HashKey(k)).Usage
+	}
+	if sum > gatehouse.USD(1) || statuses[http.StatusPaymentRequired] == 0 {
+		t.Errorf("five keys minted from a $1 key spent %s (statuses %v)", sum, statuses)
+	}
+	if creator := e.money(e.hash).Usage; creator != sum {
+		t.Errorf("the creator's usage is %s, want what its minted keys spent, %s", creator, sum)
+	}
+}

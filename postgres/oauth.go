@@ -143,7 +143,7 @@ func (db *DB) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange
 		k := &gatehouse.Key{
 			Hash: gatehouse.HashKey(plaintext), OrganizationID: c.org, WorkspaceID: c.workspace, Name: c.label.String,
 			Limit: terms.Limit, LimitReset: terms.LimitReset, IncludeBYOKInLimit: terms.IncludeBYOKInLimit,
-			CreatorUserID: userID, ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now,
+			CreatorUserID: userID, ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now, ParentKeyHash: dbrow.StrPtr(c.creatorKey),
 		}
 		if err := tx.insertKey(ctx, k, nil); err != nil {
 			return err
@@ -193,6 +193,13 @@ func (tx *Tx) codeCreator(ctx context.Context, orgID string, c *gatehouse.AuthCo
 	if !k.Active(tx.now) {
 		return nil, gatehouse.Errorf(gatehouse.EFORBIDDEN, "a disabled or expired key cannot create authorization codes")
 	}
+	ancestors, err := tx.ancestors(ctx, k, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := gatehouse.CheckMintDepth(len(ancestors)); err != nil {
+		return nil, err
+	}
 	reserved, err := tx.reservedForKey(ctx, k)
 	if err != nil {
 		return nil, err
@@ -206,11 +213,16 @@ func (tx *Tx) codeCreator(ctx context.Context, orgID string, c *gatehouse.AuthCo
 	return k, nil
 }
 
-// reservedForKey sums the key's live reservations: all of them, and the BYOK ones.
+// reservedForKey sums the live reservations that hold against the key:
+// all of them, and the BYOK ones. They are its own and, through
+// reservation_holds, those of the keys minted from it.
 func (tx *Tx) reservedForKey(ctx context.Context, k *gatehouse.Key) (gatehouse.Reserved, error) {
 	var r gatehouse.Reserved
-	err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0)
-		FROM reservations WHERE key_hash = $1 AND expires_at > $2`, k.Hash, dbrow.MS(tx.now)).Scan(&r.All, &r.BYOK)
+	err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0) FROM (
+		SELECT amount, byok FROM reservations WHERE key_hash = $1 AND expires_at > $2
+		UNION ALL
+		SELECT r.amount, r.byok FROM reservation_holds h JOIN reservations r ON r.id = h.reservation_id
+		WHERE h.key_hash = $1 AND r.expires_at > $2) held`, k.Hash, dbrow.MS(tx.now)).Scan(&r.All, &r.BYOK)
 	return r, err
 }
 

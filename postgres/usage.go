@@ -12,45 +12,76 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// GuardrailsForKey returns the guardrails that govern a key.
+// GuardrailsForKey returns the guardrails that govern a key, and those
+// of every key it was minted from: what a minted key spends, they spend.
 func (db *DB) GuardrailsForKey(ctx context.Context, key *gatehouse.Key) ([]gatehouse.AppliedGuardrail, error) {
 	var out []gatehouse.AppliedGuardrail
 	err := db.view(ctx, func(tx *Tx) error {
 		out = nil
-		rows, err := tx.Query(ctx, `SELECT `+prefixed("g.", dbrow.GuardrailColumns)+` FROM key_assignments a
-			JOIN guardrails g ON g.id = a.guardrail_id WHERE a.key_hash = $1`, key.Hash)
-		own, err := collect(rows, err, dbrow.ScanGuardrail)
+		ancestors, err := tx.ancestors(ctx, key, "")
 		if err != nil {
 			return err
 		}
-		for _, g := range own {
-			out = append(out, gatehouse.AppliedGuardrail{Guardrail: g, Subject: gatehouse.KeySubject(key.Hash)})
-		}
-		if len(own) == 0 && key.CreatorUserID != nil {
-			rows, err := tx.Query(ctx, `SELECT `+prefixed("g.", dbrow.GuardrailColumns)+` FROM member_assignments a
-				JOIN guardrails g ON g.id = a.guardrail_id WHERE a.organization_id = $1 AND a.user_id = $2`,
-				key.OrganizationID, *key.CreatorUserID)
-			member, err := collect(rows, err, dbrow.ScanGuardrail)
+		for _, k := range append([]*gatehouse.Key{key}, ancestors...) {
+			if k == nil {
+				continue // a deleted ancestor: Reserve refuses the request
+			}
+			applied, err := tx.keyGuardrails(ctx, k)
 			if err != nil {
 				return err
 			}
-			for _, g := range member {
-				out = append(out, gatehouse.AppliedGuardrail{Guardrail: g, Subject: gatehouse.MemberSubject(*key.CreatorUserID)})
-			}
-		}
-		def, err := dbrow.ScanGuardrail(tx.QueryRow(ctx, `SELECT `+dbrow.GuardrailColumns+` FROM guardrails WHERE id = $1`,
-			gatehouse.DefaultGuardrailID(key.WorkspaceID)))
-		switch {
-		case err == nil:
-			if len(out) == 0 || out[0].Guardrail.ID != def.ID {
-				out = append(out, gatehouse.AppliedGuardrail{Guardrail: def, Subject: gatehouse.KeySubject(key.Hash)})
-			}
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
+			out = gatehouse.AppendGuardrails(out, applied...)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// keyGuardrails returns the guardrails that govern one key by itself.
+func (tx *Tx) keyGuardrails(ctx context.Context, key *gatehouse.Key) ([]gatehouse.AppliedGuardrail, error) {
+	rows, err := tx.Query(ctx, `SELECT `+prefixed("g.", dbrow.GuardrailColumns)+` FROM key_assignments a
+		JOIN guardrails g ON g.id = a.guardrail_id WHERE a.key_hash = $1`, key.Hash)
+	own, err := collect(rows, err, dbrow.ScanGuardrail)
+	if err != nil {
+		return nil, err
+	}
+	var member []*gatehouse.Guardrail
+	if len(own) == 0 && key.CreatorUserID != nil {
+		rows, err := tx.Query(ctx, `SELECT `+prefixed("g.", dbrow.GuardrailColumns)+` FROM member_assignments a
+			JOIN guardrails g ON g.id = a.guardrail_id WHERE a.organization_id = $1 AND a.user_id = $2`,
+			key.OrganizationID, *key.CreatorUserID)
+		if member, err = collect(rows, err, dbrow.ScanGuardrail); err != nil {
+			return nil, err
+		}
+	}
+	def, err := dbrow.ScanGuardrail(tx.QueryRow(ctx, `SELECT `+dbrow.GuardrailColumns+` FROM guardrails WHERE id = $1`,
+		gatehouse.DefaultGuardrailID(key.WorkspaceID)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		def, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gatehouse.KeyGuardrails(key, own, member, def), nil
+}
+
+// ancestors returns the keys a key was minted from, parent first; a nil
+// entry is a deleted key, and ends the chain. lock is "" or " FOR UPDATE":
+// Reserve locks them from the key up, the one order every transaction
+// takes them in.
+func (tx *Tx) ancestors(ctx context.Context, k *gatehouse.Key, lock string) ([]*gatehouse.Key, error) {
+	var out []*gatehouse.Key
+	for k.ParentKeyHash != nil && len(out) < gatehouse.MaxMintDepth {
+		parent, err := dbrow.ScanKey(tx.QueryRow(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = $1`+lock, *k.ParentKeyHash))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return append(out, nil), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out, k = append(out, parent), parent
+	}
+	return out, nil
 }
 
 // prefixed qualifies every column of a comma-separated list.
@@ -79,13 +110,27 @@ func (db *DB) Reserve(ctx context.Context, r *gatehouse.Reservation) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM reservations WHERE key_hash = $1 AND expires_at <= $2`, r.KeyHash, dbrow.MS(tx.now)); err != nil {
 			return err
 		}
-		var reserved gatehouse.Reserved
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0)
-			FROM reservations WHERE key_hash = $1 AND expires_at > $2`, k.Hash, dbrow.MS(tx.now)).Scan(&reserved.All, &reserved.BYOK); err != nil {
+		reserved, err := tx.reservedForKey(ctx, k)
+		if err != nil {
 			return err
 		}
 		if err := gatehouse.CheckKeyLimit(k, tx.now, reserved, r); err != nil {
 			return err
+		}
+		ancestors, err := tx.ancestors(ctx, k, " FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		for _, a := range ancestors {
+			var reserved gatehouse.Reserved
+			if a != nil {
+				if reserved, err = tx.reservedForKey(ctx, a); err != nil {
+					return err
+				}
+			}
+			if err := gatehouse.MintedFrom(a, tx.now, reserved, r); err != nil {
+				return err
+			}
 		}
 		for _, b := range budgets {
 			spent, err := tx.budgetSpend(ctx, b)
@@ -104,6 +149,12 @@ func (db *DB) Reserve(ctx context.Context, r *gatehouse.Reservation) error {
 		for _, b := range budgets {
 			if _, err := tx.Exec(ctx, `INSERT INTO reservation_budgets (reservation_id, guardrail_id, subject) VALUES ($1, $2, $3)`,
 				r.ID, b.GuardrailID, b.Subject); err != nil {
+				return err
+			}
+		}
+		for i, a := range ancestors {
+			if _, err := tx.Exec(ctx, `INSERT INTO reservation_holds (reservation_id, key_hash, depth) VALUES ($1, $2, $3)`,
+				r.ID, a.Hash, i+1); err != nil {
 				return err
 			}
 		}
@@ -164,7 +215,21 @@ func (db *DB) Settle(ctx context.Context, reservationID string, g *gatehouse.Gen
 		if _, err := tx.addKeyUsage(ctx, keyHash, g.Cost, g.BYOK); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT guardrail_id, subject FROM reservation_budgets WHERE reservation_id = $1
+		rows, err := tx.Query(ctx, `SELECT key_hash FROM reservation_holds WHERE reservation_id = $1 ORDER BY depth`, reservationID)
+		holds, err := collect(rows, err, func(s dbrow.Scanner) (string, error) {
+			var h string
+			return h, s.Scan(&h)
+		})
+		if err != nil {
+			return err
+		}
+		for _, hash := range holds {
+			// A deleted ancestor has nothing left to charge.
+			if _, err := tx.addKeyUsage(ctx, hash, g.Cost, g.BYOK); err != nil && gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
+				return err
+			}
+		}
+		rows, err = tx.Query(ctx, `SELECT guardrail_id, subject FROM reservation_budgets WHERE reservation_id = $1
 			ORDER BY guardrail_id, subject`, reservationID)
 		budgets, err := collect(rows, err, func(s dbrow.Scanner) ([2]string, error) {
 			var b [2]string

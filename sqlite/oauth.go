@@ -135,7 +135,7 @@ func (db *DB) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange
 		k := &gatehouse.Key{
 			Hash: gatehouse.HashKey(plaintext), OrganizationID: c.org, WorkspaceID: c.workspace, Name: c.label.String,
 			Limit: terms.Limit, LimitReset: terms.LimitReset, IncludeBYOKInLimit: terms.IncludeBYOKInLimit,
-			CreatorUserID: userID, ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now,
+			CreatorUserID: userID, ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now, ParentKeyHash: dbrow.StrPtr(c.creatorKey),
 		}
 		if err := tx.insertKey(ctx, k, nil); err != nil {
 			return err
@@ -184,6 +184,13 @@ func (tx *Tx) codeCreator(ctx context.Context, orgID string, c *gatehouse.AuthCo
 	}
 	if !k.Active(tx.now) {
 		return nil, gatehouse.Errorf(gatehouse.EFORBIDDEN, "a disabled or expired key cannot create authorization codes")
+	}
+	ancestors, err := tx.ancestors(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if err := gatehouse.CheckMintDepth(len(ancestors)); err != nil {
+		return nil, err
 	}
 	reserved, err := tx.reservedForKey(ctx, k)
 	if err != nil {

@@ -10,51 +10,80 @@ import (
 	"gatehouse/dbrow"
 )
 
-// GuardrailsForKey returns the guardrails that govern a key.
+// GuardrailsForKey returns the guardrails that govern a key, and those
+// of every key it was minted from: what a minted key spends, they spend.
 func (db *DB) GuardrailsForKey(ctx context.Context, key *gatehouse.Key) ([]gatehouse.AppliedGuardrail, error) {
 	var out []gatehouse.AppliedGuardrail
 	err := db.view(ctx, func(tx *Tx) error {
 		out = nil
-		rows, err := tx.QueryContext(ctx, `SELECT `+prefixed("g.", dbrow.GuardrailColumns)+` FROM key_assignments a
-			JOIN guardrails g ON g.id = a.guardrail_id WHERE a.key_hash = ?`, key.Hash)
+		ancestors, err := tx.ancestors(ctx, key)
 		if err != nil {
 			return err
 		}
-		own, err := collect(rows, dbrow.ScanGuardrail)
-		if err != nil {
-			return err
-		}
-		for _, g := range own {
-			out = append(out, gatehouse.AppliedGuardrail{Guardrail: g, Subject: gatehouse.KeySubject(key.Hash)})
-		}
-		if len(own) == 0 && key.CreatorUserID != nil {
-			rows, err := tx.QueryContext(ctx, `SELECT `+prefixed("g.", dbrow.GuardrailColumns)+` FROM member_assignments a
-				JOIN guardrails g ON g.id = a.guardrail_id WHERE a.organization_id = ? AND a.user_id = ?`,
-				key.OrganizationID, *key.CreatorUserID)
+		for _, k := range append([]*gatehouse.Key{key}, ancestors...) {
+			if k == nil {
+				continue // a deleted ancestor: Reserve refuses the request
+			}
+			applied, err := tx.keyGuardrails(ctx, k)
 			if err != nil {
 				return err
 			}
-			member, err := collect(rows, dbrow.ScanGuardrail)
-			if err != nil {
-				return err
-			}
-			for _, g := range member {
-				out = append(out, gatehouse.AppliedGuardrail{Guardrail: g, Subject: gatehouse.MemberSubject(*key.CreatorUserID)})
-			}
-		}
-		def, err := dbrow.ScanGuardrail(tx.QueryRowContext(ctx, `SELECT `+dbrow.GuardrailColumns+` FROM guardrails WHERE id = ?`,
-			gatehouse.DefaultGuardrailID(key.WorkspaceID)))
-		switch {
-		case err == nil:
-			if len(out) == 0 || out[0].Guardrail.ID != def.ID {
-				out = append(out, gatehouse.AppliedGuardrail{Guardrail: def, Subject: gatehouse.KeySubject(key.Hash)})
-			}
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
+			out = gatehouse.AppendGuardrails(out, applied...)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// keyGuardrails returns the guardrails that govern one key by itself.
+func (tx *Tx) keyGuardrails(ctx context.Context, key *gatehouse.Key) ([]gatehouse.AppliedGuardrail, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+prefixed("g.", dbrow.GuardrailColumns)+` FROM key_assignments a
+		JOIN guardrails g ON g.id = a.guardrail_id WHERE a.key_hash = ?`, key.Hash)
+	if err != nil {
+		return nil, err
+	}
+	own, err := collect(rows, dbrow.ScanGuardrail)
+	if err != nil {
+		return nil, err
+	}
+	var member []*gatehouse.Guardrail
+	if len(own) == 0 && key.CreatorUserID != nil {
+		rows, err := tx.QueryContext(ctx, `SELECT `+prefixed("g.", dbrow.GuardrailColumns)+` FROM member_assignments a
+			JOIN guardrails g ON g.id = a.guardrail_id WHERE a.organization_id = ? AND a.user_id = ?`,
+			key.OrganizationID, *key.CreatorUserID)
+		if err != nil {
+			return nil, err
+		}
+		if member, err = collect(rows, dbrow.ScanGuardrail); err != nil {
+			return nil, err
+		}
+	}
+	def, err := dbrow.ScanGuardrail(tx.QueryRowContext(ctx, `SELECT `+dbrow.GuardrailColumns+` FROM guardrails WHERE id = ?`,
+		gatehouse.DefaultGuardrailID(key.WorkspaceID)))
+	if errors.Is(err, sql.ErrNoRows) {
+		def, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gatehouse.KeyGuardrails(key, own, member, def), nil
+}
+
+// ancestors returns the keys a key was minted from, parent first; a nil
+// entry is a deleted key, and ends the chain.
+func (tx *Tx) ancestors(ctx context.Context, k *gatehouse.Key) ([]*gatehouse.Key, error) {
+	var out []*gatehouse.Key
+	for k.ParentKeyHash != nil && len(out) < gatehouse.MaxMintDepth {
+		parent, err := dbrow.ScanKey(tx.QueryRowContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = ?`, *k.ParentKeyHash))
+		if errors.Is(err, sql.ErrNoRows) {
+			return append(out, nil), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out, k = append(out, parent), parent
+	}
+	return out, nil
 }
 
 // prefixed qualifies every column of a comma-separated list.
@@ -87,6 +116,21 @@ func (db *DB) Reserve(ctx context.Context, r *gatehouse.Reservation) error {
 		if err := gatehouse.CheckKeyLimit(k, tx.now, reserved, r); err != nil {
 			return err
 		}
+		ancestors, err := tx.ancestors(ctx, k)
+		if err != nil {
+			return err
+		}
+		for _, a := range ancestors {
+			var reserved gatehouse.Reserved
+			if a != nil {
+				if reserved, err = tx.reservedForKey(ctx, a); err != nil {
+					return err
+				}
+			}
+			if err := gatehouse.MintedFrom(a, tx.now, reserved, r); err != nil {
+				return err
+			}
+		}
 		for _, b := range r.Budgets {
 			spent, err := tx.budgetSpend(ctx, b)
 			if err != nil {
@@ -107,17 +151,32 @@ func (db *DB) Reserve(ctx context.Context, r *gatehouse.Reservation) error {
 				return err
 			}
 		}
+		for i, a := range ancestors {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO reservation_holds (reservation_id, key_hash, depth) VALUES (?, ?, ?)`,
+				r.ID, a.Hash, i+1); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 }
 
-// reservedForKey sums the key's live reservations: all of them, and the BYOK ones.
+// reservedForKey sums the live reservations that hold against the key:
+// all of them, and the BYOK ones. They are its own and, through
+// reservation_holds, those of the keys minted from it.
 func (tx *Tx) reservedForKey(ctx context.Context, k *gatehouse.Key) (gatehouse.Reserved, error) {
 	var r gatehouse.Reserved
-	err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0)
-		FROM reservations WHERE key_hash = ? AND expires_at > ?`, k.Hash, dbrow.MS(tx.now)).Scan(&r.All, &r.BYOK)
+	err := tx.QueryRowContext(ctx, reservedForKeySQL, k.Hash, dbrow.MS(tx.now), k.Hash, dbrow.MS(tx.now)).Scan(&r.All, &r.BYOK)
 	return r, err
 }
+
+// reservedForKeySQL sums a key's own reservations and those it holds for
+// the keys minted from it (parameters: hash, now, hash, now).
+const reservedForKeySQL = `SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0) FROM (
+	SELECT amount, byok FROM reservations WHERE key_hash = ? AND expires_at > ?
+	UNION ALL
+	SELECT r.amount, r.byok FROM reservation_holds h JOIN reservations r ON r.id = h.reservation_id
+	WHERE h.key_hash = ? AND r.expires_at > ?)`
 
 // budgetSpend returns what counts against a budget now: the recorded spend
 // of its subject and its live reservations.
@@ -167,6 +226,10 @@ func (db *DB) Settle(ctx context.Context, reservationID string, g *gatehouse.Gen
 		if err != nil {
 			return err
 		}
+		holds, err := tx.holds(ctx, reservationID)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM reservations WHERE id = ?`, reservationID); err != nil {
 			return err
 		}
@@ -181,12 +244,31 @@ func (db *DB) Settle(ctx context.Context, reservationID string, g *gatehouse.Gen
 		if _, err := tx.addKeyUsage(ctx, keyHash, g.Cost, g.BYOK); err != nil {
 			return err
 		}
+		for _, hash := range holds {
+			// A deleted ancestor has nothing left to charge.
+			if _, err := tx.addKeyUsage(ctx, hash, g.Cost, g.BYOK); err != nil && gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
+				return err
+			}
+		}
 		for _, b := range budgets {
 			if err := tx.addBudgetUsage(ctx, b[0], b[1], g.Cost, g.BYOK); err != nil {
 				return err
 			}
 		}
 		return nil
+	})
+}
+
+// holds returns the keys a reservation holds against besides its own,
+// parent first.
+func (tx *Tx) holds(ctx context.Context, reservationID string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT key_hash FROM reservation_holds WHERE reservation_id = ? ORDER BY depth`, reservationID)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(s dbrow.Scanner) (string, error) {
+		var h string
+		return h, s.Scan(&h)
 	})
 }
 

@@ -63,6 +63,10 @@ func testOAuth(t *testing.T, open Opener) {
 		{"CreatorSpent", testOAuthCreatorSpent},
 		{"CreatorGone", testOAuthCreatorGone},
 		{"PendingCodeBlocksMemberRemoval", testOAuthPendingCodeBlocksMemberRemoval},
+		{"MintedSpendCountsAgainstCreator", testOAuthMintedSpendCountsAgainstCreator},
+		{"MintedChain", testOAuthMintedChain},
+		{"MintedDiesWithCreator", testOAuthMintedDiesWithCreator},
+		{"MintedSharesCreatorBudgets", testOAuthMintedSharesCreatorBudgets},
 	})
 }
 
