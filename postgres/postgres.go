@@ -9,6 +9,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"gatehouse/sqlstore"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -18,7 +19,6 @@ import (
 	"time"
 
 	"gatehouse"
-	"gatehouse/dbrow"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -39,10 +39,10 @@ type Options struct {
 // DefaultOpTimeout is the default of Options.OpTimeout.
 const DefaultOpTimeout = 5 * time.Second
 
-// DB is a gatehouse.Store on a PostgreSQL database.
+// DB is a gatehouse.Store on a PostgreSQL database: the shared store over
+// this engine, with one override (UpdateKey).
 type DB struct {
-	// Now is the clock of every transaction; tests replace it.
-	Now gatehouse.Clock
+	*sqlstore.Store
 
 	pool      *pgxpool.Pool
 	box       *gatehouse.SecretBox
@@ -76,7 +76,8 @@ func Open(ctx context.Context, url string, box *gatehouse.SecretBox, opts Option
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	db := &DB{Now: time.Now, box: box, opTimeout: opts.OpTimeout}
+	db := &DB{box: box, opTimeout: opts.OpTimeout}
+	db.Store = sqlstore.New(engine{db}, box)
 	if db.opTimeout <= 0 {
 		db.opTimeout = DefaultOpTimeout
 	}
@@ -170,46 +171,6 @@ func migrateFile(ctx context.Context, conn *pgx.Conn, name string) error {
 	})
 }
 
-// Tx is a transaction with the one instant all its work is stamped with.
-type Tx struct {
-	pgx.Tx
-	db  *DB
-	now time.Time
-}
-
-// update runs fn in a SERIALIZABLE transaction and commits it, retrying
-// from the start when PostgreSQL reports a serialization failure or a
-// deadlock. Serializable transactions give every multi-row operation the
-// same all-or-nothing, one-at-a-time semantics as the SQLite store's single
-// writer, across any number of instances.
-func (db *DB) update(ctx context.Context, fn func(tx *Tx) error) error {
-	return db.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
-}
-
-// view runs fn in a read-only REPEATABLE READ transaction: one snapshot.
-func (db *DB) view(ctx context.Context, fn func(tx *Tx) error) error {
-	return db.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
-}
-
-// querier runs statements: a transaction, or the pool itself.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-// one runs fn on the pool outside a transaction, each of its statements
-// its own snapshot and commit: for the hottest reads (a key, a guardrail),
-// which save the BEGIN and COMMIT round trips, and for writes that one
-// statement makes whole. It bounds fn like a transaction.
-func (db *DB) one(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
-	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
-	defer cancel()
-	return mapErr(fn(ctx, db.pool))
-}
-
-// now is the time of an operation, as stored: UTC, to the millisecond.
-func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Millisecond) }
-
 // maxAttempts bounds the retries of a transaction that keeps conflicting.
 const maxAttempts = 12
 
@@ -224,7 +185,7 @@ func retryBackoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(window)))
 }
 
-func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(tx *Tx) error) error {
+func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(q sqlstore.Querier) error) error {
 	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
@@ -241,13 +202,12 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(tx *Tx) error
 	}
 }
 
-func (db *DB) attempt(ctx context.Context, opts pgx.TxOptions, fn func(tx *Tx) error) error {
+func (db *DB) attempt(ctx context.Context, opts pgx.TxOptions, fn func(q sqlstore.Querier) error) error {
 	pgTx, err := db.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
-	tx := &Tx{Tx: pgTx, db: db, now: db.now()}
-	if err := fn(tx); err != nil {
+	if err := fn(querier{pgTx, ctx}); err != nil {
 		_ = pgTx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
@@ -290,61 +250,4 @@ func mapErr(err error) error {
 
 func unavailable() error {
 	return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the database is unavailable; retry shortly")
-}
-
-// isForeignKey reports whether err is a foreign key violation.
-func isForeignKey(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23503"
-}
-
-// isUnique reports whether err is a unique violation.
-func isUnique(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
-}
-
-// placeholders returns "$1, $2, ..., $n", the parameters of a VALUES list
-// of n columns. Lists of ids are one parameter instead: = ANY($n).
-func placeholders(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		if i > 1 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "$%d", i)
-	}
-	return b.String()
-}
-
-// collect scans every row with scan and closes rows.
-func collect[T any](rows pgx.Rows, err error, scan func(s dbrow.Scanner) (T, error)) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
-// findPage returns one page of `SELECT columns FROM from` (from carries the
-// joins and the WHERE clause, filled in by args) ordered by order, with the
-// number of all matching rows, both in the snapshot of tx.
-func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(dbrow.Scanner) (T, error)) ([]T, int, error) {
-	var total int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+from, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	n := len(args)
-	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT %s FROM %s ORDER BY %s LIMIT $%d OFFSET $%d`, columns, from, order, n+1, n+2),
-		append(args[:n:n], page.Limit, page.Offset)...)
-	list, err := collect(rows, err, scan)
-	return list, total, err
 }

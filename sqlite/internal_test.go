@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"gatehouse/sqlstore"
 	"os"
 	"path/filepath"
 	"sync"
@@ -35,10 +36,10 @@ func TestStmtCacheNoPoolDeadlock(t *testing.T) {
 	errs := make(chan error, workers*2)
 	for w := range workers {
 		wg.Go(func() {
-			errs <- db.view(ctx, func(tx *Tx) error {
+			errs <- (engine{db}).View(ctx, func(q sqlstore.Querier) error {
 				for i := range 10 {
 					var n int
-					if err := tx.q.QueryRowContext(ctx, fmt.Sprintf("SELECT %d + ?", w*100+i), 1).Scan(&n); err != nil {
+					if err := q.QueryRow(ctx, fmt.Sprintf("SELECT %d + ?", w*100+i), 1).Scan(&n); err != nil {
 						return err
 					}
 					if n != w*100+i+1 {
@@ -49,9 +50,9 @@ func TestStmtCacheNoPoolDeadlock(t *testing.T) {
 			})
 		})
 		wg.Go(func() {
-			errs <- db.viewOne(ctx, func(tx *Tx) error {
+			errs <- (engine{db}).Read(ctx, func(q sqlstore.Querier) error {
 				var n int
-				return tx.q.QueryRowContext(ctx, fmt.Sprintf("SELECT %d + ?", 10000+w), 1).Scan(&n)
+				return q.QueryRow(ctx, fmt.Sprintf("SELECT %d + ?", 10000+w), 1).Scan(&n)
 			})
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"gatehouse/sqlstore"
 	"io/fs"
 	"net/url"
 	"os"
@@ -18,7 +19,6 @@ import (
 	"time"
 
 	"gatehouse"
-	"gatehouse/dbrow"
 
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -27,11 +27,11 @@ import (
 //go:embed migration/*.sql
 var migrations embed.FS
 
-// DB is a gatehouse.Store on a SQLite database file.
+// DB is a gatehouse.Store on a SQLite database file: the shared store over
+// this engine.
 type DB struct {
+	*sqlstore.Store
 	Path string
-	// Now is the clock of every transaction; tests replace it.
-	Now gatehouse.Clock
 
 	write  *sql.DB // one connection: SQLite has one writer at a time
 	read   *sql.DB // a pool of read-only connections
@@ -72,7 +72,7 @@ func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, erro
 	if err := createPrivate(path); err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	db := &DB{Path: path, Now: time.Now, box: box}
+	db := &DB{Path: path, box: box}
 	var err error
 	if db.write, err = sql.Open("sqlite", dsn(path, false)); err != nil {
 		return nil, err
@@ -104,6 +104,7 @@ func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, erro
 	db.ckpt = newCheckpointer(ckptConn)
 	db.writer = newWriter(db)
 	db.stmts = newStmtCache(db.read)
+	db.Store = sqlstore.New(engine{db}, box)
 	return db, nil
 }
 
@@ -213,44 +214,6 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 	return tx.Commit()
 }
 
-// Tx is a transaction with the one instant all its work is stamped with.
-type Tx struct {
-	q   querier // the transaction, or the read pool for a one-statement read
-	db  *DB
-	now time.Time
-}
-
-// querier is what a Tx runs statements on: *sql.Tx, or *sql.DB.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// update runs fn as one write operation: all of it is committed if fn
-// succeeds, none of it if fn fails. Operations are group-committed (see
-// writer.go); update returns once its operation is durable.
-func (db *DB) update(ctx context.Context, fn func(tx *Tx) error) error {
-	return db.writer.do(ctx, fn)
-}
-
-// view runs fn in a read-only transaction: one consistent snapshot.
-func (db *DB) view(ctx context.Context, fn func(tx *Tx) error) error {
-	sqlTx, err := db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return mapErr(err)
-	}
-	defer sqlTx.Rollback() // read-only: ending it either way is the same
-	return mapErr(fn(&Tx{q: preparedQuerier{cache: db.stmts, tx: sqlTx}, db: db, now: db.Now().UTC().Truncate(time.Millisecond)}))
-}
-
-// viewOne runs fn, which makes a single query, on the read pool without an
-// explicit transaction: one statement is its own snapshot, and it saves the
-// BEGIN and COMMIT round trips on the hottest reads (a key, a guardrail).
-func (db *DB) viewOne(ctx context.Context, fn func(tx *Tx) error) error {
-	return mapErr(fn(&Tx{q: preparedQuerier{cache: db.stmts}, db: db, now: db.Now().UTC().Truncate(time.Millisecond)}))
-}
-
 // mapErr turns driver errors that are not the caller's fault but have a
 // meaning (the database is busy or gone) into domain errors. Others pass
 // through unchanged and render as internal errors.
@@ -263,41 +226,4 @@ func mapErr(err error) error {
 		return &gatehouse.Error{Code: gatehouse.EUNAVAILABLE, Message: "the database is busy; retry shortly"}
 	}
 	return err
-}
-
-// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
-func isUnique(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
-}
-
-// placeholders returns "?, ?, ..." for n values.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
-
-// anys converts a slice of strings into query arguments.
-func anys(ss []string, prefix ...any) []any {
-	out := append([]any{}, prefix...)
-	for _, s := range ss {
-		out = append(out, s)
-	}
-	return out
-}
-
-// findPage returns one page of `SELECT columns FROM from` (from carries the
-// joins and the WHERE clause, filled in by args) ordered by order, with the
-// number of all matching rows. Run in one transaction, both see one snapshot.
-func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(dbrow.Scanner) (T, error)) ([]T, int, error) {
-	var total int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+from, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM `+from+` ORDER BY `+order+` LIMIT ? OFFSET ?`,
-		append(args[:len(args):len(args)], page.Limit, page.Offset)...)
-	if err != nil {
-		return nil, 0, err
-	}
-	list, err := collect(rows, scan)
-	return list, total, err
 }

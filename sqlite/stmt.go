@@ -164,7 +164,7 @@ func (p preparedQuerier) QueryRowContext(ctx context.Context, query string, args
 }
 
 // fallback is where an unprepared query runs.
-func (p preparedQuerier) fallback() querier {
+func (p preparedQuerier) fallback() sqlRunner {
 	if p.tx != nil {
 		return p.tx
 	}

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
-	"time"
+
+	"gatehouse/sqlstore"
 )
 
 // Group commit. SQLite has one writer, and with synchronous=FULL every
@@ -25,7 +26,7 @@ const maxBatch = 64
 // writeOp is one write operation waiting for the writer.
 type writeOp struct {
 	ctx  context.Context
-	fn   func(tx *Tx) error
+	fn   func(q sqlstore.Querier) error
 	done chan error
 }
 
@@ -51,7 +52,7 @@ var errStoreClosed = errors.New("sqlite: the store is closed")
 // has failed). Cancelling ctx before the operation starts abandons it; once
 // started it runs to the end, because interrupting a statement in SQLite
 // would roll back the whole shared transaction.
-func (w *writer) do(ctx context.Context, fn func(tx *Tx) error) error {
+func (w *writer) do(ctx context.Context, fn func(q sqlstore.Querier) error) error {
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case w.ops <- op:
@@ -142,21 +143,5 @@ func (w *writer) run(sqlTx *sql.Tx, op *writeOp) (err error) {
 			err = rerr
 		}
 	}()
-	return op.fn(&Tx{q: sqlTx, db: w.db, now: w.db.Now().UTC().Truncate(time.Millisecond)})
-}
-
-// ExecContext runs a statement of the transaction. Cancellation of ctx does
-// not interrupt it (see writer.do); its deadline and values still apply.
-func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return tx.q.ExecContext(context.WithoutCancel(ctx), query, args...)
-}
-
-// QueryContext runs a query of the transaction, without interruption.
-func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return tx.q.QueryContext(context.WithoutCancel(ctx), query, args...)
-}
-
-// QueryRowContext runs a one-row query of the transaction, without interruption.
-func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return tx.q.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+	return op.fn(querier{uninterrupted{sqlTx}})
 }

@@ -1,9 +1,8 @@
-// Package dbrow maps domain values to and from the rows of the SQL stores.
-// Both engines keep their SQL in their own packages and share this: the
-// column lists (identical in both schemas), the scanners and the argument
-// builders. Timestamps are Unix milliseconds; money is integer nano-USD;
-// lists and documents are JSON text.
-package dbrow
+// Row mapping: the column lists (identical in both schemas), the scanners
+// and the argument builders. Timestamps are Unix milliseconds; money is
+// integer nano-USD; lists and documents are JSON text.
+
+package sqlstore
 
 import (
 	"database/sql"
@@ -17,34 +16,31 @@ import (
 	"gatehouse"
 )
 
-// Scanner is a row: *sql.Row, *sql.Rows, pgx.Row or pgx.Rows.
-type Scanner interface{ Scan(dest ...any) error }
+// ms returns t as Unix milliseconds, the unit of every timestamp column.
+func ms(t time.Time) int64 { return t.UnixMilli() }
 
-// MS returns t as Unix milliseconds, the unit of every timestamp column.
-func MS(t time.Time) int64 { return t.UnixMilli() }
+// fromMS returns the UTC time of Unix milliseconds.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
-// FromMS returns the UTC time of Unix milliseconds.
-func FromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
-
-// NullMS returns the column value of an optional time.
-func NullMS(t *time.Time) any {
+// nullMS returns the column value of an optional time.
+func nullMS(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
 	return t.UnixMilli()
 }
 
-// TimePtr returns the optional time of a nullable column.
-func TimePtr(v sql.NullInt64) *time.Time {
+// timePtr returns the optional time of a nullable column.
+func timePtr(v sql.NullInt64) *time.Time {
 	if !v.Valid {
 		return nil
 	}
-	t := FromMS(v.Int64)
+	t := fromMS(v.Int64)
 	return &t
 }
 
-// StrPtr returns the optional string of a nullable column.
-func StrPtr(v sql.NullString) *string {
+// strPtr returns the optional string of a nullable column.
+func strPtr(v sql.NullString) *string {
 	if !v.Valid {
 		return nil
 	}
@@ -52,8 +48,8 @@ func StrPtr(v sql.NullString) *string {
 	return &s
 }
 
-// BoolPtr returns the optional bool of a nullable integer column.
-func BoolPtr(v sql.NullBool) *bool {
+// boolPtr returns the optional bool of a nullable integer column.
+func boolPtr(v sql.NullBool) *bool {
 	if !v.Valid {
 		return nil
 	}
@@ -61,8 +57,8 @@ func BoolPtr(v sql.NullBool) *bool {
 	return &b
 }
 
-// MoneyPtr returns the optional amount of a nullable column.
-func MoneyPtr(v sql.NullInt64) *gatehouse.Money {
+// moneyPtr returns the optional amount of a nullable column.
+func moneyPtr(v sql.NullInt64) *gatehouse.Money {
 	if !v.Valid {
 		return nil
 	}
@@ -70,22 +66,16 @@ func MoneyPtr(v sql.NullInt64) *gatehouse.Money {
 	return &m
 }
 
-// NullInterval returns the column value of an interval (NULL for none).
-func NullInterval(i gatehouse.Interval) any {
+// nullInterval returns the column value of an interval (NULL for none).
+func nullInterval(i gatehouse.Interval) any {
 	if i == gatehouse.NoReset {
 		return nil
 	}
 	return string(i)
 }
 
-// ScanString scans one string column.
-func ScanString(s Scanner) (string, error) {
-	var v string
-	return v, s.Scan(&v)
-}
-
-// Missing returns the values of want that are not in have, in want's order.
-func Missing(want, have []string) []string {
+// missing returns the values of want that are not in have, in want's order.
+func missing(want, have []string) []string {
 	out := []string{}
 	for _, v := range want {
 		if !slices.Contains(have, v) {
@@ -95,14 +85,14 @@ func Missing(want, have []string) []string {
 	return out
 }
 
-// KeyColumns are the columns of api_keys, in ScanKey order.
-const KeyColumns = `hash, organization_id, workspace_id, management, name, disabled, limit_nanos, limit_reset,
+// keyColumns are the columns of api_keys, in scanKey order.
+const keyColumns = `hash, organization_id, workspace_id, management, name, disabled, limit_nanos, limit_reset,
 	include_byok_in_limit, creator_user_id, external_user, created_at, updated_at, expires_at,
 	usage_total, usage_day, usage_day_start, usage_week, usage_week_start, usage_month, usage_month_start,
 	byok_total, byok_day, byok_day_start, byok_week, byok_week_start, byok_month, byok_month_start, parent_key_hash`
 
-// ScanKey scans a row of KeyColumns.
-func ScanKey(s Scanner) (*gatehouse.Key, error) {
+// scanKey scans a row of keyColumns.
+func scanKey(s Scanner) (*gatehouse.Key, error) {
 	var k gatehouse.Key
 	var workspace, reset, creator, external, parent sql.NullString
 	var limit, updated, expires sql.NullInt64
@@ -115,9 +105,9 @@ func ScanKey(s Scanner) (*gatehouse.Key, error) {
 		return nil, err
 	}
 	k.WorkspaceID = workspace.String
-	k.Limit, k.LimitReset = MoneyPtr(limit), gatehouse.Interval(reset.String)
-	k.CreatorUserID, k.ExternalUser, k.ParentKeyHash = StrPtr(creator), StrPtr(external), StrPtr(parent)
-	k.CreatedAt, k.UpdatedAt, k.ExpiresAt = FromMS(created), TimePtr(updated), TimePtr(expires)
+	k.Limit, k.LimitReset = moneyPtr(limit), gatehouse.Interval(reset.String)
+	k.CreatorUserID, k.ExternalUser, k.ParentKeyHash = strPtr(creator), strPtr(external), strPtr(parent)
+	k.CreatedAt, k.UpdatedAt, k.ExpiresAt = fromMS(created), timePtr(updated), timePtr(expires)
 	k.Usage, k.BYOKUsage = u.counter(), b.counter()
 	return &k, nil
 }
@@ -131,25 +121,25 @@ type counterCols struct {
 func (c counterCols) counter() gatehouse.Counter {
 	return gatehouse.Counter{
 		Total: gatehouse.Money(c.total),
-		Day:   gatehouse.Money(c.day), DayStart: FromMS(c.dayStart),
-		Week: gatehouse.Money(c.week), WeekStart: FromMS(c.weekStart),
-		Month: gatehouse.Money(c.month), MonthStart: FromMS(c.monthStart),
+		Day:   gatehouse.Money(c.day), DayStart: fromMS(c.dayStart),
+		Week: gatehouse.Money(c.week), WeekStart: fromMS(c.weekStart),
+		Month: gatehouse.Money(c.month), MonthStart: fromMS(c.monthStart),
 	}
 }
 
-// CounterArgs returns the column values of a counter, in column order.
-func CounterArgs(c gatehouse.Counter) []any {
-	return []any{int64(c.Total), int64(c.Day), MS(c.DayStart), int64(c.Week), MS(c.WeekStart), int64(c.Month), MS(c.MonthStart)}
+// counterArgs returns the column values of a counter, in column order.
+func counterArgs(c gatehouse.Counter) []any {
+	return []any{int64(c.Total), int64(c.Day), ms(c.DayStart), int64(c.Week), ms(c.WeekStart), int64(c.Month), ms(c.MonthStart)}
 }
 
-// WorkspaceColumns are the columns of workspaces, in ScanWorkspace order.
-const WorkspaceColumns = `id, organization_id, name, slug, description, default_text_model, default_image_model,
+// workspaceColumns are the columns of workspaces, in scanWorkspace order.
+const workspaceColumns = `id, organization_id, name, slug, description, default_text_model, default_image_model,
 	default_provider_sort, disabled_server_tools, io_logging_api_key_ids, io_logging_sampling_rate,
 	is_data_discount_logging_enabled, is_observability_broadcast_enabled, is_observability_io_logging_enabled,
 	include_byok_in_budgets, is_default, created_by, created_at, updated_at`
 
-// ScanWorkspace scans a row of WorkspaceColumns.
-func ScanWorkspace(s Scanner) (*gatehouse.Workspace, error) {
+// scanWorkspace scans a row of workspaceColumns.
+func scanWorkspace(s Scanner) (*gatehouse.Workspace, error) {
 	var w gatehouse.Workspace
 	var desc, text, image, sort, created sql.NullString
 	var tools, ids sql.NullString
@@ -160,49 +150,49 @@ func ScanWorkspace(s Scanner) (*gatehouse.Workspace, error) {
 		&w.IsObservabilityIOLoggingEnabled, &w.IncludeBYOKInBudgets, &w.IsDefault, &created, &createdAt, &updatedAt); err != nil {
 		return nil, err
 	}
-	w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort = StrPtr(desc), StrPtr(text), StrPtr(image), StrPtr(sort)
-	w.CreatedBy, w.CreatedAt, w.UpdatedAt = StrPtr(created), FromMS(createdAt), TimePtr(updatedAt)
-	if err := ScanJSON(tools, &w.DisabledServerTools); err != nil {
+	w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort = strPtr(desc), strPtr(text), strPtr(image), strPtr(sort)
+	w.CreatedBy, w.CreatedAt, w.UpdatedAt = strPtr(created), fromMS(createdAt), timePtr(updatedAt)
+	if err := scanJSON(tools, &w.DisabledServerTools); err != nil {
 		return nil, err
 	}
-	return &w, ScanJSON(ids, &w.IOLoggingAPIKeyIDs)
+	return &w, scanJSON(ids, &w.IOLoggingAPIKeyIDs)
 }
 
-// ScanMembership scans a row of MembershipColumns.
-func ScanMembership(s Scanner) (*gatehouse.WorkspaceMember, error) {
+// scanMembership scans a row of membershipColumns.
+func scanMembership(s Scanner) (*gatehouse.WorkspaceMember, error) {
 	var m gatehouse.WorkspaceMember
 	var role string
 	var created int64
 	err := s.Scan(&m.ID, &m.WorkspaceID, &m.UserID, &role, &created)
-	m.Role, m.CreatedAt = gatehouse.WorkspaceRole(role), FromMS(created)
+	m.Role, m.CreatedAt = gatehouse.WorkspaceRole(role), fromMS(created)
 	return &m, err
 }
 
-// MemberColumns are the columns of members, in ScanMember order.
-const MemberColumns = `id, email, first_name, last_name, role, created_at`
+// memberColumns are the columns of members, in scanMember order.
+const memberColumns = `id, email, first_name, last_name, role, created_at`
 
-// ScanMember scans a row of MemberColumns.
-func ScanMember(s Scanner) (*gatehouse.Member, error) {
+// scanMember scans a row of memberColumns.
+func scanMember(s Scanner) (*gatehouse.Member, error) {
 	var m gatehouse.Member
 	var first, last sql.NullString
 	var created int64
 	if err := s.Scan(&m.ID, &m.Email, &first, &last, &m.Role, &created); err != nil {
 		return nil, err
 	}
-	m.FirstName, m.LastName, m.CreatedAt = StrPtr(first), StrPtr(last), FromMS(created)
+	m.FirstName, m.LastName, m.CreatedAt = strPtr(first), strPtr(last), fromMS(created)
 	return &m, nil
 }
 
-// GuardrailColumns are the columns of guardrails, in ScanGuardrail and
-// GuardrailArgs order.
-const GuardrailColumns = `id, organization_id, workspace_id, name, description, allowed_models, allowed_providers,
+// guardrailColumns are the columns of guardrails, in scanGuardrail and
+// guardrailArgs order.
+const guardrailColumns = `id, organization_id, workspace_id, name, description, allowed_models, allowed_providers,
 	ignored_models, ignored_providers, limit_nanos, reset_interval, include_byok_in_budgets, enforce_zdr,
 	enforce_zdr_anthropic, enforce_zdr_openai, enforce_zdr_google, enforce_zdr_xai, enforce_zdr_other,
 	enable_free_model_publication, enable_free_model_training, enable_paid_model_training,
 	allowed_data_regions, content_filters, content_filter_builtins, created_at, updated_at`
 
-// ScanGuardrail scans a row of GuardrailColumns.
-func ScanGuardrail(s Scanner) (*gatehouse.Guardrail, error) {
+// scanGuardrail scans a row of guardrailColumns.
+func scanGuardrail(s Scanner) (*gatehouse.Guardrail, error) {
 	var g gatehouse.Guardrail
 	var desc, reset sql.NullString
 	var models, providers, ignModels, ignProviders, regions, filters, builtins sql.NullString
@@ -217,12 +207,12 @@ func ScanGuardrail(s Scanner) (*gatehouse.Guardrail, error) {
 		&regions, &filters, &builtins, &created, &updated); err != nil {
 		return nil, err
 	}
-	g.Description, g.LimitUSD, g.ResetInterval = StrPtr(desc), MoneyPtr(limit), gatehouse.Interval(reset.String)
-	g.EnforceZDR, g.EnforceZDRAnthropic, g.EnforceZDROpenAI = BoolPtr(zdr[0]), BoolPtr(zdr[1]), BoolPtr(zdr[2])
-	g.EnforceZDRGoogle, g.EnforceZDRXAI, g.EnforceZDROther = BoolPtr(zdr[3]), BoolPtr(zdr[4]), BoolPtr(zdr[5])
-	g.EnableFreeModelPublication = BoolPtr(free)
-	g.EnableFreeModelTraining, g.EnablePaidModelTraining = BoolPtr(freeTraining), BoolPtr(paidTraining)
-	g.CreatedAt, g.UpdatedAt = FromMS(created), TimePtr(updated)
+	g.Description, g.LimitUSD, g.ResetInterval = strPtr(desc), moneyPtr(limit), gatehouse.Interval(reset.String)
+	g.EnforceZDR, g.EnforceZDRAnthropic, g.EnforceZDROpenAI = boolPtr(zdr[0]), boolPtr(zdr[1]), boolPtr(zdr[2])
+	g.EnforceZDRGoogle, g.EnforceZDRXAI, g.EnforceZDROther = boolPtr(zdr[3]), boolPtr(zdr[4]), boolPtr(zdr[5])
+	g.EnableFreeModelPublication = boolPtr(free)
+	g.EnableFreeModelTraining, g.EnablePaidModelTraining = boolPtr(freeTraining), boolPtr(paidTraining)
+	g.CreatedAt, g.UpdatedAt = fromMS(created), timePtr(updated)
 	for _, j := range []struct {
 		col sql.NullString
 		dst any
@@ -231,16 +221,16 @@ func ScanGuardrail(s Scanner) (*gatehouse.Guardrail, error) {
 		{ignModels, &g.IgnoredModels}, {ignProviders, &g.IgnoredProviders},
 		{regions, &g.AllowedDataRegions}, {filters, &g.ContentFilters}, {builtins, &g.ContentFilterBuiltins},
 	} {
-		if err := ScanJSON(j.col, j.dst); err != nil {
+		if err := scanJSON(j.col, j.dst); err != nil {
 			return nil, fmt.Errorf("guardrail %s: %w", g.ID, err)
 		}
 	}
 	return &g, nil
 }
 
-// GuardrailArgs returns the column values of g in GuardrailColumns order.
-func GuardrailArgs(g *gatehouse.Guardrail) ([]any, error) {
-	j, err := JSONArgs(g.AllowedModels, g.AllowedProviders, g.IgnoredModels, g.IgnoredProviders,
+// guardrailArgs returns the column values of g in guardrailColumns order.
+func guardrailArgs(g *gatehouse.Guardrail) ([]any, error) {
+	j, err := jsonArgs(g.AllowedModels, g.AllowedProviders, g.IgnoredModels, g.IgnoredProviders,
 		g.AllowedDataRegions, g.ContentFilters, g.ContentFilterBuiltins)
 	if err != nil {
 		return nil, err
@@ -250,15 +240,15 @@ func GuardrailArgs(g *gatehouse.Guardrail) ([]any, error) {
 		limit = int64(*g.LimitUSD)
 	}
 	return []any{g.ID, g.OrganizationID, g.WorkspaceID, g.Name, g.Description, j[0], j[1],
-		j[2], j[3], limit, NullInterval(g.ResetInterval), g.IncludeBYOKInBudgets, g.EnforceZDR,
+		j[2], j[3], limit, nullInterval(g.ResetInterval), g.IncludeBYOKInBudgets, g.EnforceZDR,
 		g.EnforceZDRAnthropic, g.EnforceZDROpenAI, g.EnforceZDRGoogle, g.EnforceZDRXAI, g.EnforceZDROther,
 		g.EnableFreeModelPublication, g.EnableFreeModelTraining, g.EnablePaidModelTraining,
-		j[4], j[5], j[6], MS(g.CreatedAt), NullMS(g.UpdatedAt)}, nil
+		j[4], j[5], j[6], ms(g.CreatedAt), nullMS(g.UpdatedAt)}, nil
 }
 
-// DestinationColumns are the columns of destinations, in ScanDestination
-// and DestinationArgs order.
-const DestinationColumns = `id, organization_id, workspace_id, name, type, config, secrets, enabled, privacy_mode,
+// destinationColumns are the columns of destinations, in scanDestination
+// and destinationArgs order.
+const destinationColumns = `id, organization_id, workspace_id, name, type, config, secrets, enabled, privacy_mode,
 	sampling_rate, api_key_hashes, filter_rules, regions, broadcast_generation_cost, broadcast_generation_identity,
 	broadcast_generation_request_context, created_at, updated_at, deleted_at`
 
@@ -270,9 +260,9 @@ type destinationSecrets struct {
 	Headers map[string]string `json:"headers"`
 }
 
-// SealConfig splits c into the JSON of its non-secret values and the sealed
+// sealConfig splits c into the JSON of its non-secret values and the sealed
 // JSON of its secrets (nil when there are none), bound to the destination id.
-func SealConfig(box *gatehouse.SecretBox, id string, c gatehouse.DestinationConfig) (string, any, error) {
+func sealConfig(box *gatehouse.SecretBox, id string, c gatehouse.DestinationConfig) (string, any, error) {
 	plain := map[string]string{}
 	secret := destinationSecrets{Headers: c.Headers}
 	for k, v := range c.Values {
@@ -299,8 +289,8 @@ func SealConfig(box *gatehouse.SecretBox, id string, c gatehouse.DestinationConf
 	return string(config), box.Seal(sealed, []byte(id)), nil
 }
 
-// OpenConfig is the inverse of SealConfig. Errors never hold secret values.
-func OpenConfig(box *gatehouse.SecretBox, id string, config string, sealed sql.NullString) (gatehouse.DestinationConfig, error) {
+// openConfig is the inverse of sealConfig. Errors never hold secret values.
+func openConfig(box *gatehouse.SecretBox, id string, config string, sealed sql.NullString) (gatehouse.DestinationConfig, error) {
 	c := gatehouse.DestinationConfig{Values: map[string]string{}}
 	if err := json.Unmarshal([]byte(config), &c.Values); err != nil {
 		return c, fmt.Errorf("destination %s: decode config: %w", id, err)
@@ -323,8 +313,8 @@ func OpenConfig(box *gatehouse.SecretBox, id string, config string, sealed sql.N
 	return c, nil
 }
 
-// ScanDestination scans a destination row and opens its secrets.
-func ScanDestination(box *gatehouse.SecretBox, s Scanner) (*gatehouse.Destination, error) {
+// scanDestination scans a destination row and opens its secrets.
+func scanDestination(box *gatehouse.SecretBox, s Scanner) (*gatehouse.Destination, error) {
 	var d gatehouse.Destination
 	var name, secrets, hashes, rules, regions sql.NullString
 	var config string
@@ -335,9 +325,9 @@ func ScanDestination(box *gatehouse.SecretBox, s Scanner) (*gatehouse.Destinatio
 		&d.BroadcastGenerationIdentity, &d.BroadcastGenerationRequestContext, &created, &updated, &deleted); err != nil {
 		return nil, err
 	}
-	d.Name, d.CreatedAt, d.UpdatedAt, d.DeletedAt = StrPtr(name), FromMS(created), FromMS(updated), TimePtr(deleted)
+	d.Name, d.CreatedAt, d.UpdatedAt, d.DeletedAt = strPtr(name), fromMS(created), fromMS(updated), timePtr(deleted)
 	var err error
-	if d.Config, err = OpenConfig(box, d.ID, config, secrets); err != nil {
+	if d.Config, err = openConfig(box, d.ID, config, secrets); err != nil {
 		return nil, err
 	}
 	if rules.Valid {
@@ -347,31 +337,31 @@ func ScanDestination(box *gatehouse.SecretBox, s Scanner) (*gatehouse.Destinatio
 		col sql.NullString
 		dst any
 	}{{hashes, &d.APIKeyHashes}, {rules, d.FilterRules}, {regions, &d.Regions}} {
-		if err := ScanJSON(j.col, j.dst); err != nil {
+		if err := scanJSON(j.col, j.dst); err != nil {
 			return nil, fmt.Errorf("destination %s: %w", d.ID, err)
 		}
 	}
 	return &d, nil
 }
 
-// DestinationArgs returns the column values of d in DestinationColumns order.
-func DestinationArgs(box *gatehouse.SecretBox, d *gatehouse.Destination) ([]any, error) {
-	config, secrets, err := SealConfig(box, d.ID, d.Config)
+// destinationArgs returns the column values of d in destinationColumns order.
+func destinationArgs(box *gatehouse.SecretBox, d *gatehouse.Destination) ([]any, error) {
+	config, secrets, err := sealConfig(box, d.ID, d.Config)
 	if err != nil {
 		return nil, err
 	}
-	j, err := JSONArgs(d.APIKeyHashes, d.FilterRules, d.Regions)
+	j, err := jsonArgs(d.APIKeyHashes, d.FilterRules, d.Regions)
 	if err != nil {
 		return nil, err
 	}
 	return []any{d.ID, d.OrganizationID, d.WorkspaceID, d.Name, d.Type, config, secrets, d.Enabled, d.PrivacyMode,
 		d.SamplingRate, j[0], j[1], j[2], d.BroadcastGenerationCost, d.BroadcastGenerationIdentity,
-		d.BroadcastGenerationRequestContext, MS(d.CreatedAt), MS(d.UpdatedAt), NullMS(d.DeletedAt)}, nil
+		d.BroadcastGenerationRequestContext, ms(d.CreatedAt), ms(d.UpdatedAt), nullMS(d.DeletedAt)}, nil
 }
 
-// JSONArg returns the column value of a JSON column: NULL for a nil slice,
+// jsonArg returns the column value of a JSON column: NULL for a nil slice,
 // map or pointer, else the JSON text.
-func JSONArg(v any) (any, error) {
+func jsonArg(v any) (any, error) {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Slice, reflect.Map, reflect.Pointer:
@@ -386,81 +376,81 @@ func JSONArg(v any) (any, error) {
 	return string(b), nil
 }
 
-// JSONArgs is JSONArg over several values; it stops at the first error.
-func JSONArgs(vs ...any) ([]any, error) {
+// jsonArgs is jsonArg over several values; it stops at the first error.
+func jsonArgs(vs ...any) ([]any, error) {
 	out := make([]any, len(vs))
 	for i, v := range vs {
 		var err error
-		if out[i], err = JSONArg(v); err != nil {
+		if out[i], err = jsonArg(v); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// ScanJSON decodes a nullable JSON column into dst; NULL leaves dst alone.
-func ScanJSON(col sql.NullString, dst any) error {
+// scanJSON decodes a nullable JSON column into dst; NULL leaves dst alone.
+func scanJSON(col sql.NullString, dst any) error {
 	if !col.Valid {
 		return nil
 	}
 	return json.Unmarshal([]byte(col.String), dst)
 }
 
-// MembershipColumns are the columns of a workspace membership, with the
+// membershipColumns are the columns of a workspace membership, with the
 // member's role: workspace_members wm joined with members m.
-const MembershipColumns = `wm.id, wm.workspace_id, wm.user_id, m.role, wm.created_at`
+const membershipColumns = `wm.id, wm.workspace_id, wm.user_id, m.role, wm.created_at`
 
-// KeyAssignmentColumns are the columns of a key assignment with its key's
+// keyAssignmentColumns are the columns of a key assignment with its key's
 // name: key_assignments a joined with api_keys k.
-const KeyAssignmentColumns = `a.id, a.guardrail_id, a.key_hash, k.name, a.assigned_by, a.created_at`
+const keyAssignmentColumns = `a.id, a.guardrail_id, a.key_hash, k.name, a.assigned_by, a.created_at`
 
-// ScanKeyAssignment scans a row of KeyAssignmentColumns.
-func ScanKeyAssignment(s Scanner) (*gatehouse.KeyAssignment, error) {
+// scanKeyAssignment scans a row of keyAssignmentColumns.
+func scanKeyAssignment(s Scanner) (*gatehouse.KeyAssignment, error) {
 	var a gatehouse.KeyAssignment
 	var by sql.NullString
 	var created int64
 	err := s.Scan(&a.ID, &a.GuardrailID, &a.KeyHash, &a.KeyName, &by, &created)
-	a.AssignedBy, a.CreatedAt = StrPtr(by), FromMS(created)
+	a.AssignedBy, a.CreatedAt = strPtr(by), fromMS(created)
 	return &a, err
 }
 
-// MemberAssignmentColumns are the columns of member_assignments a.
-const MemberAssignmentColumns = `a.id, a.guardrail_id, a.user_id, a.organization_id, a.assigned_by, a.created_at`
+// memberAssignmentColumns are the columns of member_assignments a.
+const memberAssignmentColumns = `a.id, a.guardrail_id, a.user_id, a.organization_id, a.assigned_by, a.created_at`
 
-// ScanMemberAssignment scans a row of MemberAssignmentColumns.
-func ScanMemberAssignment(s Scanner) (*gatehouse.MemberAssignment, error) {
+// scanMemberAssignment scans a row of memberAssignmentColumns.
+func scanMemberAssignment(s Scanner) (*gatehouse.MemberAssignment, error) {
 	var a gatehouse.MemberAssignment
 	var by sql.NullString
 	var created int64
 	err := s.Scan(&a.ID, &a.GuardrailID, &a.UserID, &a.OrganizationID, &by, &created)
-	a.AssignedBy, a.CreatedAt = StrPtr(by), FromMS(created)
+	a.AssignedBy, a.CreatedAt = strPtr(by), fromMS(created)
 	return &a, err
 }
 
-// AuditColumns are the columns of audit_log, in ScanAuditEntry and
-// AuditArgs order.
-const AuditColumns = `id, organization_id, at, actor_key_hash, actor_user_id, operation, resource_type,
+// auditColumns are the columns of audit_log, in scanAuditEntry and
+// auditArgs order.
+const auditColumns = `id, organization_id, at, actor_key_hash, actor_user_id, operation, resource_type,
 	resource_ids, details, result, request_id, client_request_id`
 
-// AuditArgs returns the column values of e in AuditColumns order: the
+// auditArgs returns the column values of e in auditColumns order: the
 // resource ids as a JSON array (never NULL), the details as a JSON object
 // or NULL.
-func AuditArgs(e *gatehouse.AuditEntry) ([]any, error) {
+func auditArgs(e *gatehouse.AuditEntry) ([]any, error) {
 	ids := e.ResourceIDs
 	if ids == nil {
 		ids = []string{}
 	}
-	j, err := JSONArgs(ids, e.Details)
+	j, err := jsonArgs(ids, e.Details)
 	if err != nil {
 		return nil, err
 	}
-	return []any{e.ID, e.OrganizationID, MS(e.At), e.ActorKeyHash, e.ActorUserID, e.Operation, e.ResourceType,
+	return []any{e.ID, e.OrganizationID, ms(e.At), e.ActorKeyHash, e.ActorUserID, e.Operation, e.ResourceType,
 		j[0], j[1], e.Result, e.RequestID, e.ClientRequestID}, nil
 }
 
-// ScanAuditEntry scans a row of AuditColumns. JSON numbers in the details
+// scanAuditEntry scans a row of auditColumns. JSON numbers in the details
 // come back as float64, JSON arrays as []any.
-func ScanAuditEntry(s Scanner) (*gatehouse.AuditEntry, error) {
+func scanAuditEntry(s Scanner) (*gatehouse.AuditEntry, error) {
 	var e gatehouse.AuditEntry
 	var keyHash, userID, details, requestID, clientRequestID sql.NullString
 	var ids string
@@ -469,21 +459,21 @@ func ScanAuditEntry(s Scanner) (*gatehouse.AuditEntry, error) {
 		&ids, &details, &e.Result, &requestID, &clientRequestID); err != nil {
 		return nil, err
 	}
-	e.At, e.ActorKeyHash, e.ActorUserID, e.RequestID = FromMS(at), StrPtr(keyHash), StrPtr(userID), StrPtr(requestID)
-	e.ClientRequestID = StrPtr(clientRequestID)
+	e.At, e.ActorKeyHash, e.ActorUserID, e.RequestID = fromMS(at), strPtr(keyHash), strPtr(userID), strPtr(requestID)
+	e.ClientRequestID = strPtr(clientRequestID)
 	if err := json.Unmarshal([]byte(ids), &e.ResourceIDs); err != nil {
 		return nil, fmt.Errorf("audit entry %s: resource_ids: %w", e.ID, err)
 	}
 	if e.ResourceIDs == nil {
 		e.ResourceIDs = []string{}
 	}
-	if err := ScanJSON(details, &e.Details); err != nil {
+	if err := scanJSON(details, &e.Details); err != nil {
 		return nil, fmt.Errorf("audit entry %s: details: %w", e.ID, err)
 	}
 	return &e, nil
 }
 
-// AuditWhere returns the condition on audit_log rows that f selects in the
+// auditWhere returns the condition on audit_log rows that f selects in the
 // organization, and its arguments; ph renders the n-th placeholder ("?" for
 // SQLite, "$n" for PostgreSQL).
 //
@@ -492,7 +482,7 @@ func ScanAuditEntry(s Scanner) (*gatehouse.AuditEntry, error) {
 // replace(), not LIKE: SQLite's LIKE ignores ASCII case where PostgreSQL's
 // does not, while replace() is case-sensitive on both and takes the id
 // literally, % and _ included, with nothing to escape.
-func AuditWhere(orgID string, f gatehouse.AuditFilter, ph func(n int) string) (where string, args []any) {
+func auditWhere(orgID string, f gatehouse.AuditFilter, ph func(n int) string) (where string, args []any) {
 	args = []any{orgID}
 	arg := func(v any) string {
 		args = append(args, v)
@@ -529,11 +519,11 @@ func ceilMS(t time.Time) int64 {
 	return ms
 }
 
-// DestinationChangedFields returns the wire names of the fields u sets, for
+// destinationChangedFields returns the wire names of the fields u sets, for
 // audit details. A config change is "config" only: never its keys or
 // values. (DestinationUpdate has no JSON tags and a pointer field, so
 // gatehouse.ChangedFields does not apply to it.)
-func DestinationChangedFields(u gatehouse.DestinationUpdate) []string {
+func destinationChangedFields(u gatehouse.DestinationUpdate) []string {
 	out := []string{}
 	for _, f := range []struct {
 		name string
@@ -553,22 +543,22 @@ func DestinationChangedFields(u gatehouse.DestinationUpdate) []string {
 	return out
 }
 
-// counterFields are the column suffixes of a counter, in CounterArgs order.
+// counterFields are the column suffixes of a counter, in counterArgs order.
 var counterFields = []string{"total", "day", "day_start", "week", "week_start", "month", "month_start"}
 
-// CounterAssignments renders "prefix_total = ?, prefix_day = ?, ..." for an
+// counterAssignments renders "prefix_total = ?, prefix_day = ?, ..." for an
 // UPDATE of one counter; ph renders the n-th placeholder (from 1).
-func CounterAssignments(prefix string, ph func(n int) string) string {
+func counterAssignments(prefix string) string {
 	parts := make([]string, len(counterFields))
 	for i, f := range counterFields {
-		parts[i] = prefix + "_" + f + " = " + ph(i+1)
+		parts[i] = prefix + "_" + f + " = ?"
 	}
 	return strings.Join(parts, ", ")
 }
 
-// CounterColumns are the ordinary then the BYOK counter columns shared by
-// api_keys and guardrail_usage, in ScanCounters order.
-var CounterColumns = func() string {
+// counterColumns are the ordinary then the BYOK counter columns shared by
+// api_keys and guardrail_usage, in scanCounters order.
+var counterColumns = func() string {
 	var cols []string
 	for _, prefix := range []string{"usage", "byok"} {
 		for _, f := range counterFields {
@@ -578,29 +568,29 @@ var CounterColumns = func() string {
 	return strings.Join(cols, ", ")
 }()
 
-// ScanCounters scans a row of CounterColumns.
-func ScanCounters(s Scanner) (usage, byok gatehouse.Counter, err error) {
+// scanCounters scans a row of counterColumns.
+func scanCounters(s Scanner) (usage, byok gatehouse.Counter, err error) {
 	var u, b counterCols
 	err = s.Scan(&u.total, &u.day, &u.dayStart, &u.week, &u.weekStart, &u.month, &u.monthStart,
 		&b.total, &b.day, &b.dayStart, &b.week, &b.weekStart, &b.month, &b.monthStart)
 	return u.counter(), b.counter(), err
 }
 
-// GenerationColumns are the columns of generations, in ScanGeneration and
-// GenerationArgs order.
-const GenerationColumns = `id, organization_id, workspace_id, key_hash, model, provider, upstream_id, prompt_tokens,
+// generationColumns are the columns of generations, in scanGeneration and
+// generationArgs order.
+const generationColumns = `id, organization_id, workspace_id, key_hash, model, provider, upstream_id, prompt_tokens,
 	completion_tokens, cost, byok, streamed, finish_reason, status, latency_ms, generation_ms, session_id,
 	external_user, created_at`
 
-// GenerationArgs returns the column values of g in GenerationColumns order.
-func GenerationArgs(g *gatehouse.Generation) ([]any, error) {
+// generationArgs returns the column values of g in generationColumns order.
+func generationArgs(g *gatehouse.Generation) ([]any, error) {
 	return []any{g.ID, g.OrganizationID, g.WorkspaceID, g.KeyHash, g.Model, g.Provider, g.UpstreamID, g.PromptTokens,
 		g.CompletionTokens, int64(g.Cost), g.BYOK, g.Streamed, g.FinishReason, g.Status, g.LatencyMS, g.GenerationMS,
-		g.SessionID, g.ExternalUser, MS(g.CreatedAt)}, nil
+		g.SessionID, g.ExternalUser, ms(g.CreatedAt)}, nil
 }
 
-// ScanGeneration scans a row of GenerationColumns.
-func ScanGeneration(s Scanner) (*gatehouse.Generation, error) {
+// scanGeneration scans a row of generationColumns.
+func scanGeneration(s Scanner) (*gatehouse.Generation, error) {
 	var g gatehouse.Generation
 	var upstream, finish, session, external sql.NullString
 	var cost, created int64
@@ -609,35 +599,35 @@ func ScanGeneration(s Scanner) (*gatehouse.Generation, error) {
 		&g.GenerationMS, &session, &external, &created); err != nil {
 		return nil, err
 	}
-	g.UpstreamID, g.FinishReason, g.SessionID, g.ExternalUser = StrPtr(upstream), StrPtr(finish), StrPtr(session), StrPtr(external)
-	g.Cost, g.CreatedAt = gatehouse.Money(cost), FromMS(created)
+	g.UpstreamID, g.FinishReason, g.SessionID, g.ExternalUser = strPtr(upstream), strPtr(finish), strPtr(session), strPtr(external)
+	g.Cost, g.CreatedAt = gatehouse.Money(cost), fromMS(created)
 	return &g, nil
 }
 
-// KeyInsertColumns are the columns a new key is inserted with, in
-// KeyInsertArgs order.
-const KeyInsertColumns = `hash, organization_id, workspace_id, management, name, limit_nanos, limit_reset,
+// keyInsertColumns are the columns a new key is inserted with, in
+// keyInsertArgs order.
+const keyInsertColumns = `hash, organization_id, workspace_id, management, name, limit_nanos, limit_reset,
 	include_byok_in_limit, creator_user_id, external_user, external_key_hash, created_at, expires_at, parent_key_hash`
 
-// KeyInsertArgs returns the values of KeyInsertColumns for a new key.
-func KeyInsertArgs(k *gatehouse.Key, externalKeyHash *string) []any {
+// keyInsertArgs returns the values of keyInsertColumns for a new key.
+func keyInsertArgs(k *gatehouse.Key, externalKeyHash *string) []any {
 	var workspace any
 	if !k.Management {
 		workspace = k.WorkspaceID // management keys belong to no workspace
 	}
-	return []any{k.Hash, k.OrganizationID, workspace, k.Management, k.Name, NullMoney(k.Limit), NullInterval(k.LimitReset),
-		k.IncludeBYOKInLimit, k.CreatorUserID, k.ExternalUser, externalKeyHash, MS(k.CreatedAt), NullMS(k.ExpiresAt), k.ParentKeyHash}
+	return []any{k.Hash, k.OrganizationID, workspace, k.Management, k.Name, nullMoney(k.Limit), nullInterval(k.LimitReset),
+		k.IncludeBYOKInLimit, k.CreatorUserID, k.ExternalUser, externalKeyHash, ms(k.CreatedAt), nullMS(k.ExpiresAt), k.ParentKeyHash}
 }
 
-// KeyUpdateArgs returns, for an UPDATE of api_keys setting name, disabled,
+// keyUpdateArgs returns, for an UPDATE of api_keys setting name, disabled,
 // include_byok_in_limit, limit_nanos, limit_reset and updated_at (in that
 // order) WHERE hash is the last parameter, the values of a changed key.
-func KeyUpdateArgs(k *gatehouse.Key) []any {
-	return []any{k.Name, k.Disabled, k.IncludeBYOKInLimit, NullMoney(k.Limit), NullInterval(k.LimitReset), NullMS(k.UpdatedAt), k.Hash}
+func keyUpdateArgs(k *gatehouse.Key) []any {
+	return []any{k.Name, k.Disabled, k.IncludeBYOKInLimit, nullMoney(k.Limit), nullInterval(k.LimitReset), nullMS(k.UpdatedAt), k.Hash}
 }
 
-// NullMoney returns the column value of an optional amount.
-func NullMoney(m *gatehouse.Money) any {
+// nullMoney returns the column value of an optional amount.
+func nullMoney(m *gatehouse.Money) any {
 	if m == nil {
 		return nil
 	}

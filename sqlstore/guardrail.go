@@ -1,12 +1,10 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"gatehouse"
-	"gatehouse/dbrow"
 
 	"github.com/google/uuid"
 )
@@ -17,18 +15,18 @@ func (tx *Tx) findGuardrail(ctx context.Context, orgID, id string) (*gatehouse.G
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, gatehouse.NotFound("guardrail", id)
 	}
-	g, err := dbrow.ScanGuardrail(tx.QueryRowContext(ctx, `SELECT `+dbrow.GuardrailColumns+` FROM guardrails
+	g, err := scanGuardrail(tx.QueryRow(ctx, `SELECT `+guardrailColumns+` FROM guardrails
 		WHERE id = ? AND organization_id = ?`, id, orgID))
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, ErrNoRows) {
 		return nil, gatehouse.NotFound("guardrail", id)
 	}
 	return g, err
 }
 
 // FindGuardrail returns a guardrail of the organization.
-func (db *DB) FindGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
+func (s *Store) FindGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
 	var g *gatehouse.Guardrail
-	err := db.viewOne(ctx, func(tx *Tx) (err error) {
+	err := s.readFn(ctx, func(tx *Tx) (err error) {
 		g, err = tx.findGuardrail(ctx, orgID, id)
 		return err
 	})
@@ -36,23 +34,23 @@ func (db *DB) FindGuardrail(ctx context.Context, orgID, id string) (*gatehouse.G
 }
 
 // FindGuardrails lists the guardrails of a workspace.
-func (db *DB) FindGuardrails(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Guardrail, int, error) {
+func (s *Store) FindGuardrails(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Guardrail, int, error) {
 	var list []*gatehouse.Guardrail
 	var total int
-	err := db.view(ctx, func(tx *Tx) error {
+	err := s.viewFn(ctx, func(tx *Tx) error {
 		w, err := tx.findWorkspace(ctx, orgID, workspaceRef)
 		if err != nil {
 			return err
 		}
-		list, total, err = findPage(ctx, tx, dbrow.GuardrailColumns, `guardrails WHERE workspace_id = ?`,
-			`created_at, id`, []any{w.ID}, page, dbrow.ScanGuardrail)
+		list, total, err = findPage(ctx, tx, guardrailColumns, `guardrails WHERE workspace_id = ?`,
+			`created_at, id`, []any{w.ID}, page, scanGuardrail)
 		return err
 	})
 	return list, total, err
 }
 
 // CreateGuardrail creates a guardrail in a workspace.
-func (db *DB) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.GuardrailCreate) (*gatehouse.Guardrail, error) {
+func (s *Store) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.GuardrailCreate) (*gatehouse.Guardrail, error) {
 	if !c.Name.Set || c.Name.Null {
 		return nil, gatehouse.FieldError("name", "is required")
 	}
@@ -60,7 +58,7 @@ func (db *DB) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.Gua
 	if err := g.Apply(c.GuardrailUpdate); err != nil {
 		return nil, err
 	}
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
 		if err != nil {
 			return err
@@ -72,7 +70,7 @@ func (db *DB) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.Gua
 		g.ID, g.OrganizationID, g.WorkspaceID = uuid.NewString(), orgID, w.ID
 		g.CreatedAt, g.UpdatedAt = now, &now
 		err = tx.insertGuardrail(ctx, g)
-		if isUnique(err) {
+		if tx.d.IsUnique(err) {
 			return gatehouse.ErrGuardrailNameTaken(g.Name, gatehouse.EINVALID)
 		}
 		if err != nil {
@@ -88,20 +86,20 @@ func (db *DB) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.Gua
 }
 
 func (tx *Tx) insertGuardrail(ctx context.Context, g *gatehouse.Guardrail) error {
-	args, err := dbrow.GuardrailArgs(g)
+	args, err := guardrailArgs(g)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO guardrails (`+dbrow.GuardrailColumns+`)
+	_, err = tx.Exec(ctx, `INSERT INTO guardrails (`+guardrailColumns+`)
 		VALUES (`+placeholders(len(args))+`)`, args...)
 	return err
 }
 
 // UpdateGuardrail updates a guardrail; the default guardrail of a workspace
 // is created on its first update.
-func (db *DB) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse.GuardrailUpdate) (*gatehouse.Guardrail, error) {
+func (s *Store) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse.GuardrailUpdate) (*gatehouse.Guardrail, error) {
 	var g *gatehouse.Guardrail
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		var err error
 		g, err = tx.findGuardrail(ctx, orgID, id)
 		create := false
@@ -122,7 +120,7 @@ func (db *DB) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse
 		} else {
 			err = tx.updateGuardrail(ctx, g)
 		}
-		if isUnique(err) {
+		if tx.d.IsUnique(err) {
 			return gatehouse.ErrGuardrailNameTaken(g.Name, gatehouse.ECONFLICT)
 		}
 		if err != nil {
@@ -141,9 +139,9 @@ func (db *DB) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse
 // if no workspace of the organization has that id.
 func (tx *Tx) unconfiguredDefaultGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
 	var w string
-	err := tx.QueryRowContext(ctx, `SELECT id FROM workspaces WHERE default_guardrail_id = ? AND organization_id = ?`,
+	err := tx.QueryRow(ctx, `SELECT id FROM workspaces WHERE default_guardrail_id = ? AND organization_id = ?`,
 		id, orgID).Scan(&w)
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, ErrNoRows) {
 		return nil, gatehouse.NotFound("guardrail", id)
 	}
 	if err != nil {
@@ -154,13 +152,13 @@ func (tx *Tx) unconfiguredDefaultGuardrail(ctx context.Context, orgID, id string
 }
 
 func (tx *Tx) updateGuardrail(ctx context.Context, g *gatehouse.Guardrail) error {
-	args, err := dbrow.GuardrailArgs(g)
+	args, err := guardrailArgs(g)
 	if err != nil {
 		return err
 	}
 	// args[3:24] are name through content_filter_builtins, args[25] is
 	// updated_at; the full slice expression makes append copy.
-	_, err = tx.ExecContext(ctx, `UPDATE guardrails SET name = ?, description = ?, allowed_models = ?,
+	_, err = tx.Exec(ctx, `UPDATE guardrails SET name = ?, description = ?, allowed_models = ?,
 		allowed_providers = ?, ignored_models = ?, ignored_providers = ?, limit_nanos = ?, reset_interval = ?,
 		include_byok_in_budgets = ?, enforce_zdr = ?, enforce_zdr_anthropic = ?, enforce_zdr_openai = ?,
 		enforce_zdr_google = ?, enforce_zdr_xai = ?, enforce_zdr_other = ?, enable_free_model_publication = ?,
@@ -171,12 +169,12 @@ func (tx *Tx) updateGuardrail(ctx context.Context, g *gatehouse.Guardrail) error
 }
 
 // DeleteGuardrail deletes a guardrail; its assignments go by cascade.
-func (db *DB) DeleteGuardrail(ctx context.Context, orgID, id string) error {
-	return db.update(ctx, func(tx *Tx) error {
+func (s *Store) DeleteGuardrail(ctx context.Context, orgID, id string) error {
+	return s.exec(ctx, func(tx *Tx) error {
 		if _, err := tx.findGuardrail(ctx, orgID, id); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM guardrails WHERE id = ?`, id); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM guardrails WHERE id = ?`, id); err != nil {
 			return err
 		}
 		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "guardrail.delete", ResourceType: "guardrail", ResourceIDs: []string{id}})

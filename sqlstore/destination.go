@@ -1,20 +1,13 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"errors"
 
 	"gatehouse"
-	"gatehouse/dbrow"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
-
-// scanDestination scans a destination row and opens its secrets.
-func (db *DB) scanDestination(s dbrow.Scanner) (*gatehouse.Destination, error) {
-	return dbrow.ScanDestination(db.box, s)
-}
 
 // findDestination returns a live destination of the organization. Ids that
 // are not UUIDs are not found.
@@ -22,18 +15,18 @@ func (tx *Tx) findDestination(ctx context.Context, orgID, id string) (*gatehouse
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, gatehouse.NotFound("destination", id)
 	}
-	d, err := tx.db.scanDestination(tx.QueryRow(ctx, `SELECT `+dbrow.DestinationColumns+` FROM destinations
-		WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`, id, orgID))
-	if errors.Is(err, pgx.ErrNoRows) {
+	d, err := tx.scanDestination(tx.QueryRow(ctx, `SELECT `+destinationColumns+` FROM destinations
+		WHERE id = ? AND organization_id = ? AND deleted_at IS NULL`, id, orgID))
+	if errors.Is(err, ErrNoRows) {
 		return nil, gatehouse.NotFound("destination", id)
 	}
 	return d, err
 }
 
 // FindDestination returns a live destination of the organization.
-func (db *DB) FindDestination(ctx context.Context, orgID, id string) (*gatehouse.Destination, error) {
+func (s *Store) FindDestination(ctx context.Context, orgID, id string) (*gatehouse.Destination, error) {
 	var d *gatehouse.Destination
-	err := db.view(ctx, func(tx *Tx) (err error) {
+	err := s.readFn(ctx, func(tx *Tx) (err error) {
 		d, err = tx.findDestination(ctx, orgID, id)
 		return err
 	})
@@ -41,37 +34,35 @@ func (db *DB) FindDestination(ctx context.Context, orgID, id string) (*gatehouse
 }
 
 // FindDestinations lists the live destinations of a workspace.
-func (db *DB) FindDestinations(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Destination, int, error) {
+func (s *Store) FindDestinations(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Destination, int, error) {
 	var list []*gatehouse.Destination
 	var total int
-	err := db.view(ctx, func(tx *Tx) error {
+	err := s.viewFn(ctx, func(tx *Tx) error {
 		w, err := tx.findWorkspace(ctx, orgID, workspaceRef)
 		if err != nil {
 			return err
 		}
-		list, total, err = findPage(ctx, tx, dbrow.DestinationColumns, `destinations WHERE workspace_id = $1 AND deleted_at IS NULL`,
-			`created_at, id`, []any{w.ID}, page, db.scanDestination)
+		list, total, err = findPage(ctx, tx, destinationColumns, `destinations WHERE workspace_id = ? AND deleted_at IS NULL`,
+			`created_at, id`, []any{w.ID}, page, tx.scanDestination)
 		return err
 	})
 	return list, total, err
 }
 
 // CreateDestination creates a destination, at most MaxDestinationsPerType
-// live ones of a type per workspace. The count and the insert share one
-// serializable transaction, so instances creating at once cannot both take
-// the last place: one of them is retried and then counts the other's row.
-func (db *DB) CreateDestination(ctx context.Context, orgID string, c gatehouse.DestinationCreate) (*gatehouse.Destination, error) {
+// live ones of a type per workspace.
+func (s *Store) CreateDestination(ctx context.Context, orgID string, c gatehouse.DestinationCreate) (*gatehouse.Destination, error) {
 	d, err := gatehouse.NewDestination(c)
 	if err != nil {
 		return nil, err
 	}
-	err = db.update(ctx, func(tx *Tx) error {
+	err = s.exec(ctx, func(tx *Tx) error {
 		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
 		if err != nil {
 			return err
 		}
 		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM destinations WHERE workspace_id = $1 AND type = $2
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM destinations WHERE workspace_id = ? AND type = ?
 			AND deleted_at IS NULL`, w.ID, d.Type).Scan(&n); err != nil {
 			return err
 		}
@@ -79,14 +70,13 @@ func (db *DB) CreateDestination(ctx context.Context, orgID string, c gatehouse.D
 			return gatehouse.Errorf(gatehouse.ECONFLICT, "the workspace already has %d destinations of type %s; delete one first",
 				gatehouse.MaxDestinationsPerType, d.Type)
 		}
-		// Every field set here is set again by a retry.
 		d.ID, d.OrganizationID, d.WorkspaceID = uuid.NewString(), orgID, w.ID
 		d.CreatedAt, d.UpdatedAt = tx.now, tx.now
-		args, err := dbrow.DestinationArgs(db.box, d)
+		args, err := destinationArgs(tx.box, d)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO destinations (`+dbrow.DestinationColumns+`)
+		if _, err := tx.Exec(ctx, `INSERT INTO destinations (`+destinationColumns+`)
 			VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
 			return err
 		}
@@ -101,9 +91,9 @@ func (db *DB) CreateDestination(ctx context.Context, orgID string, c gatehouse.D
 
 // UpdateDestination updates a live destination; its configuration merges
 // key by key.
-func (db *DB) UpdateDestination(ctx context.Context, orgID, id string, u gatehouse.DestinationUpdate) (*gatehouse.Destination, error) {
+func (s *Store) UpdateDestination(ctx context.Context, orgID, id string, u gatehouse.DestinationUpdate) (*gatehouse.Destination, error) {
 	var d *gatehouse.Destination
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		var err error
 		if d, err = tx.findDestination(ctx, orgID, id); err != nil {
 			return err
@@ -112,21 +102,21 @@ func (db *DB) UpdateDestination(ctx context.Context, orgID, id string, u gatehou
 			return err
 		}
 		d.UpdatedAt = tx.now
-		args, err := dbrow.DestinationArgs(db.box, d)
+		args, err := destinationArgs(tx.box, d)
 		if err != nil {
 			return err
 		}
 		// args[3:18] are name through updated_at; type and created_at are
 		// written back unchanged.
-		_, err = tx.Exec(ctx, `UPDATE destinations SET name = $1, type = $2, config = $3, secrets = $4, enabled = $5,
-			privacy_mode = $6, sampling_rate = $7, api_key_hashes = $8, filter_rules = $9, regions = $10,
-			broadcast_generation_cost = $11, broadcast_generation_identity = $12, broadcast_generation_request_context = $13,
-			created_at = $14, updated_at = $15 WHERE id = $16`, append(args[3:18:18], d.ID)...)
+		_, err = tx.Exec(ctx, `UPDATE destinations SET name = ?, type = ?, config = ?, secrets = ?, enabled = ?,
+			privacy_mode = ?, sampling_rate = ?, api_key_hashes = ?, filter_rules = ?, regions = ?,
+			broadcast_generation_cost = ?, broadcast_generation_identity = ?, broadcast_generation_request_context = ?,
+			created_at = ?, updated_at = ? WHERE id = ?`, append(args[3:18:18], d.ID)...)
 		if err != nil {
 			return err
 		}
 		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.update", ResourceType: "destination",
-			ResourceIDs: []string{d.ID}, Details: map[string]any{"fields": dbrow.DestinationChangedFields(u)}})
+			ResourceIDs: []string{d.ID}, Details: map[string]any{"fields": destinationChangedFields(u)}})
 	})
 	if err != nil {
 		return nil, err
@@ -135,13 +125,13 @@ func (db *DB) UpdateDestination(ctx context.Context, orgID, id string, u gatehou
 }
 
 // DeleteDestination soft-deletes a live destination.
-func (db *DB) DeleteDestination(ctx context.Context, orgID, id string) error {
+func (s *Store) DeleteDestination(ctx context.Context, orgID, id string) error {
 	if _, err := uuid.Parse(id); err != nil {
 		return gatehouse.NotFound("destination", id)
 	}
-	return db.update(ctx, func(tx *Tx) error {
-		n, err := tx.execCount(ctx, `UPDATE destinations SET deleted_at = $1, updated_at = $1
-			WHERE id = $2 AND organization_id = $3 AND deleted_at IS NULL`, dbrow.MS(tx.now), id, orgID)
+	return s.exec(ctx, func(tx *Tx) error {
+		n, err := tx.execCount(ctx, `UPDATE destinations SET deleted_at = ?, updated_at = ?
+			WHERE id = ? AND organization_id = ? AND deleted_at IS NULL`, ms(tx.now), ms(tx.now), id, orgID)
 		if err == nil && n == 0 {
 			return gatehouse.NotFound("destination", id)
 		}
@@ -150,4 +140,9 @@ func (db *DB) DeleteDestination(ctx context.Context, orgID, id string) error {
 		}
 		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.delete", ResourceType: "destination", ResourceIDs: []string{id}})
 	})
+}
+
+// scanDestination scans a destination row and opens its secrets.
+func (tx *Tx) scanDestination(s Scanner) (*gatehouse.Destination, error) {
+	return scanDestination(tx.box, s)
 }

@@ -1,24 +1,22 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"errors"
 
 	"gatehouse"
-	"gatehouse/dbrow"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // CreateOrganization creates an organization with its default workspace.
-func (db *DB) CreateOrganization(ctx context.Context, name string) (*gatehouse.Organization, error) {
+func (s *Store) CreateOrganization(ctx context.Context, name string) (*gatehouse.Organization, error) {
 	name, err := gatehouse.ValidateOrganizationName(name)
 	if err != nil {
 		return nil, err
 	}
 	var org *gatehouse.Organization
-	err = db.update(ctx, func(tx *Tx) (err error) {
+	err = s.updateFn(ctx, func(tx *Tx) (err error) {
 		org, err = tx.createOrganization(ctx, name)
 		return err
 	})
@@ -30,22 +28,22 @@ func (db *DB) CreateOrganization(ctx context.Context, name string) (*gatehouse.O
 
 // EnsureOrganization returns the oldest organization, creating one when
 // there is none, in one transaction.
-func (db *DB) EnsureOrganization(ctx context.Context, name string) (*gatehouse.Organization, bool, error) {
+func (s *Store) EnsureOrganization(ctx context.Context, name string) (*gatehouse.Organization, bool, error) {
 	name, err := gatehouse.ValidateOrganizationName(name)
 	if err != nil {
 		return nil, false, err
 	}
 	var org *gatehouse.Organization
 	var created bool
-	err = db.update(ctx, func(tx *Tx) error {
+	err = s.exec(ctx, func(tx *Tx) error {
 		org, created = &gatehouse.Organization{}, false
 		var at int64
 		err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations ORDER BY created_at, id LIMIT 1`).Scan(&org.ID, &org.Name, &at)
 		switch {
 		case err == nil:
-			org.CreatedAt = dbrow.FromMS(at)
+			org.CreatedAt = fromMS(at)
 			return nil
-		case !errors.Is(err, pgx.ErrNoRows):
+		case !errors.Is(err, ErrNoRows):
 			return err
 		}
 		org, err = tx.createOrganization(ctx, name)
@@ -60,7 +58,7 @@ func (db *DB) EnsureOrganization(ctx context.Context, name string) (*gatehouse.O
 
 func (tx *Tx) createOrganization(ctx context.Context, name string) (*gatehouse.Organization, error) {
 	org := &gatehouse.Organization{ID: uuid.NewString(), Name: name, CreatedAt: tx.now}
-	if _, err := tx.Exec(ctx, `INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3)`, org.ID, org.Name, dbrow.MS(tx.now)); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)`, org.ID, org.Name, ms(tx.now)); err != nil {
 		return nil, err
 	}
 	w := gatehouse.NewDefaultWorkspace()
@@ -72,38 +70,33 @@ func (tx *Tx) createOrganization(ctx context.Context, name string) (*gatehouse.O
 }
 
 // FindOrganization returns an organization by id.
-func (db *DB) FindOrganization(ctx context.Context, id string) (*gatehouse.Organization, error) {
-	return db.findOrganization(ctx, `WHERE id = $1`, id)
+func (s *Store) FindOrganization(ctx context.Context, id string) (*gatehouse.Organization, error) {
+	return s.findOrganization(ctx, `WHERE id = ?`, id)
 }
 
 // FindFirstOrganization returns the oldest organization.
-func (db *DB) FindFirstOrganization(ctx context.Context) (*gatehouse.Organization, error) {
-	return db.findOrganization(ctx, `ORDER BY created_at, id LIMIT 1`)
+func (s *Store) FindFirstOrganization(ctx context.Context) (*gatehouse.Organization, error) {
+	return s.findOrganization(ctx, `ORDER BY created_at, id LIMIT 1`)
 }
 
-func (db *DB) findOrganization(ctx context.Context, where string, args ...any) (*gatehouse.Organization, error) {
-	var org gatehouse.Organization
-	err := db.view(ctx, func(tx *Tx) error {
+func (s *Store) findOrganization(ctx context.Context, where string, args ...any) (*gatehouse.Organization, error) {
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Organization, error) {
+		var org gatehouse.Organization
 		var created int64
-		err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations `+where, args...).
-			Scan(&org.ID, &org.Name, &created)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return gatehouse.Errorf(gatehouse.ENOTFOUND, "organization not found")
+		err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations `+where, args...).Scan(&org.ID, &org.Name, &created)
+		if errors.Is(err, ErrNoRows) {
+			return nil, gatehouse.Errorf(gatehouse.ENOTFOUND, "organization not found")
 		}
-		org.CreatedAt = dbrow.FromMS(created)
-		return err
+		org.CreatedAt = fromMS(created)
+		return &org, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &org, nil
 }
 
 // FindMembers lists the organization's members.
-func (db *DB) FindMembers(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Member, int, error) {
+func (s *Store) FindMembers(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Member, int, error) {
 	var members []*gatehouse.Member
 	var total int
-	err := db.view(ctx, func(tx *Tx) error {
+	err := s.viewFn(ctx, func(tx *Tx) error {
 		var err error
 		members, total, err = tx.findMembers(ctx, orgID, page)
 		return err
@@ -112,14 +105,12 @@ func (db *DB) FindMembers(ctx context.Context, orgID string, page gatehouse.Page
 }
 
 func (tx *Tx) findMembers(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Member, int, error) {
-	return findPage(ctx, tx, dbrow.MemberColumns, `members WHERE organization_id = $1`, `created_at, id`,
-		[]any{orgID}, page, dbrow.ScanMember)
+	return findPage(ctx, tx, memberColumns, `members WHERE organization_id = ?`, `created_at, id`,
+		[]any{orgID}, page, scanMember)
 }
 
-// CreateMember adds a member to the organization. The check for a taken id
-// or email and the insert run in one serializable transaction, so that two
-// concurrent requests cannot both pass the check.
-func (db *DB) CreateMember(ctx context.Context, orgID string, c gatehouse.MemberCreate) (*gatehouse.Member, error) {
+// CreateMember adds a member to the organization.
+func (s *Store) CreateMember(ctx context.Context, orgID string, c gatehouse.MemberCreate) (*gatehouse.Member, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -127,19 +118,19 @@ func (db *DB) CreateMember(ctx context.Context, orgID string, c gatehouse.Member
 	if m.ID == "" {
 		m.ID = gatehouse.NewUserID()
 	}
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		m.CreatedAt = tx.now
 		var taken string
-		err := tx.QueryRow(ctx, `SELECT CASE WHEN id = $1 THEN 'id' ELSE 'email' END FROM members
-			WHERE organization_id = $2 AND (id = $1 OR lower(email) = lower($3)) LIMIT 1`, m.ID, orgID, m.Email).Scan(&taken)
+		err := tx.QueryRow(ctx, `SELECT CASE WHEN id = ? THEN 'id' ELSE 'email' END FROM members
+			WHERE organization_id = ? AND (id = ? OR lower(email) = lower(?)) LIMIT 1`, m.ID, orgID, m.ID, m.Email).Scan(&taken)
 		switch {
 		case err == nil:
 			return gatehouse.FieldError(taken, "a member with this %s already exists", taken)
-		case !errors.Is(err, pgx.ErrNoRows):
+		case !errors.Is(err, ErrNoRows):
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO members (organization_id, id, email, first_name, last_name, role, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, orgID, m.ID, m.Email, m.FirstName, m.LastName, m.Role, dbrow.MS(tx.now))
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, orgID, m.ID, m.Email, m.FirstName, m.LastName, m.Role, ms(tx.now))
 		if err != nil {
 			return err
 		}
@@ -152,8 +143,8 @@ func (db *DB) CreateMember(ctx context.Context, orgID string, c gatehouse.Member
 }
 
 // DeleteMember removes a member from the organization.
-func (db *DB) DeleteMember(ctx context.Context, orgID, userID string) error {
-	return db.update(ctx, func(tx *Tx) error {
+func (s *Store) DeleteMember(ctx context.Context, orgID, userID string) error {
+	return s.exec(ctx, func(tx *Tx) error {
 		if err := tx.memberExists(ctx, orgID, userID); err != nil {
 			return err
 		}
@@ -165,7 +156,7 @@ func (db *DB) DeleteMember(ctx context.Context, orgID, userID string) error {
 			return (&gatehouse.Error{Code: gatehouse.EINVALID,
 				Message: "the member has active API keys or pending authorization codes; disable or delete the keys, or let the codes expire, first"}).WithMetadata("user_ids", blocked)
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM members WHERE organization_id = $1 AND id = $2`, orgID, userID); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM members WHERE organization_id = ? AND id = ?`, orgID, userID); err != nil {
 			return err
 		}
 		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "member.delete", ResourceType: "member", ResourceIDs: []string{userID}})
@@ -174,8 +165,8 @@ func (db *DB) DeleteMember(ctx context.Context, orgID, userID string) error {
 
 func (tx *Tx) memberExists(ctx context.Context, orgID, userID string) error {
 	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM members WHERE organization_id = $1 AND id = $2`, orgID, userID).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
+	err := tx.QueryRow(ctx, `SELECT 1 FROM members WHERE organization_id = ? AND id = ?`, orgID, userID).Scan(&one)
+	if errors.Is(err, ErrNoRows) {
 		return gatehouse.NotFound("member", userID)
 	}
 	return err
@@ -183,12 +174,13 @@ func (tx *Tx) memberExists(ctx context.Context, orgID, userID string) error {
 
 // unknownMembers returns the ids that are not members of the organization.
 func (tx *Tx) unknownMembers(ctx context.Context, orgID string, ids []string) ([]string, error) {
-	rows, err := tx.Query(ctx, `SELECT id FROM members WHERE organization_id = $1 AND id = ANY($2)`, orgID, ids)
-	known, err := collect(rows, err, dbrow.ScanString)
+	in, args := tx.in("id", ids, orgID)
+	rows, err := tx.Query(ctx, `SELECT id FROM members WHERE organization_id = ? AND `+in, args...)
+	known, err := collect(rows, err, scanString)
 	if err != nil {
 		return nil, err
 	}
-	return dbrow.Missing(ids, known), nil
+	return missing(ids, known), nil
 }
 
 // usersWithActiveKeys returns which of the users created an active key (not
@@ -196,21 +188,25 @@ func (tx *Tx) unknownMembers(ctx context.Context, orgID string, ids []string) ([
 // unexpired, not burned, its creator key active: it may still become a key)
 // in the workspace, or in any workspace when workspaceID is "".
 func (tx *Tx) usersWithActiveKeys(ctx context.Context, orgID, workspaceID string, userIDs []string) ([]string, error) {
+	inUsers, keyArgs := tx.in("creator_user_id", userIDs, orgID, ms(tx.now))
+	inUsers = ` AND ` + inUsers
+	_, codeArgs := tx.in("creator_user_id", userIDs, orgID, ms(tx.now), gatehouse.MaxVerifierAttempts, ms(tx.now))
 	keys := `SELECT creator_user_id FROM api_keys
-		WHERE organization_id = $1 AND NOT management AND NOT disabled
-		AND (expires_at IS NULL OR expires_at > $2)
-		AND creator_user_id = ANY($3)`
+		WHERE organization_id = ? AND NOT management AND NOT disabled
+		AND (expires_at IS NULL OR expires_at > ?)` + inUsers
 	codes := `SELECT creator_user_id FROM auth_codes
-		WHERE organization_id = $1 AND used_at IS NULL AND expires_at > $2 AND failed_attempts < $4
+		WHERE organization_id = ? AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?
 		AND (creator_key_hash IS NULL OR creator_key_hash IN (SELECT hash FROM api_keys
-			WHERE NOT disabled AND (expires_at IS NULL OR expires_at > $2)))
-		AND creator_user_id = ANY($3)`
-	args := []any{orgID, dbrow.MS(tx.now), userIDs, gatehouse.MaxVerifierAttempts}
+			WHERE NOT disabled AND (expires_at IS NULL OR expires_at > ?)))` + inUsers
 	if workspaceID != "" {
-		keys += ` AND workspace_id = $5`
-		codes += ` AND workspace_id = $5`
-		args = append(args, workspaceID)
+		keys += ` AND workspace_id = ?`
+		codes += ` AND workspace_id = ?`
+		keyArgs = append(keyArgs, workspaceID)
+		codeArgs = append(codeArgs, workspaceID)
 	}
-	rows, err := tx.Query(ctx, keys+` UNION `+codes+` ORDER BY creator_user_id`, args...)
-	return collect(rows, err, dbrow.ScanString)
+	rows, err := tx.Query(ctx, keys+` UNION `+codes+` ORDER BY creator_user_id`, append(keyArgs, codeArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, nil, scanString)
 }

@@ -1,33 +1,32 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
 	"database/sql"
 
 	"gatehouse"
-	"gatehouse/dbrow"
 
 	"github.com/google/uuid"
 )
 
 // FindKeyAssignments lists the key assignments of a guardrail, or of the
 // whole organization when guardrailID is "".
-func (db *DB) FindKeyAssignments(ctx context.Context, orgID, guardrailID string, page gatehouse.Page) ([]*gatehouse.KeyAssignment, int, error) {
+func (s *Store) FindKeyAssignments(ctx context.Context, orgID, guardrailID string, page gatehouse.Page) ([]*gatehouse.KeyAssignment, int, error) {
 	var list []*gatehouse.KeyAssignment
 	var total int
-	err := db.view(ctx, func(tx *Tx) error {
+	err := s.viewFn(ctx, func(tx *Tx) error {
 		where, args, err := tx.assignmentFilter(ctx, orgID, guardrailID)
 		if err != nil {
 			return err
 		}
 		list, total, err = findPage(ctx, tx, `a.id, a.guardrail_id, a.key_hash, k.name, a.assigned_by, a.created_at`,
 			`key_assignments a JOIN api_keys k ON k.hash = a.key_hash WHERE `+where, `a.created_at, a.id`, args, page,
-			func(s dbrow.Scanner) (*gatehouse.KeyAssignment, error) {
+			func(s Scanner) (*gatehouse.KeyAssignment, error) {
 				var a gatehouse.KeyAssignment
 				var by sql.NullString
 				var created int64
 				err := s.Scan(&a.ID, &a.GuardrailID, &a.KeyHash, &a.KeyName, &by, &created)
-				a.AssignedBy, a.CreatedAt = dbrow.StrPtr(by), dbrow.FromMS(created)
+				a.AssignedBy, a.CreatedAt = strPtr(by), fromMS(created)
 				return &a, err
 			})
 		return err
@@ -37,22 +36,22 @@ func (db *DB) FindKeyAssignments(ctx context.Context, orgID, guardrailID string,
 
 // FindMemberAssignments lists the member assignments of a guardrail, or of
 // the whole organization when guardrailID is "".
-func (db *DB) FindMemberAssignments(ctx context.Context, orgID, guardrailID string, page gatehouse.Page) ([]*gatehouse.MemberAssignment, int, error) {
+func (s *Store) FindMemberAssignments(ctx context.Context, orgID, guardrailID string, page gatehouse.Page) ([]*gatehouse.MemberAssignment, int, error) {
 	var list []*gatehouse.MemberAssignment
 	var total int
-	err := db.view(ctx, func(tx *Tx) error {
+	err := s.viewFn(ctx, func(tx *Tx) error {
 		where, args, err := tx.assignmentFilter(ctx, orgID, guardrailID)
 		if err != nil {
 			return err
 		}
 		list, total, err = findPage(ctx, tx, `a.id, a.guardrail_id, a.user_id, a.organization_id, a.assigned_by, a.created_at`,
 			`member_assignments a WHERE `+where, `a.created_at, a.id`, args, page,
-			func(s dbrow.Scanner) (*gatehouse.MemberAssignment, error) {
+			func(s Scanner) (*gatehouse.MemberAssignment, error) {
 				var a gatehouse.MemberAssignment
 				var by sql.NullString
 				var created int64
 				err := s.Scan(&a.ID, &a.GuardrailID, &a.UserID, &a.OrganizationID, &by, &created)
-				a.AssignedBy, a.CreatedAt = dbrow.StrPtr(by), dbrow.FromMS(created)
+				a.AssignedBy, a.CreatedAt = strPtr(by), fromMS(created)
 				return &a, err
 			})
 		return err
@@ -74,29 +73,28 @@ func (tx *Tx) assignmentFilter(ctx context.Context, orgID, guardrailID string) (
 
 // AssignKeys assigns keys of the guardrail's workspace to the guardrail,
 // moving them from any other guardrail.
-func (db *DB) AssignKeys(ctx context.Context, orgID, guardrailID string, hashes []string, by *string) (int, error) {
+func (s *Store) AssignKeys(ctx context.Context, orgID, guardrailID string, hashes []string, by *string) (int, error) {
 	hashes, err := gatehouse.ValidateKeyHashes(hashes)
 	if err != nil {
 		return 0, err
 	}
 	var changed int
-	err = db.update(ctx, func(tx *Tx) error {
+	err = s.exec(ctx, func(tx *Tx) error {
+		changed = 0 // a retried transaction starts over
 		g, err := tx.findGuardrail(ctx, orgID, guardrailID)
 		if err != nil {
 			return err
 		}
 		// The unary + keeps the planner on the primary key: an index on the
 		// other columns would scan every key of the workspace.
-		rows, err := tx.QueryContext(ctx, `SELECT hash FROM api_keys WHERE hash IN (`+placeholders(len(hashes))+`)
-			AND +organization_id = ? AND +workspace_id = ? AND +management = 0`, append(anys(hashes), orgID, g.WorkspaceID)...)
+		in, args := tx.d.In("hash", hashes)
+		rows, err := tx.Query(ctx, `SELECT hash FROM api_keys WHERE `+in+` AND `+tx.d.NoIndex("organization_id")+` = ?
+			AND `+tx.d.NoIndex("workspace_id")+` = ? AND NOT `+tx.d.NoIndex("management"), append(args, orgID, g.WorkspaceID)...)
+		known, err := collect(rows, err, scanString)
 		if err != nil {
 			return err
 		}
-		known, err := collect(rows, dbrow.ScanString)
-		if err != nil {
-			return err
-		}
-		if unknown := dbrow.Missing(hashes, known); len(unknown) > 0 {
+		if unknown := missing(hashes, known); len(unknown) > 0 {
 			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "key_hashes: not keys of the guardrail's workspace: " +
 				gatehouse.ListIDs(unknown) + "; nothing was assigned"}).WithMetadata("key_hashes", unknown)
 		}
@@ -104,7 +102,7 @@ func (db *DB) AssignKeys(ctx context.Context, orgID, guardrailID string, hashes 
 			n, err := tx.execCount(ctx, `INSERT INTO key_assignments (id, organization_id, guardrail_id, key_hash, assigned_by, created_at)
 				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key_hash) DO UPDATE SET id = excluded.id,
 				guardrail_id = excluded.guardrail_id, assigned_by = excluded.assigned_by, created_at = excluded.created_at
-				WHERE guardrail_id <> excluded.guardrail_id`, uuid.NewString(), orgID, g.ID, h, by, dbrow.MS(tx.now))
+				WHERE key_assignments.guardrail_id <> excluded.guardrail_id`, uuid.NewString(), orgID, g.ID, h, by, ms(tx.now))
 			if err != nil {
 				return err
 			}
@@ -127,27 +125,23 @@ func (tx *Tx) auditAssignment(ctx context.Context, orgID, op, guardrailID, listN
 
 // execCount runs a statement and returns how many rows it changed.
 func (tx *Tx) execCount(ctx context.Context, query string, args ...any) (int, error) {
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
+	n, err := tx.Exec(ctx, query, args...)
 	return int(n), err
 }
 
 // UnassignKeys removes assignments of keys to the guardrail.
-func (db *DB) UnassignKeys(ctx context.Context, orgID, guardrailID string, hashes []string) (int, error) {
+func (s *Store) UnassignKeys(ctx context.Context, orgID, guardrailID string, hashes []string) (int, error) {
 	hashes, err := gatehouse.ValidateKeyHashes(hashes)
 	if err != nil {
 		return 0, err
 	}
 	var removed int
-	err = db.update(ctx, func(tx *Tx) error {
+	err = s.exec(ctx, func(tx *Tx) error {
 		if _, err := tx.findGuardrail(ctx, orgID, guardrailID); err != nil {
 			return err
 		}
-		if removed, err = tx.execCount(ctx, `DELETE FROM key_assignments WHERE guardrail_id = ? AND key_hash IN (`+
-			placeholders(len(hashes))+`)`, anys(hashes, guardrailID)...); err != nil {
+		in, args := tx.in("key_hash", hashes, guardrailID)
+		if removed, err = tx.execCount(ctx, `DELETE FROM key_assignments WHERE guardrail_id = ? AND `+in, args...); err != nil {
 			return err
 		}
 		return tx.auditAssignment(ctx, orgID, "guardrail.keys.unassign", guardrailID, "key_hashes", hashes, removed)
@@ -157,13 +151,14 @@ func (db *DB) UnassignKeys(ctx context.Context, orgID, guardrailID string, hashe
 
 // AssignMembers assigns organization members to the guardrail, moving them
 // from any other guardrail.
-func (db *DB) AssignMembers(ctx context.Context, orgID, guardrailID string, userIDs []string, by *string) (int, error) {
+func (s *Store) AssignMembers(ctx context.Context, orgID, guardrailID string, userIDs []string, by *string) (int, error) {
 	ids, err := gatehouse.ValidateUserIDs("member_user_ids", userIDs)
 	if err != nil {
 		return 0, err
 	}
 	var changed int
-	err = db.update(ctx, func(tx *Tx) error {
+	err = s.exec(ctx, func(tx *Tx) error {
+		changed = 0 // a retried transaction starts over
 		g, err := tx.findGuardrail(ctx, orgID, guardrailID)
 		if err != nil {
 			return err
@@ -180,7 +175,7 @@ func (db *DB) AssignMembers(ctx context.Context, orgID, guardrailID string, user
 			n, err := tx.execCount(ctx, `INSERT INTO member_assignments (id, organization_id, guardrail_id, user_id, assigned_by, created_at)
 				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (organization_id, user_id) DO UPDATE SET id = excluded.id,
 				guardrail_id = excluded.guardrail_id, assigned_by = excluded.assigned_by, created_at = excluded.created_at
-				WHERE guardrail_id <> excluded.guardrail_id`, uuid.NewString(), orgID, g.ID, id, by, dbrow.MS(tx.now))
+				WHERE member_assignments.guardrail_id <> excluded.guardrail_id`, uuid.NewString(), orgID, g.ID, id, by, ms(tx.now))
 			if err != nil {
 				return err
 			}
@@ -192,18 +187,18 @@ func (db *DB) AssignMembers(ctx context.Context, orgID, guardrailID string, user
 }
 
 // UnassignMembers removes assignments of members to the guardrail.
-func (db *DB) UnassignMembers(ctx context.Context, orgID, guardrailID string, userIDs []string) (int, error) {
+func (s *Store) UnassignMembers(ctx context.Context, orgID, guardrailID string, userIDs []string) (int, error) {
 	ids, err := gatehouse.ValidateUserIDs("member_user_ids", userIDs)
 	if err != nil {
 		return 0, err
 	}
 	var removed int
-	err = db.update(ctx, func(tx *Tx) error {
+	err = s.exec(ctx, func(tx *Tx) error {
 		if _, err := tx.findGuardrail(ctx, orgID, guardrailID); err != nil {
 			return err
 		}
-		if removed, err = tx.execCount(ctx, `DELETE FROM member_assignments WHERE guardrail_id = ? AND user_id IN (`+
-			placeholders(len(ids))+`)`, anys(ids, guardrailID)...); err != nil {
+		in, args := tx.in("user_id", ids, guardrailID)
+		if removed, err = tx.execCount(ctx, `DELETE FROM member_assignments WHERE guardrail_id = ? AND `+in, args...); err != nil {
 			return err
 		}
 		return tx.auditAssignment(ctx, orgID, "guardrail.members.unassign", guardrailID, "member_user_ids", ids, removed)

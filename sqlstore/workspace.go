@@ -1,38 +1,36 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"errors"
 
 	"gatehouse"
-	"gatehouse/dbrow"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // findWorkspace resolves a workspace reference of the organization: ""
 // for the default workspace, else a UUID or a slug.
 func (tx *Tx) findWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
-	return findWorkspace(ctx, tx, orgID, ref)
-}
-
-func findWorkspace(ctx context.Context, q querier, orgID, ref string) (*gatehouse.Workspace, error) {
-	where, args := `is_default`, []any{orgID}
+	where, arg := `is_default`, any(nil)
 	if ref != "" {
 		id, slug, ok := gatehouse.ParseWorkspaceRef(ref)
 		switch {
 		case !ok:
 			return nil, gatehouse.NotFound("workspace", ref)
 		case id != "":
-			where, args = `id = $2`, append(args, id)
+			where, arg = `id = ?`, id
 		default:
-			where, args = `slug = $2`, append(args, slug)
+			where, arg = `slug = ?`, slug
 		}
 	}
-	w, err := dbrow.ScanWorkspace(q.QueryRow(ctx, `SELECT `+dbrow.WorkspaceColumns+` FROM workspaces
-		WHERE organization_id = $1 AND `+where, args...))
-	if errors.Is(err, pgx.ErrNoRows) {
+	args := []any{orgID}
+	if arg != nil {
+		args = append(args, arg)
+	}
+	w, err := scanWorkspace(tx.QueryRow(ctx, `SELECT `+workspaceColumns+` FROM workspaces
+		WHERE organization_id = ? AND `+where, args...))
+	if errors.Is(err, ErrNoRows) {
 		if ref == "" {
 			return nil, gatehouse.Errorf(gatehouse.ENOTFOUND, "the organization has no default workspace; pass workspace_id")
 		}
@@ -42,9 +40,9 @@ func findWorkspace(ctx context.Context, q querier, orgID, ref string) (*gatehous
 }
 
 // FindWorkspace returns a workspace by reference.
-func (db *DB) FindWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
+func (s *Store) FindWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
 	var w *gatehouse.Workspace
-	err := db.view(ctx, func(tx *Tx) (err error) {
+	err := s.readFn(ctx, func(tx *Tx) (err error) {
 		w, err = tx.findWorkspace(ctx, orgID, ref)
 		return err
 	})
@@ -52,31 +50,30 @@ func (db *DB) FindWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.
 }
 
 // FindWorkspaces lists the organization's workspaces.
-func (db *DB) FindWorkspaces(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Workspace, int, error) {
+func (s *Store) FindWorkspaces(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Workspace, int, error) {
 	var list []*gatehouse.Workspace
 	var total int
-	err := db.view(ctx, func(tx *Tx) (err error) {
-		list, total, err = findPage(ctx, tx, dbrow.WorkspaceColumns, `workspaces WHERE organization_id = $1`,
-			`created_at, id`, []any{orgID}, page, dbrow.ScanWorkspace)
+	err := s.viewFn(ctx, func(tx *Tx) (err error) {
+		list, total, err = findPage(ctx, tx, workspaceColumns, `workspaces WHERE organization_id = ?`,
+			`created_at, id`, []any{orgID}, page, scanWorkspace)
 		return err
 	})
 	return list, total, err
 }
 
 // CreateWorkspace creates a workspace.
-func (db *DB) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.WorkspaceUpdate, createdBy *string) (*gatehouse.Workspace, error) {
+func (s *Store) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.WorkspaceUpdate, createdBy *string) (*gatehouse.Workspace, error) {
 	w, err := gatehouse.NewWorkspace(c)
 	if err != nil {
 		return nil, err
 	}
 	w.CreatedBy = createdBy
-	err = db.update(ctx, func(tx *Tx) error {
-		var hasDefault bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE organization_id = $1 AND is_default)`,
-			orgID).Scan(&hasDefault); err != nil {
+	err = s.exec(ctx, func(tx *Tx) error {
+		var defaults int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM workspaces WHERE organization_id = ? AND is_default`, orgID).Scan(&defaults); err != nil {
 			return err
 		}
-		w.IsDefault = !hasDefault // an organization left without one gets its next workspace as default
+		w.IsDefault = defaults == 0 // an organization left without one gets its next workspace as default
 		if err := tx.insertWorkspace(ctx, orgID, w); err != nil {
 			return err
 		}
@@ -90,26 +87,26 @@ func (db *DB) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.Wor
 
 func (tx *Tx) insertWorkspace(ctx context.Context, orgID string, w *gatehouse.Workspace) error {
 	w.ID, w.OrganizationID, w.CreatedAt = uuid.NewString(), orgID, tx.now
-	j, err := dbrow.JSONArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
+	j, err := jsonArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO workspaces (`+dbrow.WorkspaceColumns+`, default_guardrail_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+	_, err = tx.Exec(ctx, `INSERT INTO workspaces (`+workspaceColumns+`, default_guardrail_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		w.ID, orgID, w.Name, w.Slug, w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort,
 		j[0], j[1], w.IOLoggingSamplingRate, w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled,
-		w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, w.IsDefault, w.CreatedBy, dbrow.MS(tx.now), nil,
+		w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, w.IsDefault, w.CreatedBy, ms(tx.now), nil,
 		gatehouse.DefaultGuardrailID(w.ID))
-	if isUnique(err) {
+	if tx.d.IsUnique(err) {
 		return gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
 	}
 	return err
 }
 
 // UpdateWorkspace updates a workspace.
-func (db *DB) UpdateWorkspace(ctx context.Context, orgID, ref string, u gatehouse.WorkspaceUpdate) (*gatehouse.Workspace, error) {
+func (s *Store) UpdateWorkspace(ctx context.Context, orgID, ref string, u gatehouse.WorkspaceUpdate) (*gatehouse.Workspace, error) {
 	var w *gatehouse.Workspace
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		var err error
 		if w, err = tx.findWorkspace(ctx, orgID, ref); err != nil {
 			return err
@@ -119,18 +116,18 @@ func (db *DB) UpdateWorkspace(ctx context.Context, orgID, ref string, u gatehous
 		}
 		now := tx.now
 		w.UpdatedAt = &now
-		j, err := dbrow.JSONArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
+		j, err := jsonArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE workspaces SET name = $1, slug = $2, description = $3, default_text_model = $4,
-			default_image_model = $5, default_provider_sort = $6, disabled_server_tools = $7, io_logging_api_key_ids = $8,
-			io_logging_sampling_rate = $9, is_data_discount_logging_enabled = $10, is_observability_broadcast_enabled = $11,
-			is_observability_io_logging_enabled = $12, include_byok_in_budgets = $13, updated_at = $14 WHERE id = $15`,
+		_, err = tx.Exec(ctx, `UPDATE workspaces SET name = ?, slug = ?, description = ?, default_text_model = ?,
+			default_image_model = ?, default_provider_sort = ?, disabled_server_tools = ?, io_logging_api_key_ids = ?,
+			io_logging_sampling_rate = ?, is_data_discount_logging_enabled = ?, is_observability_broadcast_enabled = ?,
+			is_observability_io_logging_enabled = ?, include_byok_in_budgets = ?, updated_at = ? WHERE id = ?`,
 			w.Name, w.Slug, w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort, j[0], j[1],
 			w.IOLoggingSamplingRate, w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled,
-			w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, dbrow.MS(now), w.ID)
-		if isUnique(err) {
+			w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, ms(now), w.ID)
+		if tx.d.IsUnique(err) {
 			return gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
 		}
 		if err != nil {
@@ -146,8 +143,8 @@ func (db *DB) UpdateWorkspace(ctx context.Context, orgID, ref string, u gatehous
 }
 
 // DeleteWorkspace deletes a workspace and what it holds, in one transaction.
-func (db *DB) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDefault bool) error {
-	return db.update(ctx, func(tx *Tx) error {
+func (s *Store) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDefault bool) error {
+	return s.exec(ctx, func(tx *Tx) error {
 		w, err := tx.findWorkspace(ctx, orgID, ref)
 		if err != nil {
 			return err
@@ -156,25 +153,25 @@ func (db *DB) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDef
 			return gatehouse.Errorf(gatehouse.EINVALID, "this is the default workspace; pass confirm_default_workspace_deletion=true to delete it")
 		}
 		var active int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = $1 AND NOT disabled
-			AND (expires_at IS NULL OR expires_at > $2)`, w.ID, dbrow.MS(tx.now)).Scan(&active); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND NOT disabled
+			AND (expires_at IS NULL OR expires_at > ?)`, w.ID, ms(tx.now)).Scan(&active); err != nil {
 			return err
 		}
 		if active > 0 {
 			return gatehouse.Errorf(gatehouse.EINVALID, "the workspace holds %d active API keys; disable or delete them first", active).
 				WithMetadata("active_key_count", active)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE destinations SET deleted_at = $1, updated_at = $1
-			WHERE workspace_id = $2 AND deleted_at IS NULL`, dbrow.MS(tx.now), w.ID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE destinations SET deleted_at = ?, updated_at = ?
+			WHERE workspace_id = ? AND deleted_at IS NULL`, ms(tx.now), ms(tx.now), w.ID); err != nil {
 			return err
 		}
 		// Keys, guardrails, memberships, codes and assignments go by cascade.
-		if _, err := tx.Exec(ctx, `DELETE FROM workspaces WHERE id = $1`, w.ID); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM workspaces WHERE id = ?`, w.ID); err != nil {
 			return err
 		}
 		if w.IsDefault {
 			if _, err := tx.Exec(ctx, `UPDATE workspaces SET is_default = TRUE WHERE id =
-				(SELECT id FROM workspaces WHERE organization_id = $1 ORDER BY created_at, id LIMIT 1)`, orgID); err != nil {
+				(SELECT id FROM workspaces WHERE organization_id = ? ORDER BY created_at, id LIMIT 1)`, orgID); err != nil {
 				return err
 			}
 		}
@@ -184,11 +181,11 @@ func (db *DB) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDef
 
 // FindWorkspaceMembers lists the members of a workspace. The default
 // workspace holds every member of the organization.
-func (db *DB) FindWorkspaceMembers(ctx context.Context, orgID, ref string, page gatehouse.Page) ([]*gatehouse.WorkspaceMember, int, error) {
+func (s *Store) FindWorkspaceMembers(ctx context.Context, orgID, ref string, page gatehouse.Page) ([]*gatehouse.WorkspaceMember, int, error) {
 	var list []*gatehouse.WorkspaceMember
 	var total int
-	err := db.view(ctx, func(tx *Tx) error {
-		list, total = nil, 0
+	err := s.viewFn(ctx, func(tx *Tx) error {
+		list = nil // a retried transaction starts over
 		w, err := tx.findWorkspace(ctx, orgID, ref)
 		if err != nil {
 			return err
@@ -201,8 +198,8 @@ func (db *DB) FindWorkspaceMembers(ctx context.Context, orgID, ref string, page 
 			total = n
 			return err
 		}
-		list, total, err = findPage(ctx, tx, dbrow.MembershipColumns, membershipFrom, `wm.created_at, wm.id`,
-			[]any{w.ID}, page, dbrow.ScanMembership)
+		list, total, err = findPage(ctx, tx, membershipColumns, membershipFrom, `wm.created_at, wm.id`,
+			[]any{w.ID}, page, scanMembership)
 		return err
 	})
 	if list == nil {
@@ -212,20 +209,18 @@ func (db *DB) FindWorkspaceMembers(ctx context.Context, orgID, ref string, page 
 }
 
 const membershipFrom = `workspace_members wm JOIN members m ON m.organization_id = wm.organization_id AND m.id = wm.user_id
-		WHERE wm.workspace_id = $1`
+		WHERE wm.workspace_id = ?`
 
-// AddWorkspaceMembers adds organization members to a workspace. Adding the
-// same members concurrently leaves one membership each: the unique
-// (workspace_id, user_id) and the serializable transaction see to it.
-func (db *DB) AddWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, []*gatehouse.WorkspaceMember, error) {
+// AddWorkspaceMembers adds organization members to a workspace.
+func (s *Store) AddWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, []*gatehouse.WorkspaceMember, error) {
 	ids, err := gatehouse.ValidateUserIDs("user_ids", userIDs)
 	if err != nil {
 		return 0, nil, err
 	}
 	var added int
 	var list []*gatehouse.WorkspaceMember
-	err = db.update(ctx, func(tx *Tx) error {
-		added, list = 0, nil
+	err = s.exec(ctx, func(tx *Tx) error {
+		added = 0 // a retried transaction starts over
 		w, err := tx.findWorkspace(ctx, orgID, ref)
 		if err != nil {
 			return err
@@ -242,16 +237,17 @@ func (db *DB) AddWorkspaceMembers(ctx context.Context, orgID, ref string, userID
 			list, err = tx.implicitMemberships(ctx, orgID, w.ID, ids)
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO workspace_members (id, organization_id, workspace_id, user_id, created_at)
-			SELECT n.id, $1, $2, n.user_id, $3 FROM unnest($4::text[], $5::text[]) AS n (id, user_id)
-			ON CONFLICT (workspace_id, user_id) DO NOTHING`, orgID, w.ID, dbrow.MS(tx.now), newIDs(len(ids)), ids)
-		if err != nil {
-			return err
+		for _, id := range ids {
+			n, err := tx.Exec(ctx, `INSERT INTO workspace_members (id, organization_id, workspace_id, user_id, created_at)
+				VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id, user_id) DO NOTHING`, uuid.NewString(), orgID, w.ID, id, ms(tx.now))
+			if err != nil {
+				return err
+			}
+			added += int(n)
 		}
-		added = int(tag.RowsAffected())
-		rows, err := tx.Query(ctx, `SELECT `+dbrow.MembershipColumns+` FROM `+membershipFrom+`
-			AND wm.user_id = ANY($2) ORDER BY wm.created_at, wm.id`, w.ID, ids)
-		if list, err = collect(rows, err, dbrow.ScanMembership); err != nil {
+		in, args := tx.in("wm.user_id", ids, w.ID)
+		rows, err := tx.Query(ctx, `SELECT `+membershipColumns+` FROM `+membershipFrom+` AND `+in+` ORDER BY wm.created_at, wm.id`, args...)
+		if list, err = collect(rows, err, scanMembership); err != nil {
 			return err
 		}
 		return tx.auditMembers(ctx, orgID, "workspace.members.add", w.ID, ids, "added_count", added)
@@ -263,9 +259,9 @@ func (db *DB) AddWorkspaceMembers(ctx context.Context, orgID, ref string, userID
 }
 
 func (tx *Tx) implicitMemberships(ctx context.Context, orgID, workspaceID string, ids []string) ([]*gatehouse.WorkspaceMember, error) {
-	rows, err := tx.Query(ctx, `SELECT `+dbrow.MemberColumns+` FROM members WHERE organization_id = $1
-		AND id = ANY($2) ORDER BY created_at, id`, orgID, ids)
-	members, err := collect(rows, err, dbrow.ScanMember)
+	in, args := tx.in("id", ids, orgID)
+	rows, err := tx.Query(ctx, `SELECT `+memberColumns+` FROM members WHERE organization_id = ? AND `+in+` ORDER BY created_at, id`, args...)
+	members, err := collect(rows, err, scanMember)
 	out := make([]*gatehouse.WorkspaceMember, 0, len(members))
 	for _, m := range members {
 		out = append(out, gatehouse.ImplicitMembership(workspaceID, m))
@@ -274,14 +270,13 @@ func (tx *Tx) implicitMemberships(ctx context.Context, orgID, workspaceID string
 }
 
 // RemoveWorkspaceMembers removes members from a workspace, all or nothing.
-func (db *DB) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, error) {
+func (s *Store) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, error) {
 	ids, err := gatehouse.ValidateUserIDs("user_ids", userIDs)
 	if err != nil {
 		return 0, err
 	}
 	var removed int
-	err = db.update(ctx, func(tx *Tx) error {
-		removed = 0
+	err = s.exec(ctx, func(tx *Tx) error {
 		w, err := tx.findWorkspace(ctx, orgID, ref)
 		if err != nil {
 			return err
@@ -297,11 +292,12 @@ func (db *DB) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, use
 			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: members with active API keys or pending authorization codes in this workspace cannot be removed: " +
 				gatehouse.ListIDs(blocked) + "; nobody was removed"}).WithMetadata("user_ids", blocked)
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM workspace_members WHERE workspace_id = $1 AND user_id = ANY($2)`, w.ID, ids)
+		in, args := tx.in("user_id", ids, w.ID)
+		n, err := tx.Exec(ctx, `DELETE FROM workspace_members WHERE workspace_id = ? AND `+in, args...)
 		if err != nil {
 			return err
 		}
-		removed = int(tag.RowsAffected())
+		removed = int(n)
 		return tx.auditMembers(ctx, orgID, "workspace.members.remove", w.ID, ids, "removed_count", removed)
 	})
 	return removed, err

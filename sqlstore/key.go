@@ -1,22 +1,20 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"time"
 
 	"gatehouse"
-	"gatehouse/dbrow"
 )
 
 // FindKeyByHash returns any key by hash, for authentication.
-func (db *DB) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, error) {
+func (s *Store) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, error) {
 	var k *gatehouse.Key
-	err := db.viewOne(ctx, func(tx *Tx) (err error) {
-		k, err = dbrow.ScanKey(tx.QueryRowContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = ?`, hash))
-		if errors.Is(err, sql.ErrNoRows) {
+	err := s.readFn(ctx, func(tx *Tx) (err error) {
+		k, err = scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
+		if errors.Is(err, ErrNoRows) {
 			return gatehouse.NotFound("key", hash)
 		}
 		return err
@@ -26,18 +24,18 @@ func (db *DB) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, e
 
 // findKey returns a regular key of the organization.
 func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
-	k, err := dbrow.ScanKey(tx.QueryRowContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys
-		WHERE hash = ? AND organization_id = ? AND management = 0`, hash, orgID))
-	if errors.Is(err, sql.ErrNoRows) {
+	k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys
+		WHERE hash = ? AND organization_id = ? AND NOT management`, hash, orgID))
+	if errors.Is(err, ErrNoRows) {
 		return nil, gatehouse.NotFound("key", hash)
 	}
 	return k, err
 }
 
 // FindKey returns a regular key of the organization.
-func (db *DB) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
+func (s *Store) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
 	var k *gatehouse.Key
-	err := db.viewOne(ctx, func(tx *Tx) (err error) {
+	err := s.readFn(ctx, func(tx *Tx) (err error) {
 		k, err = tx.findKey(ctx, orgID, hash)
 		return err
 	})
@@ -45,10 +43,10 @@ func (db *DB) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, 
 }
 
 // FindKeys lists regular keys of the organization.
-func (db *DB) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter) ([]*gatehouse.Key, error) {
+func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter) ([]*gatehouse.Key, error) {
 	var keys []*gatehouse.Key
-	err := db.view(ctx, func(tx *Tx) error {
-		where, args := `organization_id = ? AND management = 0`, []any{orgID}
+	err := s.viewFn(ctx, func(tx *Tx) error {
+		where, args := `organization_id = ? AND NOT management`, []any{orgID}
 		if f.WorkspaceID != "" {
 			w, err := tx.findWorkspace(ctx, orgID, f.WorkspaceID)
 			if err != nil {
@@ -57,28 +55,28 @@ func (db *DB) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter)
 			where, args = `workspace_id = ?`, []any{w.ID}
 		}
 		if !f.IncludeDisabled {
-			where += ` AND disabled = 0`
+			where += ` AND NOT disabled`
 		}
 		limit := f.Limit
 		if limit <= 0 || limit > gatehouse.MaxKeysPerList {
 			limit = gatehouse.MaxKeysPerList
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE `+where+`
+		rows, err := tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+where+`
 			ORDER BY created_at, hash LIMIT ? OFFSET ?`, append(args, limit, f.Offset)...)
 		if err != nil {
 			return err
 		}
-		keys, err = collect(rows, dbrow.ScanKey)
+		keys, err = collect(rows, nil, scanKey)
 		return err
 	})
 	return keys, err
 }
 
 // CreateKey creates a regular key.
-func (db *DB) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate) (*gatehouse.Key, string, error) {
+func (s *Store) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate) (*gatehouse.Key, string, error) {
 	plaintext := gatehouse.NewKeySecret(false)
 	var k *gatehouse.Key
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		if err := c.Validate(tx.now); err != nil {
 			return err
 		}
@@ -106,21 +104,21 @@ func (db *DB) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate
 }
 
 func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *string) error {
-	args := dbrow.KeyInsertArgs(k, externalHash)
-	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (`+dbrow.KeyInsertColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
-	if isUnique(err) {
+	args := keyInsertArgs(k, externalHash)
+	_, err := tx.Exec(ctx, `INSERT INTO api_keys (`+keyInsertColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+	if tx.d.IsUnique(err) {
 		return gatehouse.Errorf(gatehouse.ECONFLICT, "a key with this value already exists")
 	}
 	return err
 }
 
 // UpdateKey applies an update to a regular key.
-func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.KeyUpdate) (*gatehouse.Key, error) {
+func (s *Store) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.KeyUpdate) (*gatehouse.Key, error) {
 	if err := u.Validate(); err != nil {
 		return nil, err
 	}
 	var k *gatehouse.Key
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		var err error
 		if k, err = tx.findKey(ctx, orgID, hash); err != nil {
 			return err
@@ -128,8 +126,8 @@ func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.Key
 		if !k.Apply(u, tx.now) {
 			return nil // {} changes nothing, not even updated_at
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE api_keys SET name = ?, disabled = ?, include_byok_in_limit = ?,
-			limit_nanos = ?, limit_reset = ?, updated_at = ? WHERE hash = ?`, dbrow.KeyUpdateArgs(k)...)
+		_, err = tx.Exec(ctx, `UPDATE api_keys SET name = ?, disabled = ?, include_byok_in_limit = ?,
+			limit_nanos = ?, limit_reset = ?, updated_at = ? WHERE hash = ?`, keyUpdateArgs(k)...)
 		if err != nil {
 			return err
 		}
@@ -143,13 +141,13 @@ func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.Key
 }
 
 // DeleteKey deletes a regular key; its guardrail assignment goes by cascade.
-func (db *DB) DeleteKey(ctx context.Context, orgID, hash string) error {
-	return db.update(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE hash = ? AND organization_id = ? AND management = 0`, hash, orgID)
+func (s *Store) DeleteKey(ctx context.Context, orgID, hash string) error {
+	return s.exec(ctx, func(tx *Tx) error {
+		n, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE hash = ? AND organization_id = ? AND NOT management`, hash, orgID)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if n == 0 {
 			return gatehouse.NotFound("key", hash)
 		}
 		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.delete", ResourceType: "key", ResourceIDs: []string{hash}})
@@ -157,28 +155,19 @@ func (db *DB) DeleteKey(ctx context.Context, orgID, hash string) error {
 }
 
 // RecordUsage adds an amount to a key's usage in the current periods.
-func (db *DB) RecordUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
+func (s *Store) RecordUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
 	if amount < 0 {
 		return nil, gatehouse.FieldError("amount", "must not be negative")
 	}
-	var k *gatehouse.Key
-	err := db.update(ctx, func(tx *Tx) (err error) {
-		k, err = tx.addKeyUsage(ctx, hash, amount, byok)
-		return err
+	return lock(ctx, s, func(tx *Tx) (*gatehouse.Key, error) {
+		return tx.addKeyUsage(ctx, hash, amount, byok)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return k, nil
 }
 
 // addKeyUsage adds an amount to a key's counters (its BYOK ones when byok)
 // and returns the key as it is afterwards.
 func (tx *Tx) addKeyUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
-	k, err := dbrow.ScanKey(tx.QueryRowContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = ?`, hash))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, gatehouse.NotFound("key", hash)
-	}
+	k, err := tx.lockKey(ctx, hash, true)
 	if err != nil {
 		return nil, err
 	}
@@ -187,15 +176,15 @@ func (tx *Tx) addKeyUsage(ctx context.Context, hash string, amount gatehouse.Mon
 		prefix, c = "byok", &k.BYOKUsage
 	}
 	*c = c.Add(tx.now, amount)
-	_, err = tx.ExecContext(ctx, `UPDATE api_keys SET `+dbrow.CounterAssignments(prefix, func(int) string { return "?" })+` WHERE hash = ?`,
-		append(dbrow.CounterArgs(*c), hash)...)
+	_, err = tx.Exec(ctx, `UPDATE api_keys SET `+counterAssignments(prefix)+` WHERE hash = ?`,
+		append(counterArgs(*c), hash)...)
 	return k, err
 }
 
 // CreateManagementKey creates a management key for the organization.
-func (db *DB) CreateManagementKey(ctx context.Context, orgID, name string) (*gatehouse.Key, string, error) {
+func (s *Store) CreateManagementKey(ctx context.Context, orgID, name string) (*gatehouse.Key, string, error) {
 	plaintext := gatehouse.NewKeySecret(true)
-	k, err := db.EnsureManagementKey(ctx, orgID, plaintext, name)
+	k, err := s.EnsureManagementKey(ctx, orgID, plaintext, name)
 	if err != nil {
 		return nil, "", err
 	}
@@ -204,7 +193,7 @@ func (db *DB) CreateManagementKey(ctx context.Context, orgID, name string) (*gat
 
 // EnsureManagementKey makes sure a management key with this plaintext exists
 // for the organization.
-func (db *DB) EnsureManagementKey(ctx context.Context, orgID, plaintext, name string) (*gatehouse.Key, error) {
+func (s *Store) EnsureManagementKey(ctx context.Context, orgID, plaintext, name string) (*gatehouse.Key, error) {
 	if !strings.HasPrefix(plaintext, gatehouse.ManagementKeyPrefix) || len(plaintext) < 40 {
 		return nil, gatehouse.Errorf(gatehouse.EINVALID, "a management key must start with %s and be at least 40 characters", gatehouse.ManagementKeyPrefix)
 	}
@@ -216,18 +205,18 @@ func (db *DB) EnsureManagementKey(ctx context.Context, orgID, plaintext, name st
 	}
 	hash := gatehouse.HashKey(plaintext)
 	var k *gatehouse.Key
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		if _, err := tx.organization(ctx, orgID); err != nil {
 			return err
 		}
-		existing, err := dbrow.ScanKey(tx.QueryRowContext(ctx, `SELECT `+dbrow.KeyColumns+` FROM api_keys WHERE hash = ?`, hash))
+		existing, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
 		switch {
 		case err == nil && existing.Management && existing.OrganizationID == orgID:
 			k = existing
 			return nil
 		case err == nil:
 			return gatehouse.Errorf(gatehouse.EINVALID, "this key value is already in use by another key")
-		case !errors.Is(err, sql.ErrNoRows):
+		case !errors.Is(err, ErrNoRows):
 			return err
 		}
 		k = &gatehouse.Key{Hash: hash, OrganizationID: orgID, Name: name, Management: true, CreatedAt: tx.now}
@@ -250,8 +239,8 @@ func validateKeyName(name string) error {
 
 func (tx *Tx) organization(ctx context.Context, id string) (string, error) {
 	var name string
-	err := tx.QueryRowContext(ctx, `SELECT name FROM organizations WHERE id = ?`, id).Scan(&name)
-	if errors.Is(err, sql.ErrNoRows) {
+	err := tx.QueryRow(ctx, `SELECT name FROM organizations WHERE id = ?`, id).Scan(&name)
+	if errors.Is(err, ErrNoRows) {
 		return "", gatehouse.NotFound("organization", id)
 	}
 	return name, err

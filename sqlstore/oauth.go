@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -6,15 +6,14 @@ import (
 	"errors"
 
 	"gatehouse"
-	"gatehouse/dbrow"
 
 	"github.com/google/uuid"
 )
 
 // CreateAuthCode creates an authorization code; only its hash is stored.
-func (db *DB) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *string, c gatehouse.AuthCodeCreate) (*gatehouse.AuthCode, error) {
+func (s *Store) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *string, c gatehouse.AuthCodeCreate) (*gatehouse.AuthCode, error) {
 	code := &gatehouse.AuthCode{ID: gatehouse.NewAuthCodeID(), OrganizationID: orgID, CreatorUserID: creatorUserID}
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		if err := c.Validate(tx.now); err != nil {
 			return err
 		}
@@ -31,9 +30,9 @@ func (db *DB) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *s
 		}
 		if c.CodeChallenge != nil {
 			var pending int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM auth_codes WHERE organization_id = ? AND code_challenge = ?
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM auth_codes WHERE organization_id = ? AND code_challenge = ?
 				AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?`,
-				orgID, *c.CodeChallenge, dbrow.MS(tx.now), gatehouse.MaxVerifierAttempts).Scan(&pending); err != nil {
+				orgID, *c.CodeChallenge, ms(tx.now), gatehouse.MaxVerifierAttempts).Scan(&pending); err != nil {
 				return err
 			}
 			if pending > 0 {
@@ -55,12 +54,12 @@ func (db *DB) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *s
 		if code.Limit != nil {
 			limit = int64(*code.Limit)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO auth_codes (code_hash, organization_id, workspace_id, app_id,
+		_, err = tx.Exec(ctx, `INSERT INTO auth_codes (code_hash, organization_id, workspace_id, app_id,
 			creator_user_id, callback_url, code_challenge, code_challenge_method, limit_nanos, limit_reset,
 			key_expires_at, key_label, created_at, expires_at, creator_key_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			gatehouse.HashKey(code.ID), orgID, w.ID, code.AppID, creatorUserID, code.CallbackURL, code.CodeChallenge,
-			code.CodeChallengeMethod, limit, dbrow.NullInterval(code.LimitReset), dbrow.NullMS(code.KeyExpiresAt), code.KeyLabel,
-			dbrow.MS(code.CreatedAt), dbrow.MS(code.ExpiresAt), nullIfEmpty(c.CreatorKeyHash))
+			code.CodeChallengeMethod, limit, nullInterval(code.LimitReset), nullMS(code.KeyExpiresAt), code.KeyLabel,
+			ms(code.CreatedAt), ms(code.ExpiresAt), nullIfEmpty(c.CreatorKeyHash))
 		if err != nil {
 			return err
 		}
@@ -77,65 +76,65 @@ func (db *DB) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *s
 // oauthApp returns the id of the organization's application for an origin,
 // creating it on first use.
 func (tx *Tx) oauthApp(ctx context.Context, orgID, origin string) (int64, error) {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_apps (organization_id, origin, created_at) VALUES (?, ?, ?)
-		ON CONFLICT (organization_id, origin) DO NOTHING`, orgID, origin, dbrow.MS(tx.now)); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO oauth_apps (organization_id, origin, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (organization_id, origin) DO NOTHING`, orgID, origin, ms(tx.now)); err != nil {
 		return 0, err
 	}
 	var id int64
-	err := tx.QueryRowContext(ctx, `SELECT id FROM oauth_apps WHERE organization_id = ? AND origin = ?`, orgID, origin).Scan(&id)
+	err := tx.QueryRow(ctx, `SELECT id FROM oauth_apps WHERE organization_id = ? AND origin = ?`, orgID, origin).Scan(&id)
 	return id, err
 }
 
 // ExchangeAuthCode consumes a code and creates its key in one transaction.
 // A wrong verifier is counted (and burns the code at the limit) by its own
 // committed transaction, so the failure sticks even though no key is made.
-func (db *DB) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange) (string, *string, error) {
+func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange) (string, *string, error) {
 	if err := x.Validate(); err != nil {
 		return "", nil, err
 	}
 	var plaintext string
 	var userID *string
 	var failure error
-	err := db.update(ctx, func(tx *Tx) error {
+	err := s.exec(ctx, func(tx *Tx) error {
 		var c authCodeRow
-		err := tx.QueryRowContext(ctx, `SELECT code_hash, organization_id, workspace_id, creator_user_id,
+		err := tx.QueryRow(ctx, `SELECT code_hash, organization_id, workspace_id, creator_user_id,
 			code_challenge, code_challenge_method, limit_nanos, limit_reset, key_expires_at, key_label, creator_key_hash
 			FROM auth_codes WHERE code_hash = ? AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?`,
-			gatehouse.HashKey(x.Code), dbrow.MS(tx.now), gatehouse.MaxVerifierAttempts).
+			gatehouse.HashKey(x.Code), ms(tx.now), gatehouse.MaxVerifierAttempts).
 			Scan(&c.hash, &c.org, &c.workspace, &c.creator, &c.challenge, &c.method, &c.limit, &c.reset, &c.expires, &c.label, &c.creatorKey)
-		if errors.Is(err, sql.ErrNoRows) {
+		if errors.Is(err, ErrNoRows) {
 			return gatehouse.ErrBadAuthCode
 		}
 		if err != nil {
 			return err
 		}
-		if err := gatehouse.CheckExchange(dbrow.StrPtr(c.challenge), dbrow.StrPtr(c.method), x); err != nil {
+		if err := gatehouse.CheckExchange(strPtr(c.challenge), strPtr(c.method), x); err != nil {
 			if gatehouse.ErrorCode(err) == gatehouse.EFORBIDDEN {
 				failure = err // commit the counted attempt, then fail
-				_, err := tx.ExecContext(ctx, `UPDATE auth_codes SET failed_attempts = failed_attempts + 1 WHERE code_hash = ?`, c.hash)
+				_, err := tx.Exec(ctx, `UPDATE auth_codes SET failed_attempts = failed_attempts + 1 WHERE code_hash = ?`, c.hash)
 				return err
 			}
 			return err
 		}
-		terms, err := tx.capByCreator(ctx, c, gatehouse.OAuthKeyTerms{Limit: dbrow.MoneyPtr(c.limit),
-			LimitReset: gatehouse.Interval(c.reset.String), ExpiresAt: dbrow.TimePtr(c.expires)})
+		terms, err := tx.capByCreator(ctx, c, gatehouse.OAuthKeyTerms{Limit: moneyPtr(c.limit),
+			LimitReset: gatehouse.Interval(c.reset.String), ExpiresAt: timePtr(c.expires)})
 		if gatehouse.ErrorCode(err) == gatehouse.EFORBIDDEN {
 			failure = err // the code dies with its creator: burn it, then fail
-			_, err := tx.ExecContext(ctx, `UPDATE auth_codes SET failed_attempts = ? WHERE code_hash = ?`, gatehouse.MaxVerifierAttempts, c.hash)
+			_, err := tx.Exec(ctx, `UPDATE auth_codes SET failed_attempts = ? WHERE code_hash = ?`, gatehouse.MaxVerifierAttempts, c.hash)
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE auth_codes SET used_at = ? WHERE code_hash = ?`, dbrow.MS(tx.now), c.hash); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE auth_codes SET used_at = ? WHERE code_hash = ?`, ms(tx.now), c.hash); err != nil {
 			return err
 		}
 		plaintext = gatehouse.NewKeySecret(false)
-		userID = dbrow.StrPtr(c.creator)
+		userID = strPtr(c.creator)
 		k := &gatehouse.Key{
 			Hash: gatehouse.HashKey(plaintext), OrganizationID: c.org, WorkspaceID: c.workspace, Name: c.label.String,
 			Limit: terms.Limit, LimitReset: terms.LimitReset, IncludeBYOKInLimit: terms.IncludeBYOKInLimit,
-			CreatorUserID: userID, ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now, ParentKeyHash: dbrow.StrPtr(c.creatorKey),
+			CreatorUserID: userID, ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now, ParentKeyHash: strPtr(c.creatorKey),
 		}
 		if err := tx.insertKey(ctx, k, nil); err != nil {
 			return err
@@ -163,14 +162,6 @@ type authCodeRow struct {
 	limit, expires       sql.NullInt64
 }
 
-// nullIfEmpty stores "" as NULL.
-func nullIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 // codeCreator returns the regular key that creates a code (nil for a
 // management key's code), checked: it is active and has something left of
 // its limit. A code that names no workspace lands in the key's.
@@ -185,7 +176,7 @@ func (tx *Tx) codeCreator(ctx context.Context, orgID string, c *gatehouse.AuthCo
 	if !k.Active(tx.now) {
 		return nil, gatehouse.Errorf(gatehouse.EFORBIDDEN, "a disabled or expired key cannot create authorization codes")
 	}
-	ancestors, err := tx.ancestors(ctx, k)
+	ancestors, err := tx.ancestors(ctx, k, false)
 	if err != nil {
 		return nil, err
 	}
@@ -240,8 +231,8 @@ func (tx *Tx) inheritGuardrail(ctx context.Context, creatorKey sql.NullString, h
 	if !creatorKey.Valid {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO key_assignments (id, organization_id, guardrail_id, key_hash, assigned_by, created_at)
+	_, err := tx.Exec(ctx, `INSERT INTO key_assignments (id, organization_id, guardrail_id, key_hash, assigned_by, created_at)
 		SELECT ?, organization_id, guardrail_id, ?, assigned_by, ? FROM key_assignments WHERE key_hash = ?`,
-		uuid.NewString(), hash, dbrow.MS(tx.now), creatorKey.String)
+		uuid.NewString(), hash, ms(tx.now), creatorKey.String)
 	return err
 }

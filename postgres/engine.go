@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+
+	"gatehouse/sqlstore"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// engine runs the store's work on PostgreSQL: reads in REPEATABLE READ
+// snapshots or on the pool, writes in SERIALIZABLE transactions retried on
+// conflict, and the metering writes in READ COMMITTED with row locks.
+type engine struct{ db *DB }
+
+var (
+	snapshot     = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	serializable = pgx.TxOptions{IsoLevel: pgx.Serializable}
+	// readCommitted is the isolation of the metering transactions: they
+	// lock the rows they change (SELECT ... FOR UPDATE), so concurrent
+	// requests on one key queue on its row instead of failing
+	// serialization and retrying.
+	readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+)
+
+func (e engine) View(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return e.db.run(ctx, snapshot, fn)
+}
+
+// Read runs fn on the pool outside a transaction, each of its statements
+// its own snapshot: the hottest reads save the BEGIN and COMMIT round trips.
+func (e engine) Read(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.db.opTimeout)
+	defer cancel()
+	return mapErr(fn(querier{e.db.pool, ctx}))
+}
+
+func (e engine) Update(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return e.db.run(ctx, serializable, fn)
+}
+
+func (e engine) Lock(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return e.db.run(ctx, readCommitted, fn)
+}
+
+func (engine) Dialect() sqlstore.Dialect { return dialect{} }
+
+// dialect is PostgreSQL's SQL.
+type dialect struct{}
+
+func (dialect) ForUpdate() string { return " FOR UPDATE" }
+
+// In passes a list as one array parameter: one statement text whatever
+// the list's length.
+func (dialect) In(column string, values []string) (string, []any) {
+	return column + ` = ANY(?)`, []any{values}
+}
+
+func (dialect) NoIndex(column string) string { return column }
+
+func (dialect) IsUnique(err error) bool     { return pgCode(err) == "23505" }
+func (dialect) IsForeignKey(err error) bool { return pgCode(err) == "23503" }
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// pgRunner runs statements: a transaction, or the pool.
+type pgRunner interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// querier adapts pgx to the store's Querier, numbering its parameters.
+// Its statements run with the operation's context, which the engine bounds
+// by the operation timeout: the statements' own are the operation's too,
+// unbounded.
+type querier struct {
+	r   pgRunner
+	ctx context.Context
+}
+
+func (q querier) Exec(_ context.Context, query string, args ...any) (int64, error) {
+	tag, err := q.r.Exec(q.ctx, rebind(query), args...)
+	return tag.RowsAffected(), err
+}
+
+func (q querier) Query(_ context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return q.r.Query(q.ctx, rebind(query), args...)
+}
+
+func (q querier) QueryRow(_ context.Context, query string, args ...any) sqlstore.Row {
+	return row{q.r.QueryRow(q.ctx, rebind(query), args...)}
+}
+
+// row reports no row as sqlstore.ErrNoRows, as database/sql does.
+type row struct{ pgx.Row }
+
+func (r row) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sqlstore.ErrNoRows
+	}
+	return err
+}
+
+// rebound caches the $n form of each query text: the store's queries are
+// a fixed set (lists are one parameter), so it stays small.
+var rebound sync.Map
+
+// rebind numbers the ? placeholders of a query: $1, $2, ... The store's
+// SQL has no ? anywhere else.
+func rebind(query string) string {
+	if q, ok := rebound.Load(query); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	out := b.String()
+	rebound.Store(query, out)
+	return out
+}

@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"gatehouse/sqlstore"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// engine runs the store's work on SQLite: reads on the pool of read-only
+// connections with prepared statements, writes through the group-committing
+// writer. A locking write is a write: there is one writer.
+type engine struct{ db *DB }
+
+func (e engine) View(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	sqlTx, err := e.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return mapErr(err)
+	}
+	defer sqlTx.Rollback() // read-only: ending it either way is the same
+	return mapErr(fn(querier{preparedQuerier{cache: e.db.stmts, tx: sqlTx}}))
+}
+
+// Read runs fn on the read pool without an explicit transaction: one
+// statement is its own snapshot, and it saves the BEGIN and COMMIT round
+// trips on the hottest reads (a key, a guardrail).
+func (e engine) Read(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return mapErr(fn(querier{preparedQuerier{cache: e.db.stmts}}))
+}
+
+func (e engine) Update(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return e.db.writer.do(ctx, fn)
+}
+
+func (e engine) Lock(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return e.db.writer.do(ctx, fn)
+}
+
+func (engine) Dialect() sqlstore.Dialect { return dialect{} }
+
+// dialect is SQLite's SQL.
+type dialect struct{}
+
+func (dialect) ForUpdate() string { return "" } // one writer: the rows are its alone
+
+func (dialect) In(column string, values []string) (string, []any) {
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return column + ` IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + `)`, args
+}
+
+func (dialect) NoIndex(column string) string { return "+" + column }
+
+func (dialect) IsUnique(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+func (dialect) IsForeignKey(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+// sqlRunner is what a querier runs statements on: *sql.Tx, *sql.DB, or a
+// preparedQuerier.
+type sqlRunner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// querier adapts database/sql to the store's Querier.
+type querier struct{ r sqlRunner }
+
+func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := q.r.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := q.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return q.r.QueryRowContext(ctx, query, args...)
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+// uninterrupted runs the statements of a write operation: cancelling its
+// context does not interrupt them (see writer.do); its deadline and values
+// still apply.
+type uninterrupted struct{ tx *sql.Tx }
+
+func (u uninterrupted) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return u.tx.ExecContext(context.WithoutCancel(ctx), query, args...)
+}
+
+func (u uninterrupted) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return u.tx.QueryContext(context.WithoutCancel(ctx), query, args...)
+}
+
+func (u uninterrupted) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return u.tx.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+}

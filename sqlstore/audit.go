@@ -1,0 +1,31 @@
+package sqlstore
+
+import (
+	"context"
+
+	"gatehouse"
+)
+
+// audit appends the entry of a change to the audit log, in the change's
+// transaction, with the actor and request id that ctx carries.
+func (tx *Tx) audit(ctx context.Context, orgID string, rec gatehouse.AuditRecord) error {
+	args, err := auditArgs(gatehouse.NewAuditEntry(ctx, orgID, tx.now, rec))
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO audit_log (`+auditColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+	return err
+}
+
+// FindAuditEntries lists the organization's audit entries, newest first.
+func (s *Store) FindAuditEntries(ctx context.Context, orgID string, f gatehouse.AuditFilter) ([]*gatehouse.AuditEntry, int, error) {
+	var list []*gatehouse.AuditEntry
+	var total int
+	err := s.viewFn(ctx, func(tx *Tx) (err error) {
+		where, args := auditWhere(orgID, f, func(int) string { return "?" })
+		list, total, err = findPage(ctx, tx, auditColumns, `audit_log WHERE `+where, `at DESC, id DESC`,
+			args, f.Page, scanAuditEntry)
+		return err
+	})
+	return list, total, err
+}

@@ -1,0 +1,31 @@
+package sqlstore
+
+import (
+	"context"
+	"gatehouse"
+	"time"
+)
+
+// What an engine's override needs of the row mapping (see the postgres
+// package's UpdateKey): the key's columns and scanner, the arguments of a
+// key update, and the audit entry's.
+
+// KeyColumns are the columns of api_keys, in ScanKey order.
+const KeyColumns = keyColumns
+
+// AuditColumns are the columns of audit_log, in AuditArgs order.
+const AuditColumns = auditColumns
+
+// ScanKey scans a row of KeyColumns.
+func ScanKey(s Scanner) (*gatehouse.Key, error) { return scanKey(s) }
+
+// KeyUpdateArgs returns the values of name, disabled,
+// include_byok_in_limit, limit_nanos, limit_reset and updated_at, then the
+// hash, of a changed key.
+func KeyUpdateArgs(k *gatehouse.Key) []any { return keyUpdateArgs(k) }
+
+// AuditArgs returns the values of AuditColumns of a new entry made now
+// from what ctx carries.
+func AuditArgs(ctx context.Context, orgID string, now time.Time, rec gatehouse.AuditRecord) ([]any, error) {
+	return auditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, rec))
+}

@@ -1,0 +1,249 @@
+// Package sqlstore is the store of Gatehouse written once: every service of
+// gatehouse.Store over SQL, on any engine that can run a read, a write and
+// a locking write with a Querier, in the Dialect it speaks. The sqlite and
+// postgres packages are such engines: they open the database, migrate it,
+// run transactions their own way, and embed a *Store.
+//
+// Queries are written with ? placeholders; an engine that numbers its
+// parameters rebinds them (once per query text). Booleans are written as
+// TRUE, FALSE and NOT column, which both engines read alike.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gatehouse"
+)
+
+// Querier runs statements: a transaction, or a pool.
+type Querier interface {
+	// Exec runs a statement and returns the number of rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	// QueryRow runs a query of one row; its Scan returns ErrNoRows when
+	// there is none.
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Rows are the rows of a query.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Row is the first row of a query.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// ErrNoRows is what Row.Scan returns, on every engine, for no row.
+var ErrNoRows = sql.ErrNoRows
+
+// Engine runs work on one database.
+type Engine interface {
+	// View runs fn in a read-only transaction: one snapshot.
+	View(ctx context.Context, fn func(q Querier) error) error
+	// Read runs fn outside a transaction, each statement its own snapshot:
+	// for the hottest reads of a single query.
+	Read(ctx context.Context, fn func(q Querier) error) error
+	// Update runs fn as a write that is all-or-nothing and serializable
+	// with every other write. fn may run more than once (a retried
+	// conflict), so it must not leak state between runs.
+	Update(ctx context.Context, fn func(q Querier) error) error
+	// Lock runs fn as a write that locks the rows it reads with
+	// Dialect.ForUpdate: the metering path, where concurrent requests of
+	// one key queue on its row instead of conflicting and retrying.
+	Lock(ctx context.Context, fn func(q Querier) error) error
+	Dialect() Dialect
+}
+
+// Dialect is what differs in the SQL of an engine.
+type Dialect interface {
+	// ForUpdate is the clause that locks the rows a SELECT reads, or "".
+	ForUpdate() string
+	// In returns the condition that column is one of values, and its
+	// arguments: IN (?, ?, …) or = ANY(?).
+	In(column string, values []string) (string, []any)
+	// NoIndex returns column so that the planner does not pick an index
+	// for it (SQLite's unary +), where the engine needs telling.
+	NoIndex(column string) string
+	// IsUnique and IsForeignKey classify constraint violations.
+	IsUnique(err error) bool
+	IsForeignKey(err error) bool
+}
+
+// Store implements gatehouse.Store over an Engine.
+type Store struct {
+	// Now is the clock of every operation; tests replace it.
+	Now gatehouse.Clock
+
+	engine Engine
+	d      Dialect
+	box    *gatehouse.SecretBox
+}
+
+// New returns the store of an engine; box seals destination secrets.
+func New(e Engine, box *gatehouse.SecretBox) *Store {
+	return &Store{Now: time.Now, engine: e, d: e.Dialect(), box: box}
+}
+
+// Tx is the work of one operation: its querier, and the one instant all of
+// it is stamped with (UTC, to the millisecond, as stored).
+type Tx struct {
+	Querier
+	d   Dialect
+	box *gatehouse.SecretBox
+	now time.Time
+}
+
+func (s *Store) tx(q Querier) *Tx {
+	return &Tx{Querier: q, d: s.d, box: s.box, now: s.Now().UTC().Truncate(time.Millisecond)}
+}
+
+// run runs fn with a Tx through one of the engine's ways and returns its
+// value: each run of fn starts from nothing, so a retried run cannot see
+// what an earlier one set.
+func run[T any](ctx context.Context, s *Store, way func(context.Context, func(Querier) error) error, fn func(tx *Tx) (T, error)) (T, error) {
+	var out T
+	err := way(ctx, func(q Querier) error {
+		v, err := fn(s.tx(q))
+		out = v
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+func view[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
+	return run(ctx, s, s.engine.View, fn)
+}
+
+func read[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
+	return run(ctx, s, s.engine.Read, fn)
+}
+
+func update[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
+	return run(ctx, s, s.engine.Update, fn)
+}
+
+func lock[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
+	return run(ctx, s, s.engine.Lock, fn)
+}
+
+// none is the value of an operation that returns only an error.
+type none struct{}
+
+// exec runs a write that returns nothing.
+func (s *Store) exec(ctx context.Context, fn func(tx *Tx) error) error {
+	_, err := update(ctx, s, func(tx *Tx) (none, error) { return none{}, fn(tx) })
+	return err
+}
+
+// wrap names the operation in an error's log text, keeping the domain code
+// and message the client sees (pkgsite's derrors.Wrap).
+func wrap(err *error, op string) {
+	if *err == nil {
+		return
+	}
+	var e *gatehouse.Error
+	if errors.As(*err, &e) {
+		return // the client's error says all; its cause, if any, is kept inside
+	}
+	*err = fmt.Errorf("%s: %w", op, *err)
+}
+
+// Scanner is a row to scan: Row or Rows.
+type Scanner interface {
+	Scan(dest ...any) error
+}
+
+// collect scans every row with scan and closes rows.
+func collect[T any](rows Rows, err error, scan func(Scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// findPage returns one page of `SELECT columns FROM from` (from carries the
+// joins and the WHERE clause, filled in by args) ordered by order, with the
+// number of all matching rows, both in the snapshot of tx.
+func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) ([]T, int, error) {
+	var total int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+from, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM `+from+` ORDER BY `+order+` LIMIT ? OFFSET ?`,
+		append(args[:len(args):len(args)], page.Limit, page.Offset)...)
+	list, err := collect(rows, err, scan)
+	return list, total, err
+}
+
+// placeholders returns "?, ?, ..." for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// prefixed qualifies every column of a comma-separated list.
+func prefixed(prefix, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// nullIfEmpty stores "" as NULL.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// scanString scans a row of one text column.
+func scanString(s Scanner) (string, error) {
+	var v string
+	return v, s.Scan(&v)
+}
+
+// Transitional: operations that still assign captured variables.
+func (s *Store) viewFn(ctx context.Context, fn func(tx *Tx) error) error {
+	_, err := view(ctx, s, func(tx *Tx) (none, error) { return none{}, fn(tx) })
+	return err
+}
+
+func (s *Store) readFn(ctx context.Context, fn func(tx *Tx) error) error {
+	_, err := read(ctx, s, func(tx *Tx) (none, error) { return none{}, fn(tx) })
+	return err
+}
+
+func (s *Store) updateFn(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.exec(ctx, fn)
+}
+
+// in returns the condition that column is one of values, with the
+// arguments of the statement up to it: before, then those of the list.
+func (tx *Tx) in(column string, values []string, before ...any) (string, []any) {
+	cond, args := tx.d.In(column, values)
+	return cond, append(before, args...)
+}
