@@ -70,7 +70,3 @@ func parseMigrateFlags(args []string, stderr io.Writer) (from, to string, err er
 	}
 	return from, to, nil
 }
-
-// throwawayKey satisfies the stores' need for a secret box while opening
-// them only to migrate their schemas: nothing is sealed or opened.
-const throwawayKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="

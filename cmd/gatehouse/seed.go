@@ -68,6 +68,10 @@ func parseSeedFlags(args []string, cfg *Config, stderr io.Writer) (o seed.Option
 	return o, manifestFile, nil
 }
 
+// throwawayKey satisfies the store's need for a secret box while it only
+// creates an organization and a key: nothing is sealed or opened.
+const throwawayKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+
 // seedOrganization creates the organization through the store, closed
 // again before the bulk writes.
 func seedOrganization(ctx context.Context, cfg Config, name string) (*seed.Organization, error) {
