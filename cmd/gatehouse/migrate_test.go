@@ -3,21 +3,29 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gatehouse"
 	"gatehouse/postgres"
 	"gatehouse/postgres/pgtest"
 	"gatehouse/sqlite"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
-// TestMigrateData copies a SQLite database with every kind of row (usage
-// counters and a soft-deleted destination included) into PostgreSQL, then
-// serves the copy and finds everything there.
+// TestMigrateData fills every table of a SQLite database through the
+// store (a soft-deleted destination, spend settled into the ledger and the
+// budgets, a reservation still held), copies it into PostgreSQL, finds
+// every row there value for value, then serves the copy.
 func TestMigrateData(t *testing.T) {
 	ctx := context.Background()
 	secret := make([]byte, 32)
@@ -25,88 +33,300 @@ func TestMigrateData(t *testing.T) {
 	secretKey := base64.StdEncoding.EncodeToString(secret)
 	box, _ := gatehouse.NewSecretBox(secret)
 
-	// The source: a SQLite database filled through the store.
 	path := filepath.Join(t.TempDir(), "source.db")
 	src, err := sqlite.Open(ctx, path, box)
 	if err != nil {
 		t.Fatal(err)
 	}
-	org, err := src.CreateOrganization(ctx, "Migrated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, mgmt, _ := src.CreateManagementKey(ctx, org.ID, "mgmt")
-	member, _ := src.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: "ada@example.com"})
-	ws, _ := src.CreateWorkspace(ctx, org.ID, gatehouse.WorkspaceUpdate{Name: gatehouse.Val("Team"), Slug: gatehouse.Val("team")}, nil)
-	if _, _, err := src.AddWorkspaceMembers(ctx, org.ID, ws.ID, []string{member.ID}); err != nil {
-		t.Fatal(err)
-	}
-	limit := gatehouse.USD(10)
-	key, _, _ := src.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: "metered", Limit: &limit, LimitReset: gatehouse.Daily, CreatorUserID: &member.ID})
-	for _, spend := range []struct {
-		amount gatehouse.Money
-		byok   bool
-	}{{gatehouse.Money(1_500_000_000), false}, {gatehouse.Money(250_000_000), true}} {
-		if _, err := src.RecordUsage(ctx, key.Hash, spend.amount, spend.byok); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g, err := src.CreateGuardrail(ctx, org.ID, gatehouse.GuardrailCreate{GuardrailUpdate: gatehouse.GuardrailUpdate{
-		Name: gatehouse.Val("g"), AllowedProviders: gatehouse.Val([]string{"openai"}), EnforceZDR: gatehouse.Val(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := src.AssignKeys(ctx, org.ID, g.ID, []string{key.Hash}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := src.AssignMembers(ctx, org.ID, g.ID, []string{member.ID}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := src.CreateAuthCode(ctx, org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://app.example.com/cb"}); err != nil {
-		t.Fatal(err)
-	}
-	newDest := func(name, secretValue string) *gatehouse.Destination {
-		d, err := src.CreateDestination(ctx, org.ID, gatehouse.DestinationCreate{Type: "langfuse", DestinationUpdate: gatehouse.DestinationUpdate{
-			Name: gatehouse.Val(name), Config: &gatehouse.ConfigPatch{Values: map[string]*string{
-				"publicKey": ptr("pk-lf-1"), "secretKey": ptr(secretValue)}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	live := newDest("live", "sk-lf-live-0123456789")
-	gone := newDest("gone", "sk-lf-gone-0123456789")
-	if err := src.DeleteDestination(ctx, org.ID, gone.ID); err != nil {
-		t.Fatal(err)
-	}
+	f := fillSource(t, src)
 	src.Close()
+	tables := sqliteTables(t, path)
+	for _, tb := range tables {
+		if n := countRows(t, path, `SELECT count(*) FROM `+tb.name); n == 0 {
+			t.Errorf("table %s of the source is empty: fillSource must give every table rows, or the copy of its rows goes unchecked", tb.name)
+		}
+	}
 
 	target := pgtest.NewDatabase(t)
 	stdout, stderr, err := runCommand(map[string]string{}, "migrate-data", "--from", path, "--to", target)
 	if err != nil {
 		t.Fatalf("migrate-data: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
-	for _, table := range copyTables {
-		want := countRows(t, path, `SELECT count(*) FROM `+table)
-		if got := sqlCount(t, target, `SELECT count(*) FROM `+table); got != want || want == 0 {
-			t.Errorf("%s: %d rows copied of %d (the test should fill every table)", table, got, want)
+	for _, tb := range tables {
+		if want := fmt.Sprintf("%-20s %d rows", tb.name, countRows(t, path, `SELECT count(*) FROM `+tb.name)); !strings.Contains(stdout, want) {
+			t.Errorf("migrate-data does not report %q:\n%s", want, stdout)
 		}
 	}
-	if n := sqlCount(t, target, `SELECT count(*) FROM destinations WHERE deleted_at IS NOT NULL`); n != 1 {
-		t.Errorf("soft-deleted destinations in the copy: %d, want 1", n)
-	}
+	compareDatabases(t, path, target, tables)
+	checkMigratedServes(t, target, secretKey, box, f)
 
-	// The copy serves, with the same secret key.
+	// A second migration into the filled database is refused.
+	if _, _, err := runCommand(map[string]string{}, "migrate-data", "--from", path, "--to", target); err == nil ||
+		!strings.Contains(err.Error(), "already holds data") {
+		t.Errorf("migrating into a non-empty database: %v, want a refusal", err)
+	}
+}
+
+// migrated is what fillSource made, for checks on the copy.
+type migrated struct {
+	org              *gatehouse.Organization
+	mgmt             string
+	key              *gatehouse.Key
+	live, gone       *gatehouse.Destination
+	settled, pending gatehouse.Money
+}
+
+// fillSource writes rows into every table through the store.
+func fillSource(t *testing.T, src *sqlite.DB) *migrated {
+	t.Helper()
+	ctx := context.Background()
+	f := &migrated{}
+	var err error
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.org, err = src.CreateOrganization(ctx, "Migrated")
+	must(err)
+	_, f.mgmt, err = src.CreateManagementKey(ctx, f.org.ID, "mgmt")
+	must(err)
+	member, err := src.CreateMember(ctx, f.org.ID, gatehouse.MemberCreate{Email: "ada@example.com"})
+	must(err)
+	ws, err := src.CreateWorkspace(ctx, f.org.ID, gatehouse.WorkspaceUpdate{Name: gatehouse.Val("Team"), Slug: gatehouse.Val("team")}, nil)
+	must(err)
+	_, _, err = src.AddWorkspaceMembers(ctx, f.org.ID, ws.ID, []string{member.ID})
+	must(err)
+	limit := gatehouse.USD(10)
+	f.key, _, err = src.CreateKey(ctx, f.org.ID, gatehouse.KeyCreate{Name: "metered", Limit: &limit, LimitReset: gatehouse.Daily, CreatorUserID: &member.ID})
+	must(err)
+	for _, spend := range []struct {
+		amount gatehouse.Money
+		byok   bool
+	}{{gatehouse.Money(1_500_000_000), false}, {gatehouse.Money(250_000_000), true}} {
+		_, err := src.RecordUsage(ctx, f.key.Hash, spend.amount, spend.byok)
+		must(err)
+	}
+	g, err := src.CreateGuardrail(ctx, f.org.ID, gatehouse.GuardrailCreate{GuardrailUpdate: gatehouse.GuardrailUpdate{
+		Name: gatehouse.Val("g"), AllowedProviders: gatehouse.Val([]string{"openai"}), EnforceZDR: gatehouse.Val(true),
+		LimitUSD: gatehouse.Val(gatehouse.USD(5)), ResetInterval: gatehouse.Val(gatehouse.Monthly)}})
+	must(err)
+	_, err = src.AssignKeys(ctx, f.org.ID, g.ID, []string{f.key.Hash}, nil)
+	must(err)
+	_, err = src.AssignMembers(ctx, f.org.ID, g.ID, []string{member.ID}, nil)
+	must(err)
+	_, err = src.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://app.example.com/cb"})
+	must(err)
+	newDest := func(name, secretValue string) *gatehouse.Destination {
+		d, err := src.CreateDestination(ctx, f.org.ID, gatehouse.DestinationCreate{Type: "langfuse", DestinationUpdate: gatehouse.DestinationUpdate{
+			Name: gatehouse.Val(name), Config: &gatehouse.ConfigPatch{Values: map[string]*string{
+				"publicKey": ptr("pk-lf-1"), "secretKey": ptr(secretValue)}}}})
+		must(err)
+		return d
+	}
+	f.live = newDest("live", "sk-lf-live-0123456789")
+	f.gone = newDest("gone", "sk-lf-gone-0123456789")
+	must(src.DeleteDestination(ctx, f.org.ID, f.gone.ID))
+	f.settled, f.pending = gatehouse.USD(1)/2, gatehouse.USD(1)/4
+	spendThroughGateway(t, src, f)
+	return f
+}
+
+// spendThroughGateway meters requests of f.key as the gateway does: one
+// reserved and settled into the ledger and the budget counters, one still
+// holding its reservation.
+func spendThroughGateway(t *testing.T, usage gatehouse.UsageService, f *migrated) {
+	t.Helper()
+	ctx := context.Background()
+	applied, err := usage.GuardrailsForKey(ctx, f.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budgets := gatehouse.Budgets(applied)
+	if len(budgets) == 0 {
+		t.Fatal("the key has no budget: reservation_budgets and guardrail_usage would stay empty")
+	}
+	reserve := func(amount gatehouse.Money) *gatehouse.Reservation {
+		r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: f.key.Hash, Amount: amount, Budgets: budgets,
+			ExpiresAt: time.Now().Add(time.Hour)}
+		if err := usage.Reserve(ctx, r); err != nil {
+			t.Fatalf("Reserve: %v", err)
+		}
+		return r
+	}
+	r := reserve(f.settled)
+	if err := usage.Settle(ctx, r.ID, &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: f.org.ID,
+		WorkspaceID: f.key.WorkspaceID, KeyHash: f.key.Hash, Model: "openai/gpt-4o-mini", Provider: "openai",
+		UpstreamID: ptr("chatcmpl-1"), PromptTokens: 12, CompletionTokens: 34, Cost: f.settled, Streamed: true,
+		FinishReason: ptr("stop"), Status: "completed", LatencyMS: 120, GenerationMS: 100,
+		SessionID: ptr("session-1"), ExternalUser: ptr("user-1")}); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	reserve(f.pending)
+}
+
+// dbTable is a table of the source's schema and its columns.
+type dbTable struct {
+	name    string
+	columns []string
+}
+
+// sqliteTables lists the tables of the SQLite file, as the schema has them,
+// but for SQLite's own and schema_migrations.
+func sqliteTables(t *testing.T, path string) []dbTable {
+	t.Helper()
+	db := openSQLite(t, path)
+	var tables []dbTable
+	for _, name := range queryStrings(t, db, `SELECT name FROM sqlite_schema
+		WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'schema_migrations' ORDER BY name`) {
+		tables = append(tables, dbTable{name, queryStrings(t, db, `SELECT name FROM pragma_table_info(?)`, name)})
+	}
+	if len(tables) == 0 {
+		t.Fatal("no table in the source")
+	}
+	return tables
+}
+
+func openSQLite(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func queryStrings(t *testing.T, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// compareDatabases requires the same tables in both databases, and every
+// row of the source in the target with the same values, column by column
+// (PostgreSQL's booleans read as SQLite's 0 and 1).
+func compareDatabases(t *testing.T, path, url string, tables []dbTable) {
+	t.Helper()
+	ctx := context.Background()
+	src := openSQLite(t, path)
+	dst, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close(ctx)
+	rows, _ := dst.Query(ctx, `SELECT table_name::text FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_name <> 'schema_migrations' ORDER BY 1`)
+	pgNames, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tb := range tables {
+		names = append(names, tb.name)
+	}
+	if !slices.Equal(names, pgNames) {
+		t.Errorf("tables: SQLite has %v, PostgreSQL %v", names, pgNames)
+	}
+	for _, tb := range tables {
+		query := `SELECT ` + strings.Join(tb.columns, ", ") + ` FROM ` + tb.name
+		want, got := sortedRows(t, sqliteRows(t, src, query)), sortedRows(t, pgRows(t, dst, query))
+		if len(want) != len(got) {
+			t.Errorf("%s: %d rows in PostgreSQL, %d in SQLite", tb.name, len(got), len(want))
+			continue
+		}
+		for i := range want {
+			for j, c := range tb.columns {
+				if want[i][j] != got[i][j] {
+					t.Errorf("%s row %d, column %s: %#v in PostgreSQL, %#v in SQLite", tb.name, i, c, got[i][j], want[i][j])
+				}
+			}
+		}
+	}
+}
+
+func sqliteRows(t *testing.T, db *sql.DB, query string) [][]any {
+	t.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]any
+	for rows.Next() {
+		vals, ptrs := make([]any, len(cols)), make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func pgRows(t *testing.T, conn *pgx.Conn, query string) [][]any {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]any, error) {
+		vals, err := r.Values()
+		for i, v := range vals {
+			if b, ok := v.(bool); ok {
+				vals[i] = map[bool]int64{false: 0, true: 1}[b]
+			}
+		}
+		return vals, err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return out
+}
+
+// sortedRows orders rows by their printed values: the engines sort text
+// by different collations.
+func sortedRows(t *testing.T, rows [][]any) [][]any {
+	t.Helper()
+	slices.SortFunc(rows, func(a, b []any) int { return strings.Compare(fmt.Sprintf("%#v", a), fmt.Sprintf("%#v", b)) })
+	return rows
+}
+
+// checkMigratedServes serves the copy with the source's secret key and
+// finds the key's usage, the destinations and the OAuth apps' identity.
+func checkMigratedServes(t *testing.T, target, secretKey string, box *gatehouse.SecretBox, f *migrated) {
+	t.Helper()
+	ctx := context.Background()
 	s := startServer(t, map[string]string{"GATEHOUSE_DATABASE_URL": target, "GATEHOUSE_SECRET_KEY": secretKey})
-	status, body := s.do("GET", "/api/v1/keys/"+key.Hash, mgmt, nil)
+	status, body := s.do("GET", "/api/v1/keys/"+f.key.Hash, f.mgmt, nil)
 	if status != http.StatusOK {
 		t.Fatalf("GET the migrated key: %d %v", status, body)
 	}
 	data := body["data"].(map[string]any)
-	if data["usage"] != 1.5 || data["byok_usage"] != 0.25 || data["usage_daily"] != 1.5 || data["limit_remaining"] != 8.5 {
-		t.Errorf("usage after migration: %v", data)
+	if data["usage"] != 2.0 || data["byok_usage"] != 0.25 || data["usage_daily"] != 2.0 {
+		t.Errorf("usage after migration: %v, want 1.5 recorded and 0.5 settled, 0.25 BYOK", data)
 	}
-	if status, _ := s.do("GET", "/api/v1/observability/destinations/"+gone.ID, mgmt, nil); status != http.StatusNotFound {
+	if status, _ := s.do("GET", "/api/v1/observability/destinations/"+f.gone.ID, f.mgmt, nil); status != http.StatusNotFound {
 		t.Errorf("soft-deleted destination: %d, want 404", status)
 	}
 	pg, err := postgres.Open(ctx, target, box, postgres.Options{})
@@ -114,19 +334,20 @@ func TestMigrateData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	d, err := pg.FindDestination(ctx, org.ID, live.ID)
+	d, err := pg.FindDestination(ctx, f.org.ID, f.live.ID)
 	if err != nil || d.Config.Values["secretKey"] != "sk-lf-live-0123456789" {
 		t.Errorf("migrated destination secret: %v, %v", d, err)
 	}
 	// The identity of oauth_apps continues after the copied ids.
-	if _, err := pg.CreateAuthCode(ctx, org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://other.example.com/cb"}); err != nil {
+	if _, err := pg.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://other.example.com/cb"}); err != nil {
 		t.Errorf("a new OAuth app after migration: %v", err)
 	}
-
-	// A second migration into the filled database is refused.
-	if _, _, err := runCommand(map[string]string{}, "migrate-data", "--from", path, "--to", target); err == nil ||
-		!strings.Contains(err.Error(), "already holds data") {
-		t.Errorf("migrating into a non-empty database: %v, want a refusal", err)
+	// The reservation still held counts against the key's limit: 10 less
+	// 2 spent less the 0.25 held.
+	err = pg.Reserve(ctx, &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: f.key.Hash, Amount: gatehouse.USD(8) - f.pending + 1,
+		ExpiresAt: time.Now().Add(time.Minute)})
+	if gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+		t.Errorf("Reserve past what the migrated reservation leaves: %v, want %s", err, gatehouse.EPAYMENT)
 	}
 }
 

@@ -31,10 +31,43 @@ import (
 
 // serve runs the API until ctx is cancelled, then shuts down gracefully:
 // the listener closes at once, in-flight requests get the grace period.
+// Everything opened is closed in reverse order on the way out: traces
+// delivered, rate limiter, key watch and store closed, logs flushed.
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := serveConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	logger, flushLog := serveLogger(cfg, stderr)
+	defer flushLog()
+	catalog, err := loadCatalog(cfg, getenv, logger)
+	if err != nil {
+		return err
+	}
+	store, closeStore, err := openServeStore(ctx, cfg, logger, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	handler, closeHandler, err := newServeHandler(ctx, cfg, store, catalog, logger)
+	if err != nil {
+		return err
+	}
+	defer closeHandler()
+	if cfg.PprofAddr != "" {
+		if err := servePprof(ctx, cfg.PprofAddr, logger); err != nil {
+			return err
+		}
+	}
+	return listenAndServe(ctx, cfg, handler, writeTimeout(catalog), logger)
+}
+
+// serveConfig reads the configuration of serve: defaults, then the
+// environment, then the flags; validated.
+func serveConfig(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
 	cfg := DefaultConfig()
 	if err := cfg.fromEnv(getenv); err != nil {
-		return err
+		return cfg, err
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -42,43 +75,50 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	databaseFlag(fs, &cfg)
 	fs.StringVar(&cfg.ProvidersFile, "providers", cfg.ProvidersFile, "YAML file of the providers and models to serve (env GATEHOUSE_PROVIDERS_FILE)")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return cfg, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
+	return cfg, cfg.Validate()
+}
+
+// serveLogger returns the server's logger and the function that flushes
+// it. JSON logs are buffered and flushed every 100 ms; a terminal gets
+// every line at once.
+func serveLogger(cfg Config, stderr io.Writer) (*slog.Logger, func()) {
+	if logFormat(cfg, stderr) != "json" {
+		return newLogger(cfg, stderr), func() {}
 	}
-	var logOut io.Writer = stderr
-	if logFormat(cfg, stderr) == "json" { // a terminal gets every line at once
-		buffered := newLogWriter(stderr)
-		defer buffered.Close()
-		logOut = buffered
-	}
-	logger := newLogger(cfg, logOut)
-	catalog, err := loadCatalog(cfg, getenv, logger)
-	if err != nil {
-		return err
-	}
+	buffered := newLogWriter(stderr)
+	return newLogger(cfg, buffered), buffered.Close
+}
+
+// openServeStore opens the store, bootstraps it and puts the key cache in
+// front of it. The returned function stops the cache's watch, then closes
+// the store.
+func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger, stderr io.Writer) (gatehouse.Store, func(), error) {
 	db, err := openStore(ctx, cfg, logger)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer db.Close()
 	if err := bootstrap(ctx, cfg, db, logger, stderr); err != nil {
-		return err
+		db.Close()
+		return nil, nil, err
 	}
 	watchCtx, stopWatching := context.WithCancel(ctx)
-	defer stopWatching()
-	store := cacheKeys(watchCtx, db)
+	return cacheKeys(watchCtx, db), func() { stopWatching(); db.Close() }, nil
+}
 
+// newServeHandler builds the API's handler with its metrics, rate limiter
+// and trace publisher, and serves /metrics apart when configured. The
+// returned function delivers the queued traces, then closes the limiter.
+func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *gatehouse.Catalog, logger *slog.Logger) (http.Handler, func(), error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	limiter, closeLimiter, err := newLimiter(ctx, cfg, logger, registry)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer closeLimiter()
 	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress})
-	defer closeTraces(traces, logger)
+	closeAll := func() { closeTraces(traces, logger); closeLimiter() }
 	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now,
 		httpapi.DataPlane{Catalog: catalog, Upstream: gateway.NewClient(), Traces: traces})
 	handler.TrustProxies(cfg.TrustedProxies)
@@ -86,15 +126,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if cfg.MetricsAddr != "" {
 		handler.ServeMetricsElsewhere()
 		if err := serveMetrics(ctx, cfg.MetricsAddr, promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}), logger); err != nil {
-			return err
+			closeAll()
+			return nil, nil, err
 		}
 	}
+	return handler, closeAll, nil
+}
 
-	if cfg.PprofAddr != "" {
-		if err := servePprof(ctx, cfg.PprofAddr, logger); err != nil {
-			return err
-		}
-	}
+// listenAndServe serves handler on cfg.Addr until the server fails or ctx
+// ends, then shuts down.
+func listenAndServe(ctx context.Context, cfg Config, handler http.Handler, writeTimeout time.Duration, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (set GATEHOUSE_ADDR or --addr to a free address)", cfg.Addr, err)
@@ -103,7 +144,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      writeTimeout(catalog),
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -116,12 +157,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down", "grace", cfg.ShutdownTimeout.String())
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	return shutdown(srv, done, cfg.ShutdownTimeout, logger)
+}
+
+// shutdown stops srv: the listener closes at once, in-flight requests get
+// the grace period. done delivers the result of srv.Serve.
+func shutdown(srv *http.Server, done <-chan error, grace time.Duration, logger *slog.Logger) error {
+	logger.Info("shutting down", "grace", grace.String())
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	if err := srv.Shutdown(ctx); err != nil {
 		srv.Close() // drop the connections still open, before the store closes under them
-		return fmt.Errorf("shutdown: requests still in flight after the grace period of %s (GATEHOUSE_SHUTDOWN_TIMEOUT): %w", cfg.ShutdownTimeout, err)
+		return fmt.Errorf("shutdown: requests still in flight after the grace period of %s (GATEHOUSE_SHUTDOWN_TIMEOUT): %w", grace, err)
 	}
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return err

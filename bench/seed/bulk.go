@@ -1,0 +1,173 @@
+package seed
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite" // the driver of the bulk connection to a SQLite file
+)
+
+// bulkWriter writes seeded rows fast.
+type bulkWriter interface {
+	// insert writes the rows of t and returns how many; progress is called
+	// now and then with the count so far.
+	insert(ctx context.Context, t table, progress func(done int)) (int, error)
+	// finish makes the rows durable and the database ready to serve.
+	finish(ctx context.Context) error
+	close()
+}
+
+const progressEvery = 250_000
+
+// openBulk opens the database for bulk writing.
+func openBulk(ctx context.Context, databaseURL string) (bulkWriter, error) {
+	if strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://") {
+		conn, err := pgx.Connect(ctx, databaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("connect to %s: %w", redact(databaseURL), err)
+		}
+		return &pgBulk{conn: conn}, nil
+	}
+	// One connection, no fsync until the end and no foreign key checks:
+	// the rows are consistent by construction, and the seed test checks
+	// them with PRAGMA foreign_key_check.
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(0)")
+	q.Add("_pragma", "synchronous(OFF)")
+	q.Add("_pragma", "cache_size(-262144)") // 256 MiB
+	db, err := sql.Open("sqlite", "file:"+databaseURL+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return &sqliteBulk{db: db}, nil
+}
+
+// sqliteBulk writes multi-row INSERTs, many rows to a statement and many
+// statements to a transaction.
+type sqliteBulk struct{ db *sql.DB }
+
+const (
+	sqliteMaxVars  = 32766 // SQLITE_MAX_VARIABLE_NUMBER
+	sqliteTxRows   = 200_000
+	sqliteStmtRows = 500
+)
+
+func (b *sqliteBulk) insert(ctx context.Context, t table, progress func(int)) (int, error) {
+	perStmt := min(sqliteStmtRows, sqliteMaxVars/len(t.cols))
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	full, err := tx.PrepareContext(ctx, insertSQL(t, perStmt))
+	if err != nil {
+		return 0, err
+	}
+	args := make([]any, 0, perStmt*len(t.cols))
+	row := make([]any, len(t.cols))
+	done, inTx := 0, 0
+	flush := func(stmt *sql.Stmt, rows int) error {
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		args, done, inTx = args[:0], done+rows, inTx+rows
+		if done%progressEvery < rows {
+			progress(done)
+		}
+		if inTx < sqliteTxRows {
+			return nil
+		}
+		// A new transaction keeps the WAL from growing without bound.
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		if tx, err = b.db.BeginTx(ctx, nil); err != nil {
+			return err
+		}
+		full, err = tx.PrepareContext(ctx, insertSQL(t, perStmt))
+		inTx = 0
+		return err
+	}
+	for i := range t.n {
+		if !t.row(i, row) {
+			continue
+		}
+		args = append(args, row...)
+		if len(args) == cap(args) {
+			if err := flush(full, perStmt); err != nil {
+				return done, err
+			}
+		}
+	}
+	if rest := len(args) / len(t.cols); rest > 0 {
+		last, err := tx.PrepareContext(ctx, insertSQL(t, rest))
+		if err != nil {
+			return done, err
+		}
+		if err := flush(last, rest); err != nil {
+			return done, err
+		}
+	}
+	return done, tx.Commit()
+}
+
+// insertSQL returns an INSERT of rows rows of t.
+func insertSQL(t table, rows int) string {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.cols)), ", ") + ")"
+	return "INSERT INTO " + t.name + " (" + strings.Join(t.cols, ", ") + ") VALUES " +
+		strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
+}
+
+func (b *sqliteBulk) finish(ctx context.Context) error {
+	_, err := b.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	return err
+}
+
+func (b *sqliteBulk) close() { b.db.Close() }
+
+// pgBulk writes with COPY, one table at a time.
+type pgBulk struct{ conn *pgx.Conn }
+
+func (b *pgBulk) insert(ctx context.Context, t table, progress func(int)) (int, error) {
+	row := make([]any, len(t.cols))
+	i, done := 0, 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		for ; i < t.n; i++ {
+			if t.row(i, row) {
+				i++
+				if done++; done%progressEvery == 0 {
+					progress(done)
+				}
+				return row, nil
+			}
+		}
+		return nil, nil
+	})
+	n, err := b.conn.CopyFrom(ctx, pgx.Identifier{t.name}, t.cols, src)
+	return int(n), err
+}
+
+// finish gathers the planner's statistics, as autovacuum would soon after
+// such inserts, so that the benchmarks run on the plans of a settled
+// database.
+func (b *pgBulk) finish(ctx context.Context) error {
+	_, err := b.conn.Exec(ctx, "ANALYZE")
+	return err
+}
+
+func (b *pgBulk) close() { b.conn.Close(context.Background()) }
+
+// redact hides the password of a database URL.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
