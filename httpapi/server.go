@@ -7,6 +7,7 @@ package httpapi
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -128,12 +129,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			if rec, ok := w.(*recorder); ok && errorStatus(err) >= 500 {
+			if rec, ok := w.(*recorder); ok && logsError(err) {
 				rec.err = err
 			}
 			writeError(w, err)
 		}
 	}
+}
+
+// logsError reports whether the request's log line shows err: our faults
+// and our dependencies' (5xx), and any error that carries a cause (what a
+// database said), which the client never reads.
+func logsError(err error) bool {
+	var e *gatehouse.Error
+	return errorStatus(err) >= 500 || errors.As(err, &e) && e.Err != nil
 }
 
 // redactPath hides a plaintext key that a client put in a URL by mistake
