@@ -138,11 +138,13 @@ func (s *Server) serve(h handlerFunc) http.HandlerFunc {
 }
 
 // logsError reports whether the request's log line shows err: our faults
-// and our dependencies' (5xx), and any error that carries a cause (what a
-// database said), which the client never reads.
+// and our dependencies' (5xx), a provider's failure whatever its status,
+// and any error that carries a cause (what a database said), which the
+// client never reads.
 func logsError(err error) bool {
 	var e *gatehouse.Error
-	return errorStatus(err) >= 500 || errors.As(err, &e) && e.Err != nil
+	var ue *gatehouse.UpstreamError
+	return errorStatus(err) >= 500 || errors.As(err, &ue) || errors.As(err, &e) && e.Err != nil
 }
 
 // redactPath hides a plaintext key that a client put in a URL by mistake
