@@ -104,7 +104,7 @@ func (db *DB) AssignKeys(ctx context.Context, orgID, guardrailID string, hashes 
 		if err != nil {
 			return err
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.keys.assign", g.ID, "key_hashes", hashes, changed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysAssign, g.ID, "key_hashes", hashes, changed)
 	})
 	return changed, err
 }
@@ -115,7 +115,7 @@ func (tx *Tx) auditAssignment(ctx context.Context, orgID, op, guardrailID, listN
 	if count == 0 {
 		return nil
 	}
-	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: "guardrail", ResourceIDs: []string{guardrailID},
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: gatehouse.ResourceGuardrail, ResourceIDs: []string{guardrailID},
 		Details: map[string]any{listName: list, "count": count}})
 }
 
@@ -144,7 +144,7 @@ func (db *DB) UnassignKeys(ctx context.Context, orgID, guardrailID string, hashe
 			guardrailID, hashes); err != nil {
 			return err
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.keys.unassign", guardrailID, "key_hashes", hashes, removed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysUnassign, guardrailID, "key_hashes", hashes, removed)
 	})
 	return removed, err
 }
@@ -180,7 +180,7 @@ func (db *DB) AssignMembers(ctx context.Context, orgID, guardrailID string, user
 		if err != nil {
 			return err
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.members.assign", g.ID, "member_user_ids", ids, changed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersAssign, g.ID, "member_user_ids", ids, changed)
 	})
 	return changed, err
 }
@@ -201,7 +201,7 @@ func (db *DB) UnassignMembers(ctx context.Context, orgID, guardrailID string, us
 			guardrailID, ids); err != nil {
 			return err
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.members.unassign", guardrailID, "member_user_ids", ids, removed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersUnassign, guardrailID, "member_user_ids", ids, removed)
 	})
 	return removed, err
 }

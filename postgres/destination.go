@@ -90,7 +90,7 @@ func (db *DB) CreateDestination(ctx context.Context, orgID string, c gatehouse.D
 			VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.create", ResourceType: "destination",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationCreate, ResourceType: gatehouse.ResourceDestination,
 			ResourceIDs: []string{d.ID}, Details: map[string]any{"type": d.Type, "workspace_id": w.ID}})
 	})
 	if err != nil {
@@ -125,7 +125,7 @@ func (db *DB) UpdateDestination(ctx context.Context, orgID, id string, u gatehou
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.update", ResourceType: "destination",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationUpdate, ResourceType: gatehouse.ResourceDestination,
 			ResourceIDs: []string{d.ID}, Details: map[string]any{"fields": dbrow.DestinationChangedFields(u)}})
 	})
 	if err != nil {
@@ -148,6 +148,6 @@ func (db *DB) DeleteDestination(ctx context.Context, orgID, id string) error {
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.delete", ResourceType: "destination", ResourceIDs: []string{id}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationDelete, ResourceType: gatehouse.ResourceDestination, ResourceIDs: []string{id}})
 	})
 }

@@ -124,8 +124,8 @@ func createKey(ctx context.Context, q querier, now time.Time, orgID string, c ga
 		return nil, err
 	}
 	k, externalHash := c.NewKey(orgID, w.ID, plaintext, now)
-	audit, err := auditArgs(ctx, orgID, now, gatehouse.AuditRecord{Operation: "key.create",
-		ResourceType: "key", ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}})
+	audit, err := auditArgs(ctx, orgID, now, gatehouse.AuditRecord{Operation: gatehouse.OpKeyCreate,
+		ResourceType: gatehouse.ResourceKey, ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}})
 	if err != nil {
 		return nil, err
 	}
@@ -182,8 +182,8 @@ func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.Key
 				k = read // {} changes nothing, not even updated_at
 				return nil
 			}
-			audit, err := auditArgs(ctx, orgID, now, gatehouse.AuditRecord{Operation: "key.update",
-				ResourceType: "key", ResourceIDs: []string{hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
+			audit, err := auditArgs(ctx, orgID, now, gatehouse.AuditRecord{Operation: gatehouse.OpKeyUpdate,
+				ResourceType: gatehouse.ResourceKey, ResourceIDs: []string{hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
 			if err != nil {
 				return err
 			}
@@ -226,7 +226,7 @@ func (db *DB) DeleteKey(ctx context.Context, orgID, hash string) error {
 		if tag.RowsAffected() == 0 {
 			return gatehouse.NotFound("key", hash)
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.delete", ResourceType: "key", ResourceIDs: []string{hash}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyDelete, ResourceType: gatehouse.ResourceKey, ResourceIDs: []string{hash}})
 	})
 }
 
@@ -323,7 +323,7 @@ func (db *DB) EnsureManagementKey(ctx context.Context, orgID, plaintext, name st
 		if err := tx.insertKey(ctx, k, nil); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "management_key.create", ResourceType: "management_key",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpManagementKeyCreate, ResourceType: gatehouse.ResourceManagementKey,
 			ResourceIDs: []string{hash}})
 	})
 	if err != nil {

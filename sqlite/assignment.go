@@ -110,7 +110,7 @@ func (db *DB) AssignKeys(ctx context.Context, orgID, guardrailID string, hashes 
 			}
 			changed += n
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.keys.assign", g.ID, "key_hashes", hashes, changed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysAssign, g.ID, "key_hashes", hashes, changed)
 	})
 	return changed, err
 }
@@ -121,7 +121,7 @@ func (tx *Tx) auditAssignment(ctx context.Context, orgID, op, guardrailID, listN
 	if count == 0 {
 		return nil
 	}
-	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: "guardrail", ResourceIDs: []string{guardrailID},
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: gatehouse.ResourceGuardrail, ResourceIDs: []string{guardrailID},
 		Details: map[string]any{listName: list, "count": count}})
 }
 
@@ -150,7 +150,7 @@ func (db *DB) UnassignKeys(ctx context.Context, orgID, guardrailID string, hashe
 			placeholders(len(hashes))+`)`, anys(hashes, guardrailID)...); err != nil {
 			return err
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.keys.unassign", guardrailID, "key_hashes", hashes, removed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysUnassign, guardrailID, "key_hashes", hashes, removed)
 	})
 	return removed, err
 }
@@ -186,7 +186,7 @@ func (db *DB) AssignMembers(ctx context.Context, orgID, guardrailID string, user
 			}
 			changed += n
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.members.assign", g.ID, "member_user_ids", ids, changed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersAssign, g.ID, "member_user_ids", ids, changed)
 	})
 	return changed, err
 }
@@ -206,7 +206,7 @@ func (db *DB) UnassignMembers(ctx context.Context, orgID, guardrailID string, us
 			placeholders(len(ids))+`)`, anys(ids, guardrailID)...); err != nil {
 			return err
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.members.unassign", guardrailID, "member_user_ids", ids, removed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersUnassign, guardrailID, "member_user_ids", ids, removed)
 	})
 	return removed, err
 }

@@ -96,7 +96,7 @@ func (db *DB) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate
 		if err := tx.insertKey(ctx, k, externalHash); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.create", ResourceType: "key",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyCreate, ResourceType: gatehouse.ResourceKey,
 			ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}})
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.Key
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.update", ResourceType: "key",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyUpdate, ResourceType: gatehouse.ResourceKey,
 			ResourceIDs: []string{k.Hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
 	})
 	if err != nil {
@@ -152,7 +152,7 @@ func (db *DB) DeleteKey(ctx context.Context, orgID, hash string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return gatehouse.NotFound("key", hash)
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.delete", ResourceType: "key", ResourceIDs: []string{hash}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyDelete, ResourceType: gatehouse.ResourceKey, ResourceIDs: []string{hash}})
 	})
 }
 
@@ -234,7 +234,7 @@ func (db *DB) EnsureManagementKey(ctx context.Context, orgID, plaintext, name st
 		if err := tx.insertKey(ctx, k, nil); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "management_key.create", ResourceType: "management_key",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpManagementKeyCreate, ResourceType: gatehouse.ResourceManagementKey,
 			ResourceIDs: []string{hash}})
 	})
 	if err != nil {

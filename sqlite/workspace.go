@@ -79,7 +79,7 @@ func (db *DB) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.Wor
 		if err := tx.insertWorkspace(ctx, orgID, w); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.create", ResourceType: "workspace", ResourceIDs: []string{w.ID}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceCreate, ResourceType: gatehouse.ResourceWorkspace, ResourceIDs: []string{w.ID}})
 	})
 	if err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func (db *DB) UpdateWorkspace(ctx context.Context, orgID, ref string, u gatehous
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.update", ResourceType: "workspace",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceUpdate, ResourceType: gatehouse.ResourceWorkspace,
 			ResourceIDs: []string{w.ID}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
 	})
 	if err != nil {
@@ -177,7 +177,7 @@ func (db *DB) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDef
 				return err
 			}
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.delete", ResourceType: "workspace", ResourceIDs: []string{w.ID}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceDelete, ResourceType: gatehouse.ResourceWorkspace, ResourceIDs: []string{w.ID}})
 	})
 }
 
@@ -254,7 +254,7 @@ func (db *DB) AddWorkspaceMembers(ctx context.Context, orgID, ref string, userID
 		if list, err = collect(rows, dbrow.ScanMembership); err != nil {
 			return err
 		}
-		return tx.auditMembers(ctx, orgID, "workspace.members.add", w.ID, ids, "added_count", added)
+		return tx.auditMembers(ctx, orgID, gatehouse.OpWorkspaceMembersAdd, w.ID, ids, "added_count", added)
 	})
 	if err != nil {
 		return 0, nil, err
@@ -309,7 +309,7 @@ func (db *DB) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, use
 			return err
 		}
 		removed = int(n)
-		return tx.auditMembers(ctx, orgID, "workspace.members.remove", w.ID, ids, "removed_count", removed)
+		return tx.auditMembers(ctx, orgID, gatehouse.OpWorkspaceMembersRemove, w.ID, ids, "removed_count", removed)
 	})
 	return removed, err
 }
@@ -320,6 +320,6 @@ func (tx *Tx) auditMembers(ctx context.Context, orgID, op, workspaceID string, u
 	if count == 0 {
 		return nil
 	}
-	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: "workspace", ResourceIDs: []string{workspaceID},
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: gatehouse.ResourceWorkspace, ResourceIDs: []string{workspaceID},
 		Details: map[string]any{"user_ids": userIDs, countName: count}})
 }
