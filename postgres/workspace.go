@@ -152,17 +152,13 @@ func (db *DB) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDef
 		if err != nil {
 			return err
 		}
-		if w.IsDefault && !confirmDefault {
-			return gatehouse.Errorf(gatehouse.EINVALID, "this is the default workspace; pass confirm_default_workspace_deletion=true to delete it")
-		}
 		var active int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = $1 AND NOT disabled
 			AND (expires_at IS NULL OR expires_at > $2)`, w.ID, dbrow.MS(tx.now)).Scan(&active); err != nil {
 			return err
 		}
-		if active > 0 {
-			return gatehouse.Errorf(gatehouse.EINVALID, "the workspace holds %d active API keys; disable or delete them first", active).
-				WithMetadata("active_key_count", active)
+		if err := gatehouse.CheckWorkspaceDeletion(w, confirmDefault, active); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE destinations SET deleted_at = $1, updated_at = $1
 			WHERE workspace_id = $2 AND deleted_at IS NULL`, dbrow.MS(tx.now), w.ID); err != nil {

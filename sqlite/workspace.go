@@ -151,17 +151,13 @@ func (db *DB) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDef
 		if err != nil {
 			return err
 		}
-		if w.IsDefault && !confirmDefault {
-			return gatehouse.Errorf(gatehouse.EINVALID, "this is the default workspace; pass confirm_default_workspace_deletion=true to delete it")
-		}
 		var active int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND disabled = 0
 			AND (expires_at IS NULL OR expires_at > ?)`, w.ID, dbrow.MS(tx.now)).Scan(&active); err != nil {
 			return err
 		}
-		if active > 0 {
-			return gatehouse.Errorf(gatehouse.EINVALID, "the workspace holds %d active API keys; disable or delete them first", active).
-				WithMetadata("active_key_count", active)
+		if err := gatehouse.CheckWorkspaceDeletion(w, confirmDefault, active); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE destinations SET deleted_at = ?, updated_at = ?
 			WHERE workspace_id = ? AND deleted_at IS NULL`, dbrow.MS(tx.now), dbrow.MS(tx.now), w.ID); err != nil {
