@@ -24,6 +24,18 @@ type Provider struct {
 	Models    []*Model
 }
 
+// DefaultProviderTimeout is how long a call to a provider may take when
+// the provider sets no timeout of its own.
+const DefaultProviderTimeout = 2 * time.Minute
+
+// CallTimeout returns how long a call to the provider may take.
+func (p *Provider) CallTimeout() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return DefaultProviderTimeout
+}
+
 // Model is a model of a provider, with its prices.
 type Model struct {
 	Provider string
@@ -201,7 +213,7 @@ type Generation struct {
 	BYOK             bool
 	Streamed         bool
 	FinishReason     *string
-	Status           string // "completed", or "partial" when usage had to be estimated
+	Status           string // GenerationCompleted, or GenerationPartial when usage had to be estimated
 	LatencyMS        int64
 	GenerationMS     int64
 	SessionID        *string

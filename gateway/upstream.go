@@ -43,12 +43,7 @@ func NewClient() *Client {
 }
 
 // Deadline returns the provider's timeout, or the default of two minutes.
-func Deadline(p *gatehouse.Provider) time.Duration {
-	if p.Timeout > 0 {
-		return p.Timeout
-	}
-	return 2 * time.Minute
-}
+func Deadline(p *gatehouse.Provider) time.Duration { return p.CallTimeout() }
 
 // Complete forwards a chat completion and reads the answer.
 func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter) (gatehouse.Completion, error) {

@@ -35,8 +35,9 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	data    DataPlane
-	trusted []netip.Prefix // reverse proxies whose forwarding headers count
-	egress  *egress.Policy // where destinations may point
+	meter   *gatehouse.Meter // meters the model calls of the data plane
+	trusted []netip.Prefix   // reverse proxies whose forwarding headers count
+	egress  *egress.Policy   // where destinations may point
 	// metricsElsewhere: /metrics is served on another listener, so this
 	// one answers 404 for it.
 	metricsElsewhere bool
@@ -58,6 +59,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		data:    data,
 		egress:  &egress.Policy{},
 	}
+	s.meter = &gatehouse.Meter{Usage: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s
 }
