@@ -53,11 +53,54 @@ func RequestIDFrom(ctx context.Context) string {
 // operation, the resources it changed, and details that never hold a
 // secret (field names, ids and counts, not values).
 type AuditRecord struct {
-	Operation    string // e.g. "key.update"
-	ResourceType string // e.g. "key"
+	Operation    string // one of the Op constants, e.g. OpKeyUpdate
+	ResourceType string // one of the Resource constants, e.g. ResourceKey
 	ResourceIDs  []string
 	Details      map[string]any
 }
+
+// Audited operations: the Operation of every record the stores write, one
+// per kind of change. Their values are part of the API (GET /api/v1/audit
+// shows and filters them), so they never change.
+const (
+	OpOrganizationCreate       = "organization.create"
+	OpMemberCreate             = "member.create"
+	OpMemberDelete             = "member.delete"
+	OpWorkspaceCreate          = "workspace.create"
+	OpWorkspaceUpdate          = "workspace.update"
+	OpWorkspaceDelete          = "workspace.delete"
+	OpWorkspaceMembersAdd      = "workspace.members.add"
+	OpWorkspaceMembersRemove   = "workspace.members.remove"
+	OpKeyCreate                = "key.create"
+	OpKeyUpdate                = "key.update"
+	OpKeyDelete                = "key.delete"
+	OpManagementKeyCreate      = "management_key.create"
+	OpAuthCodeCreate           = "auth_code.create"
+	OpAuthCodeExchange         = "auth_code.exchange" // creates the key the code was for
+	OpGuardrailCreate          = "guardrail.create"
+	OpGuardrailUpdate          = "guardrail.update"
+	OpGuardrailDelete          = "guardrail.delete"
+	OpGuardrailKeysAssign      = "guardrail.keys.assign"
+	OpGuardrailKeysUnassign    = "guardrail.keys.unassign"
+	OpGuardrailMembersAssign   = "guardrail.members.assign"
+	OpGuardrailMembersUnassign = "guardrail.members.unassign"
+	OpDestinationCreate        = "destination.create"
+	OpDestinationUpdate        = "destination.update"
+	OpDestinationDelete        = "destination.delete"
+)
+
+// Audited resource types: the ResourceType of audit records, whose
+// ResourceIDs are ids of that kind (a key's hash for ResourceKey).
+const (
+	ResourceOrganization  = "organization"
+	ResourceMember        = "member"
+	ResourceWorkspace     = "workspace"
+	ResourceKey           = "key"
+	ResourceManagementKey = "management_key"
+	ResourceAuthCode      = "auth_code"
+	ResourceGuardrail     = "guardrail"
+	ResourceDestination   = "destination"
+)
 
 // AuditEntry is a row of the audit log: a management change that
 // succeeded, appended in the transaction that made it.

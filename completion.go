@@ -24,6 +24,18 @@ type Provider struct {
 	Models    []*Model
 }
 
+// DefaultProviderTimeout is how long a call to a provider may take when
+// the provider sets no timeout of its own.
+const DefaultProviderTimeout = 2 * time.Minute
+
+// CallTimeout returns how long a call to the provider may take.
+func (p *Provider) CallTimeout() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return DefaultProviderTimeout
+}
+
 // Model is a model of a provider, with its prices.
 type Model struct {
 	Provider string
@@ -236,7 +248,7 @@ type Generation struct {
 	BYOK             bool
 	Streamed         bool
 	FinishReason     *string
-	Status           string // "completed", or "partial" when usage had to be estimated
+	Status           string // GenerationCompleted, or GenerationPartial when usage had to be estimated
 	LatencyMS        int64
 	GenerationMS     int64
 	SessionID        *string
@@ -373,19 +385,48 @@ func PricePerToken(perMillion Money) string {
 	return strings.TrimSuffix(s, ".")
 }
 
-// UpstreamError is a provider's failure as the client sees it: its status
-// passed through (or 502 when the provider could not be reached, 408 when it
-// did not answer in time) and its message.
+// UpstreamKind says how a call to a provider failed.
+type UpstreamKind string
+
+// The ways a provider call fails. Front ends choose what the client sees
+// (httpapi: 502, 408, or the provider's own status passed through).
+const (
+	UpstreamUnreachable UpstreamKind = "unreachable" // no answer: the provider could not be reached, or its URL is invalid
+	UpstreamTimeout     UpstreamKind = "timeout"     // it did not answer within its timeout
+	UpstreamBadAnswer   UpstreamKind = "bad_answer"  // it answered, but not with a readable completion
+	UpstreamRejected    UpstreamKind = "rejected"    // it answered with an error status (ProviderStatus)
+)
+
+// UpstreamError is a provider's failure as the client sees it: how it
+// failed, the message, and for a rejection the provider's own answer (its
+// status, which OpenRouter's clients expect passed through, and its body).
 type UpstreamError struct {
-	Status   int
+	Kind     UpstreamKind
 	Message  string
 	Provider string
-	Raw      []byte // the provider's error body, when it was JSON
+	// ProviderStatus is the HTTP status the provider answered with, as a
+	// fact about its answer (UpstreamRejected, UpstreamBadAnswer); 0 when
+	// it gave none.
+	ProviderStatus int
+	Raw            []byte // the provider's error body, when it was JSON
+	Err            error  // the cause, for the log: such as the network error
 }
 
+// Error describes the failure for the log, with its cause.
 func (e *UpstreamError) Error() string {
-	return fmt.Sprintf("upstream %s: %d %s", e.Provider, e.Status, e.Message)
+	s := fmt.Sprintf("upstream %s: %s", e.Provider, e.Kind)
+	if e.ProviderStatus != 0 {
+		s += fmt.Sprintf(" (%d)", e.ProviderStatus)
+	}
+	s += ": " + e.Message
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
+
+// Unwrap returns the cause.
+func (e *UpstreamError) Unwrap() error { return e.Err }
 
 // CompletionCall is one chat completion to forward.
 type CompletionCall struct {

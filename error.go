@@ -21,16 +21,33 @@ const (
 
 // Error is the one error type the domain returns to callers. Message is shown
 // to the client verbatim, so it never holds internal detail; Metadata carries
-// structured detail such as the offending field or ids.
+// structured detail such as the offending field or ids. Err is the cause
+// (what the database or another dependency said): it goes to the log with
+// the request id and never to the client, so that a 503 in the log says why.
 type Error struct {
 	Code     string
 	Message  string
 	Metadata map[string]any
+	Err      error
 }
 
-// Error implements the error interface.
+// Error implements the error interface. It includes the cause, so it is for
+// logs; clients see Message (see ErrorMessage).
 func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("gatehouse error: code=%s message=%s: %v", e.Code, e.Message, e.Err)
+	}
 	return fmt.Sprintf("gatehouse error: code=%s message=%s", e.Code, e.Message)
+}
+
+// Unwrap returns the cause, so that errors.Is and errors.As see through to
+// the driver's error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// WrapError returns an *Error with the given code and message whose cause
+// is err: err is logged, the message is what the client reads.
+func WrapError(err error, code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
 }
 
 // Errorf returns an *Error with the given code and a formatted message.

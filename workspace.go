@@ -229,6 +229,22 @@ func ValidateSlug(slug string) error {
 	return nil
 }
 
+// CheckWorkspaceDeletion decides whether a workspace may be deleted, given
+// how many active keys (enabled and unexpired) the store counted in it. The
+// default workspace goes only when the caller confirms it; a workspace
+// holding active keys never goes, since deleting it would break whoever uses
+// them without a word. EINVALID saying what stops it.
+func CheckWorkspaceDeletion(w *Workspace, confirmDefault bool, activeKeys int) error {
+	if w.IsDefault && !confirmDefault {
+		return Errorf(EINVALID, "this is the default workspace; pass confirm_default_workspace_deletion=true to delete it")
+	}
+	if activeKeys > 0 {
+		return Errorf(EINVALID, "the workspace holds %d active API keys; disable or delete them first", activeKeys).
+			WithMetadata("active_key_count", activeKeys)
+	}
+	return nil
+}
+
 // WorkspaceMember is a user's membership of a workspace.
 type WorkspaceMember struct {
 	ID          string

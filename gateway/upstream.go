@@ -43,12 +43,7 @@ func NewClient() *Client {
 }
 
 // Deadline returns the provider's timeout, or the default of two minutes.
-func Deadline(p *gatehouse.Provider) time.Duration {
-	if p.Timeout > 0 {
-		return p.Timeout
-	}
-	return 2 * time.Minute
-}
+func Deadline(p *gatehouse.Provider) time.Duration { return p.CallTimeout() }
 
 // Complete forwards a chat completion and reads the answer.
 func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter) (gatehouse.Completion, error) {
@@ -61,7 +56,7 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(p.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return gatehouse.Completion{}, &gatehouse.UpstreamError{Status: http.StatusBadGateway, Message: "the provider's URL is invalid", Provider: p.ID}
+		return gatehouse.Completion{}, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamUnreachable, Message: "the provider's URL is invalid", Provider: p.ID, Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -82,7 +77,7 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 	}
 	done, err := readCompletion(resp.Body, call.Rewrite)
 	if err != nil {
-		return done, &gatehouse.UpstreamError{Status: http.StatusBadGateway, Provider: p.ID,
+		return done, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamBadAnswer, Provider: p.ID, ProviderStatus: resp.StatusCode,
 			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", p.ID, err)}
 	}
 	return done, nil
@@ -112,22 +107,23 @@ func prepareBody(call gatehouse.CompletionCall) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// networkError classifies a failed call: a timeout (408, as OpenRouter
-// answers) or an unreachable provider (502).
+// networkError classifies a failed call: a timeout or an unreachable
+// provider.
 func networkError(ctx context.Context, p *gatehouse.Provider, err error) *gatehouse.UpstreamError {
 	var ne net.Error
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &gatehouse.UpstreamError{Status: http.StatusRequestTimeout, Provider: p.ID,
+		return &gatehouse.UpstreamError{Kind: gatehouse.UpstreamTimeout, Provider: p.ID, Err: err,
 			Message: fmt.Sprintf("the provider %s did not answer within %s", p.ID, Deadline(p))}
 	}
-	return &gatehouse.UpstreamError{Status: http.StatusBadGateway, Provider: p.ID,
+	return &gatehouse.UpstreamError{Kind: gatehouse.UpstreamUnreachable, Provider: p.ID, Err: err,
 		Message: fmt.Sprintf("the provider %s could not be reached", p.ID)}
 }
 
-// upstreamError passes an upstream's error status through with its message.
+// upstreamError describes an upstream's error answer: its status, its
+// message and its JSON body.
 func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.UpstreamError {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &gatehouse.UpstreamError{Status: resp.StatusCode, Provider: p.ID,
+	e := &gatehouse.UpstreamError{Kind: gatehouse.UpstreamRejected, ProviderStatus: resp.StatusCode, Provider: p.ID,
 		Message: fmt.Sprintf("the provider %s answered %d", p.ID, resp.StatusCode)}
 	if json.Valid(raw) {
 		e.Raw = raw
@@ -143,8 +139,8 @@ func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.Upstre
 			}
 		}
 	}
-	if e.Status < 400 { // a 1xx or 3xx answer makes no sense here
-		e.Status = http.StatusBadGateway
+	if resp.StatusCode < 400 { // a 1xx or 3xx answer makes no sense here
+		e.Kind = gatehouse.UpstreamBadAnswer
 	}
 	return e
 }

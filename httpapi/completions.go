@@ -7,18 +7,12 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"strings"
-	"time"
 
 	"gatehouse"
-
-	"github.com/google/uuid"
 )
 
 // DataPlane is what the OpenAI-compatible endpoints need: the configured
-// models, the upstream client, and where traces go (nil: nowhere). Timeout
-// is the longest a provider call may take (for how long a reservation
-// holds); zero means two minutes.
+// models, the upstream client, and where traces go (nil: nowhere).
 type DataPlane struct {
 	Catalog  *gatehouse.Catalog
 	Upstream gatehouse.Upstream
@@ -87,9 +81,9 @@ func readChat(w http.ResponseWriter, r *http.Request) (chatRequest, map[string]j
 	return req, body, raw, nil
 }
 
-// chatCompletions serves POST /chat/completions: it enforces the key's
-// guardrails and limits, reserves the worst-case cost, forwards the request,
-// and settles the exact cost from the upstream's usage.
+// chatCompletions serves POST /chat/completions: the meter enforces the
+// key's guardrails and limits and reserves the worst-case cost, the request
+// goes to the provider, and the meter settles the exact cost from its usage.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *principal) error {
 	if p.key.Management {
 		return gatehouse.Errorf(gatehouse.EFORBIDDEN, "management keys cannot call models; use a regular API key")
@@ -102,34 +96,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if !ok {
 		return gatehouse.FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", req.Model)
 	}
-	guardrails, err := s.store.GuardrailsForKey(r.Context(), p.key)
+	capTokens := req.MaxCompletionTokens // readChat made sure both caps agree
+	if capTokens == nil {
+		capTokens = req.MaxTokens
+	}
+	m, err := s.meter.Reserve(r.Context(), gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
+		Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID})
 	if err != nil {
 		return err
 	}
-	if err := gatehouse.CheckModel(guardrails, model.Slug(), provider.ID); err != nil {
-		return err
-	}
-	maxTokens := model.MaxCompletionTokens
-	if req.MaxCompletionTokens != nil {
-		maxTokens = *req.MaxCompletionTokens
-	} else if req.MaxTokens != nil {
-		maxTokens = *req.MaxTokens
-	}
-	started := time.Now()
-	res := &gatehouse.Reservation{
-		ID: uuid.NewString(), KeyHash: p.key.Hash, BYOK: provider.BYOK, Budgets: gatehouse.Budgets(guardrails),
-		// A token is at least one byte of the request, so its length bounds the prompt.
-		Amount:    model.Cost(int64(len(raw))+16, int64(maxTokens)),
-		ExpiresAt: s.now().Add(providerTimeout(provider) + time.Minute),
-	}
-	if err := s.store.Reserve(r.Context(), res); err != nil {
-		return err
-	}
-	gen := &gatehouse.Generation{
-		ID: gatehouse.NewGenerationID(), OrganizationID: p.org(), WorkspaceID: p.key.WorkspaceID, KeyHash: p.key.Hash,
-		Model: model.Slug(), Provider: provider.ID, BYOK: provider.BYOK, Streamed: req.Stream,
-		SessionID: req.SessionID, ExternalUser: p.key.ExternalUser,
-	}
+	gen := m.Generation
 	sw := &streamWriter{w: w}
 	// A whole answer is paid for even if the client leaves before it comes:
 	// the provider works (and bills) either way, so the call outlives the
@@ -140,7 +116,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		callCtx = context.WithoutCancel(callCtx)
 	}
 	done, err := s.data.Upstream.Complete(callCtx, gatehouse.CompletionCall{
-		Provider: provider, Model: model, Body: body, MaxTokens: maxTokens, Stream: req.Stream,
+		Provider: provider, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
 		Rewrite: func(obj map[string]json.RawMessage) {
 			obj["id"], _ = json.Marshal(gen.ID)
 			obj["model"], _ = json.Marshal(model.Slug())
@@ -149,7 +125,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		},
 	}, sw)
 	if err != nil && !sw.started {
-		s.release(r, res)
+		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
+			s.logger.Warn("release failed; the reservation lapses by itself", "reservation_id", m.Reservation.ID, "error", rerr.Error())
+		}
 		return err
 	}
 	if !sw.started && r.Context().Err() != nil {
@@ -161,7 +139,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	} else if !sw.started {
 		defer func() { _ = writeRaw(w, http.StatusOK, done.Body) }()
 	}
-	s.settle(r, p, res, gen, model, done, err, started, raw)
+	if err := s.meter.Settle(r.Context(), m, done, err); err != nil {
+		s.logger.Error("settle failed: the request was served but not metered until its reservation expires",
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", err.Error())
+	}
 	if sw.started && done.Done {
 		// Held back until now, so a client that stops at [DONE] reads its usage.
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
@@ -192,14 +173,6 @@ func normalizeAnswer(obj map[string]json.RawMessage) {
 	}
 }
 
-// providerTimeout is how long a call to the provider may take.
-func providerTimeout(p *gatehouse.Provider) time.Duration {
-	if p.Timeout > 0 {
-		return p.Timeout
-	}
-	return 2 * time.Minute
-}
-
 // streamWriter sends a streamed answer: event-stream headers first, then
 // the events, flushed one by one.
 type streamWriter struct {
@@ -219,69 +192,16 @@ func (s *streamWriter) Write(b []byte) (int, error) { return s.w.Write(b) }
 
 func (s *streamWriter) Flush() { _ = http.NewResponseController(s.w).Flush() }
 
-// settle records the generation at its exact cost, or at the reserved
-// worst case when the upstream reported no usage (a stream cut short), and
-// publishes the trace. It runs even when the client has gone.
-func (s *Server) settle(r *http.Request, p *principal, res *gatehouse.Reservation, gen *gatehouse.Generation, model *gatehouse.Model, c gatehouse.Completion, streamErr error, started time.Time, request []byte) {
-	gen.Status, gen.Cost = "completed", res.Amount
-	// Negative counts would credit the key: they count as no usage.
-	if c.UsageKnown && streamErr == nil && c.PromptTokens >= 0 && c.CompletionTokens >= 0 {
-		gen.PromptTokens, gen.CompletionTokens = c.PromptTokens, c.CompletionTokens
-		gen.Cost = model.Cost(c.PromptTokens, c.CompletionTokens)
-		if gen.Cost > res.Amount {
-			// The provider billed past the cap it was sent. The key holder
-			// is charged what was reserved, never more; the operator learns
-			// of the excess, which is the provider's to explain.
-			s.metrics.anomalies.WithLabelValues(gen.Provider, "usage_over_reservation").Inc()
-			s.logger.Warn("provider anomaly: reported usage costs more than was reserved; charged the reservation",
-				"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "provider", gen.Provider, "model", gen.Model,
-				"prompt_tokens", c.PromptTokens, "completion_tokens", c.CompletionTokens,
-				"cost", gen.Cost.String(), "reserved", res.Amount.String())
-			gen.Cost = res.Amount
-		}
-	} else {
-		gen.Status = "partial" // no usage reported: charged the reservation
-	}
-	if c.UpstreamID != "" {
-		id := storableText(c.UpstreamID)
-		gen.UpstreamID = &id
-	}
-	if c.FinishReason != "" {
-		reason := storableText(c.FinishReason)
-		gen.FinishReason = &reason
-	}
-	ended := time.Now()
-	gen.LatencyMS, gen.GenerationMS = ended.Sub(started).Milliseconds(), ended.Sub(started).Milliseconds()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
-	defer cancel()
-	if err := s.store.Settle(ctx, res.ID, gen); err != nil {
-		s.logger.Error("settle failed: the request was served but not metered until its reservation expires",
-			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", err.Error())
-		return
-	}
-	if s.data.Traces != nil {
-		var msgs struct {
-			Messages json.RawMessage `json:"messages"`
-		}
-		_ = json.Unmarshal(request, &msgs)
-		s.data.Traces.Publish(&gatehouse.TraceEvent{Generation: gen, KeyName: p.key.Name, UserID: p.key.CreatorUserID,
-			StartedAt: started, EndedAt: ended, Input: msgs.Messages, Output: c.Output})
-	}
-}
-
-// storableText makes a provider's text storable by every engine: PostgreSQL
-// refuses NUL in text, and a refused settle would leave the request unmetered.
-func storableText(s string) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
-}
-
-// release drops a reservation after a failure; the request charged nothing.
-func (s *Server) release(r *http.Request, res *gatehouse.Reservation) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
-	defer cancel()
-	if err := s.store.Release(ctx, res.ID); err != nil {
-		s.logger.Warn("release failed; the reservation lapses by itself", "reservation_id", res.ID, "error", err.Error())
-	}
+// providerAnomaly counts and logs a provider's answer that was not
+// charged in full: the key holder paid the reservation, the provider has
+// the excess to explain.
+func (s *Server) providerAnomaly(ctx context.Context, a gatehouse.Anomaly) {
+	g := a.Generation
+	s.metrics.anomalies.WithLabelValues(g.Provider, a.Kind).Inc()
+	s.logger.Warn("provider anomaly: reported usage costs more than was reserved; charged the reservation",
+		"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", g.ID, "provider", g.Provider, "model", g.Model,
+		"prompt_tokens", a.PromptTokens, "completion_tokens", a.CompletionTokens,
+		"cost", a.Cost.String(), "reserved", a.Reserved.String())
 }
 
 // writeRaw writes a JSON body as is.

@@ -59,6 +59,34 @@ func TestChatCompletionUpstreamErrors(t *testing.T) {
 	}
 }
 
+// TestChatCompletionProviderNonsense: an answer that is neither an error
+// nor a completion (a status below 400 that is not a success, a success
+// that is not JSON) is 502, with the provider named; never charged.
+func TestChatCompletionProviderNonsense(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name        string
+		status      int
+		body        string
+		wantMessage string
+	}{
+		{"304", http.StatusNotModified, "", "the provider acme answered 304"},
+		{"200 not JSON", http.StatusOK, "all good", "the provider acme sent an invalid answer: the answer is not a JSON object"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnv(t, func(u *fakeUpstream) { u.status, u.errBody, u.errType = c.status, c.body, "text/plain" }, nil)
+			for _, stream := range []bool{false, true} {
+				got := e.chat(e.key, chatBody("acme/chat", "stream", stream)).want(t, http.StatusBadGateway).apiError(t)
+				if got.Code != http.StatusBadGateway || got.Message != c.wantMessage || got.Metadata["provider_name"] != "acme" {
+					t.Errorf("stream %v: error %+v", stream, got)
+				}
+			}
+			e.wantNothingCharged(e.hash)
+		})
+	}
+}
+
 func TestChatCompletionUnreachable(t *testing.T) {
 	t.Parallel()
 	gone := httptest.NewServer(http.NotFoundHandler())
@@ -73,6 +101,10 @@ func TestChatCompletionUnreachable(t *testing.T) {
 	ce.wantNothingCharged(ce.hash)
 	if m := ce.money(ce.hash); m.LimitRemaining == nil || *m.LimitRemaining != gatehouse.USD(1) {
 		t.Errorf("limit_remaining %v", m.LimitRemaining)
+	}
+	// The log says why, which the client is not told.
+	if logs := ce.logs.String(); !strings.Contains(logs, "upstream acme: unreachable") || !strings.Contains(logs, "connection refused") {
+		t.Errorf("the log does not say why the provider could not be reached:\n%s", logs)
 	}
 }
 

@@ -38,10 +38,27 @@ var statuses = map[string]int{
 
 // errorStatus returns the HTTP status of an error.
 func errorStatus(err error) int {
+	var ue *gatehouse.UpstreamError
+	if errors.As(err, &ue) {
+		return upstreamStatus(ue)
+	}
 	if s, ok := statuses[gatehouse.ErrorCode(err)]; ok {
 		return s
 	}
 	return http.StatusInternalServerError
+}
+
+// upstreamStatus is the status of a provider's failure, as OpenRouter
+// answers it: the provider's own error status passed through, 408 when it
+// did not answer in time, else 502.
+func upstreamStatus(e *gatehouse.UpstreamError) int {
+	switch {
+	case e.Kind == gatehouse.UpstreamTimeout:
+		return http.StatusRequestTimeout
+	case e.Kind == gatehouse.UpstreamRejected && e.ProviderStatus >= 400:
+		return e.ProviderStatus
+	}
+	return http.StatusBadGateway
 }
 
 // errorBody is the JSON shape of every error response.
@@ -82,7 +99,8 @@ func writeError(w http.ResponseWriter, err error) {
 		if len(ue.Raw) > 0 {
 			meta["raw"] = json.RawMessage(ue.Raw)
 		}
-		_ = writeJSON(w, ue.Status, errorBody{Error: errorDetail{Code: ue.Status, Message: ue.Message, Metadata: meta}})
+		status := upstreamStatus(ue)
+		_ = writeJSON(w, status, errorBody{Error: errorDetail{Code: status, Message: ue.Message, Metadata: meta}})
 		return
 	}
 	status := errorStatus(err)

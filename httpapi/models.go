@@ -143,7 +143,7 @@ type generationJSON struct {
 // cut short, or an answer without usage, charged its reservation) shows as
 // cancelled.
 func toGenerationJSON(g *gatehouse.Generation) generationJSON {
-	apiType, partial := "completions", g.Status == "partial"
+	apiType, partial := "completions", g.Status == gatehouse.GenerationPartial
 	return generationJSON{
 		APIType: &apiType, Cancelled: &partial, CreatedAt: newJSONTime(g.CreatedAt), DataRegion: "global",
 		ExternalUser: g.ExternalUser, FinishReason: g.FinishReason, GenerationTime: &g.GenerationMS,

@@ -100,6 +100,7 @@ type logLine struct {
 	KeyHash    string   `json:"key_hash"`
 	// ClientRequestID is the X-Request-Id the client sent.
 	ClientRequestID string `json:"client_request_id"`
+	Error           string `json:"error"`
 }
 
 // logLines parses the log buffer, one JSON object per line.
@@ -273,6 +274,45 @@ func TestHealthEndpoints(t *testing.T) {
 		if rec.Code != status {
 			t.Errorf("%s with the database closed: status %d, want %d: %s", path, rec.Code, status, rec.Body)
 		}
+	}
+}
+
+// TestUnavailableLogsItsCause: when the database fails, the client reads
+// the store's message and the request's log line also says what the
+// database driver said, which the client never reads.
+func TestUnavailableLogsItsCause(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.db.Close() // a real store that fails: SQLite's "database is closed", pgxpool's "closed pool"
+	e.logs.Reset()
+	req := httptest.NewRequest("GET", "/readyz", nil)
+	rec := httptest.NewRecorder()
+	e.handler.ServeHTTP(rec, req) // not e.send, which fails on any 5xx
+	e.checker.check(t, req, rec.Code, rec.Header(), rec.Body.Bytes())
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503: %s", rec.Code, rec.Body)
+	}
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Error.Message == "" {
+		t.Fatalf("body %s: %v", rec.Body, err)
+	}
+	if strings.Contains(rec.Body.String(), "closed") {
+		t.Errorf("the client reads the cause: %s", rec.Body)
+	}
+	lines := logLines(t, e)
+	if len(lines) != 1 {
+		t.Fatalf("%d log lines, want 1:\n%s", len(lines), e.logs)
+	}
+	l := lines[0]
+	if l.RequestID != rec.Header().Get("X-Request-Id") || l.Status != http.StatusServiceUnavailable || l.Level != "ERROR" {
+		t.Errorf("log line %+v", l)
+	}
+	if !strings.Contains(l.Error, body.Error.Message) || !strings.Contains(l.Error, "closed") {
+		t.Errorf("log line error %q, want the message %q and the driver's cause", l.Error, body.Error.Message)
 	}
 }
 

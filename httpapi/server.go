@@ -7,6 +7,7 @@ package httpapi
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -34,8 +35,9 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	data    DataPlane
-	trusted []netip.Prefix // reverse proxies whose forwarding headers count
-	egress  *egress.Policy // where destinations may point
+	meter   *gatehouse.Meter // meters the model calls of the data plane
+	trusted []netip.Prefix   // reverse proxies whose forwarding headers count
+	egress  *egress.Policy   // where destinations may point
 	// metricsElsewhere: /metrics is served on another listener, so this
 	// one answers 404 for it.
 	metricsElsewhere bool
@@ -57,6 +59,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		data:    data,
 		egress:  &egress.Policy{},
 	}
+	s.meter = &gatehouse.Meter{Usage: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s
 }
@@ -128,12 +131,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			if rec, ok := w.(*recorder); ok && errorStatus(err) >= 500 {
+			if rec, ok := w.(*recorder); ok && logsError(err) {
 				rec.err = err
 			}
 			writeError(w, err)
 		}
 	}
+}
+
+// logsError reports whether the request's log line shows err: our faults
+// and our dependencies' (5xx), a provider's failure whatever its status,
+// and any error that carries a cause (what a database said), which the
+// client never reads.
+func logsError(err error) bool {
+	var e *gatehouse.Error
+	var ue *gatehouse.UpstreamError
+	return errorStatus(err) >= 500 || errors.As(err, &ue) || errors.As(err, &e) && e.Err != nil
 }
 
 // redactPath hides a plaintext key that a client put in a URL by mistake

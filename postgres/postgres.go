@@ -112,7 +112,7 @@ func (db *DB) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
 	defer cancel()
 	if err := db.pool.Ping(ctx); err != nil {
-		return unavailable()
+		return unavailable(err)
 	}
 	return nil
 }
@@ -222,8 +222,9 @@ func retryable(err error) bool {
 }
 
 // mapErr turns errors that mean "the database cannot be reached" into
-// EUNAVAILABLE; domain errors and others pass through (the latter render
-// as internal errors).
+// EUNAVAILABLE, and text PostgreSQL cannot store into EINVALID, keeping the
+// driver's error as the cause for the log; domain errors and others pass
+// through (the latter render as internal errors).
 func mapErr(err error) error {
 	if err == nil || gatehouse.ErrorCode(err) != gatehouse.EINTERNAL {
 		return err
@@ -234,20 +235,22 @@ func mapErr(err error) error {
 	switch {
 	case errors.As(err, &pe):
 		if pe.Code == "22021" || pe.Code == "22P05" { // invalid UTF-8 or NUL in text: the HTTP layer refuses them first
-			return gatehouse.Errorf(gatehouse.EINVALID, "text must be valid UTF-8 without NUL characters")
+			return gatehouse.WrapError(err, gatehouse.EINVALID, "text must be valid UTF-8 without NUL characters")
 		}
 		if pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code[:2] == "08" || pe.Code == "53300" {
-			return unavailable() // admin shutdown, cannot connect now, connection exceptions, too many connections
+			return unavailable(err) // admin shutdown, cannot connect now, connection exceptions, too many connections
 		}
 		return err
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ce), errors.As(err, &ne),
 		pgconn.Timeout(err), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed),
 		errors.Is(err, context.Canceled):
-		return unavailable()
+		return unavailable(err)
 	}
 	return err
 }
 
-func unavailable() error {
-	return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the database is unavailable; retry shortly")
+// unavailable is the error of a database that cannot serve now; cause is
+// what the driver said.
+func unavailable(cause error) error {
+	return gatehouse.WrapError(cause, gatehouse.EUNAVAILABLE, "the database is unavailable; retry shortly")
 }

@@ -3,15 +3,21 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"gatehouse/sqlstore"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"gatehouse"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // TestStmtCacheNoPoolDeadlock holds every read connection in a transaction
@@ -131,5 +137,51 @@ func TestCheckpointsInBackground(t *testing.T) {
 	// stays that of one round of writes.
 	if sizes[3] > 2*sizes[0] {
 		t.Errorf("the log grows: %v bytes after each round", sizes)
+	}
+}
+
+// TestBusyKeepsTheDriverError: a write refused because another connection
+// holds the write lock is EUNAVAILABLE for the client, and keeps SQLite's
+// own error as its cause for the log.
+func TestBusyKeepsTheDriverError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "busy.db")
+	holder, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	ctx := context.Background()
+	conn, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(ctx, `ROLLBACK`)
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, driverErr := other.ExecContext(ctx, `INSERT INTO t VALUES (1)`)
+
+	err = mapErr(driverErr)
+	if gatehouse.ErrorCode(err) != gatehouse.EUNAVAILABLE {
+		t.Fatalf("mapErr(%v) = %v, want EUNAVAILABLE", driverErr, err)
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY {
+		t.Errorf("mapErr(%v) = %v: the SQLite error is not its cause", driverErr, err)
+	}
+	if !strings.Contains(err.Error(), driverErr.Error()) {
+		t.Errorf("Error() = %q, want SQLite's words %q for the log", err.Error(), driverErr.Error())
+	}
+	if msg := gatehouse.ErrorMessage(err); msg != "the database is busy; retry shortly" {
+		t.Errorf("the client reads %q", msg)
 	}
 }

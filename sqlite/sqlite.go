@@ -163,7 +163,7 @@ func (db *DB) Close() error {
 func (db *DB) Ping(ctx context.Context) error {
 	var one int
 	if err := db.read.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "database unavailable")
+		return gatehouse.WrapError(err, gatehouse.EUNAVAILABLE, "database unavailable")
 	}
 	return nil
 }
@@ -215,15 +215,16 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 }
 
 // mapErr turns driver errors that are not the caller's fault but have a
-// meaning (the database is busy or gone) into domain errors. Others pass
-// through unchanged and render as internal errors.
+// meaning (the database is busy or gone) into domain errors, which keep the
+// driver's error as their cause for the log. Others pass through unchanged
+// and render as internal errors.
 func mapErr(err error) error {
 	var se *sqlite.Error
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED):
-		return &gatehouse.Error{Code: gatehouse.EUNAVAILABLE, Message: "the database is busy; retry shortly"}
+		return gatehouse.WrapError(err, gatehouse.EUNAVAILABLE, "the database is busy; retry shortly")
 	}
 	return err
 }

@@ -108,7 +108,7 @@ func (s *Store) AssignKeys(ctx context.Context, orgID, guardrailID string, hashe
 			}
 			changed += n
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.keys.assign", g.ID, "key_hashes", hashes, changed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysAssign, g.ID, "key_hashes", hashes, changed)
 	})
 	return changed, err
 }
@@ -119,7 +119,7 @@ func (tx *Tx) auditAssignment(ctx context.Context, orgID, op, guardrailID, listN
 	if count == 0 {
 		return nil
 	}
-	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: "guardrail", ResourceIDs: []string{guardrailID},
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: gatehouse.ResourceGuardrail, ResourceIDs: []string{guardrailID},
 		Details: map[string]any{listName: list, "count": count}})
 }
 
@@ -144,7 +144,7 @@ func (s *Store) UnassignKeys(ctx context.Context, orgID, guardrailID string, has
 		if removed, err = tx.execCount(ctx, `DELETE FROM key_assignments WHERE guardrail_id = ? AND `+in, args...); err != nil {
 			return err
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.keys.unassign", guardrailID, "key_hashes", hashes, removed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysUnassign, guardrailID, "key_hashes", hashes, removed)
 	})
 	return removed, err
 }
@@ -181,7 +181,7 @@ func (s *Store) AssignMembers(ctx context.Context, orgID, guardrailID string, us
 			}
 			changed += n
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.members.assign", g.ID, "member_user_ids", ids, changed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersAssign, g.ID, "member_user_ids", ids, changed)
 	})
 	return changed, err
 }
@@ -201,7 +201,7 @@ func (s *Store) UnassignMembers(ctx context.Context, orgID, guardrailID string, 
 		if removed, err = tx.execCount(ctx, `DELETE FROM member_assignments WHERE guardrail_id = ? AND `+in, args...); err != nil {
 			return err
 		}
-		return tx.auditAssignment(ctx, orgID, "guardrail.members.unassign", guardrailID, "member_user_ids", ids, removed)
+		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersUnassign, guardrailID, "member_user_ids", ids, removed)
 	})
 	return removed, err
 }

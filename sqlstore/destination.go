@@ -80,7 +80,7 @@ func (s *Store) CreateDestination(ctx context.Context, orgID string, c gatehouse
 			VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.create", ResourceType: "destination",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationCreate, ResourceType: gatehouse.ResourceDestination,
 			ResourceIDs: []string{d.ID}, Details: map[string]any{"type": d.Type, "workspace_id": w.ID}})
 	})
 	if err != nil {
@@ -115,7 +115,7 @@ func (s *Store) UpdateDestination(ctx context.Context, orgID, id string, u gateh
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.update", ResourceType: "destination",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationUpdate, ResourceType: gatehouse.ResourceDestination,
 			ResourceIDs: []string{d.ID}, Details: map[string]any{"fields": destinationChangedFields(u)}})
 	})
 	if err != nil {
@@ -138,7 +138,7 @@ func (s *Store) DeleteDestination(ctx context.Context, orgID, id string) error {
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "destination.delete", ResourceType: "destination", ResourceIDs: []string{id}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationDelete, ResourceType: gatehouse.ResourceDestination, ResourceIDs: []string{id}})
 	})
 }
 

@@ -76,7 +76,7 @@ func (s *Store) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.G
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "guardrail.create", ResourceType: "guardrail",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpGuardrailCreate, ResourceType: gatehouse.ResourceGuardrail,
 			ResourceIDs: []string{g.ID}, Details: map[string]any{"workspace_id": w.ID}})
 	})
 	if err != nil {
@@ -177,7 +177,7 @@ func (s *Store) DeleteGuardrail(ctx context.Context, orgID, id string) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM guardrails WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "guardrail.delete", ResourceType: "guardrail", ResourceIDs: []string{id}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpGuardrailDelete, ResourceType: gatehouse.ResourceGuardrail, ResourceIDs: []string{id}})
 	})
 }
 
@@ -188,5 +188,5 @@ func guardrailUpdateRecord(id string, u gatehouse.GuardrailUpdate, materialized 
 	if materialized {
 		details["materialized"] = true
 	}
-	return gatehouse.AuditRecord{Operation: "guardrail.update", ResourceType: "guardrail", ResourceIDs: []string{id}, Details: details}
+	return gatehouse.AuditRecord{Operation: gatehouse.OpGuardrailUpdate, ResourceType: gatehouse.ResourceGuardrail, ResourceIDs: []string{id}, Details: details}
 }

@@ -94,7 +94,7 @@ func (s *Store) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCrea
 		if err := tx.insertKey(ctx, k, externalHash); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.create", ResourceType: "key",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyCreate, ResourceType: gatehouse.ResourceKey,
 			ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}})
 	})
 	if err != nil {
@@ -131,7 +131,7 @@ func (s *Store) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.K
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.update", ResourceType: "key",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyUpdate, ResourceType: gatehouse.ResourceKey,
 			ResourceIDs: []string{k.Hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
 	})
 	if err != nil {
@@ -150,7 +150,7 @@ func (s *Store) DeleteKey(ctx context.Context, orgID, hash string) error {
 		if n == 0 {
 			return gatehouse.NotFound("key", hash)
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "key.delete", ResourceType: "key", ResourceIDs: []string{hash}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyDelete, ResourceType: gatehouse.ResourceKey, ResourceIDs: []string{hash}})
 	})
 }
 
@@ -223,7 +223,7 @@ func (s *Store) EnsureManagementKey(ctx context.Context, orgID, plaintext, name 
 		if err := tx.insertKey(ctx, k, nil); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "management_key.create", ResourceType: "management_key",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpManagementKeyCreate, ResourceType: gatehouse.ResourceManagementKey,
 			ResourceIDs: []string{hash}})
 	})
 	if err != nil {

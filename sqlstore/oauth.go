@@ -64,7 +64,7 @@ func (s *Store) CreateAuthCode(ctx context.Context, orgID string, creatorUserID 
 			return err
 		}
 		// The code is a credential until exchanged: the log names it by its hash.
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "auth_code.create", ResourceType: "auth_code",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpAuthCodeCreate, ResourceType: gatehouse.ResourceAuthCode,
 			ResourceIDs: []string{gatehouse.HashKey(code.ID)}, Details: map[string]any{"app_id": code.AppID, "workspace_id": w.ID}})
 	})
 	if err != nil {
@@ -142,7 +142,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchan
 		if err := tx.inheritGuardrail(ctx, c.creatorKey, k.Hash); err != nil {
 			return err
 		}
-		return tx.audit(ctx, c.org, gatehouse.AuditRecord{Operation: "auth_code.exchange", ResourceType: "key",
+		return tx.audit(ctx, c.org, gatehouse.AuditRecord{Operation: gatehouse.OpAuthCodeExchange, ResourceType: gatehouse.ResourceKey,
 			ResourceIDs: []string{k.Hash}, Details: map[string]any{"code_hash": c.hash}})
 	})
 	if err == nil {

@@ -65,7 +65,7 @@ func (tx *Tx) createOrganization(ctx context.Context, name string) (*gatehouse.O
 	if err := tx.insertWorkspace(ctx, org.ID, w); err != nil {
 		return nil, err
 	}
-	return org, tx.audit(ctx, org.ID, gatehouse.AuditRecord{Operation: "organization.create", ResourceType: "organization",
+	return org, tx.audit(ctx, org.ID, gatehouse.AuditRecord{Operation: gatehouse.OpOrganizationCreate, ResourceType: gatehouse.ResourceOrganization,
 		ResourceIDs: []string{org.ID}, Details: map[string]any{"default_workspace_id": w.ID}})
 }
 
@@ -134,7 +134,7 @@ func (s *Store) CreateMember(ctx context.Context, orgID string, c gatehouse.Memb
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "member.create", ResourceType: "member", ResourceIDs: []string{m.ID}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberCreate, ResourceType: gatehouse.ResourceMember, ResourceIDs: []string{m.ID}})
 	})
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (s *Store) DeleteMember(ctx context.Context, orgID, userID string) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM members WHERE organization_id = ? AND id = ?`, orgID, userID); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "member.delete", ResourceType: "member", ResourceIDs: []string{userID}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberDelete, ResourceType: gatehouse.ResourceMember, ResourceIDs: []string{userID}})
 	})
 }
 

@@ -77,7 +77,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.W
 		if err := tx.insertWorkspace(ctx, orgID, w); err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.create", ResourceType: "workspace", ResourceIDs: []string{w.ID}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceCreate, ResourceType: gatehouse.ResourceWorkspace, ResourceIDs: []string{w.ID}})
 	})
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (s *Store) UpdateWorkspace(ctx context.Context, orgID, ref string, u gateho
 		if err != nil {
 			return err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.update", ResourceType: "workspace",
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceUpdate, ResourceType: gatehouse.ResourceWorkspace,
 			ResourceIDs: []string{w.ID}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
 	})
 	if err != nil {
@@ -149,17 +149,13 @@ func (s *Store) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmD
 		if err != nil {
 			return err
 		}
-		if w.IsDefault && !confirmDefault {
-			return gatehouse.Errorf(gatehouse.EINVALID, "this is the default workspace; pass confirm_default_workspace_deletion=true to delete it")
-		}
 		var active int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND NOT disabled
 			AND (expires_at IS NULL OR expires_at > ?)`, w.ID, ms(tx.now)).Scan(&active); err != nil {
 			return err
 		}
-		if active > 0 {
-			return gatehouse.Errorf(gatehouse.EINVALID, "the workspace holds %d active API keys; disable or delete them first", active).
-				WithMetadata("active_key_count", active)
+		if err := gatehouse.CheckWorkspaceDeletion(w, confirmDefault, active); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE destinations SET deleted_at = ?, updated_at = ?
 			WHERE workspace_id = ? AND deleted_at IS NULL`, ms(tx.now), ms(tx.now), w.ID); err != nil {
@@ -175,7 +171,7 @@ func (s *Store) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmD
 				return err
 			}
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: "workspace.delete", ResourceType: "workspace", ResourceIDs: []string{w.ID}})
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceDelete, ResourceType: gatehouse.ResourceWorkspace, ResourceIDs: []string{w.ID}})
 	})
 }
 
@@ -250,7 +246,7 @@ func (s *Store) AddWorkspaceMembers(ctx context.Context, orgID, ref string, user
 		if list, err = collect(rows, err, scanMembership); err != nil {
 			return err
 		}
-		return tx.auditMembers(ctx, orgID, "workspace.members.add", w.ID, ids, "added_count", added)
+		return tx.auditMembers(ctx, orgID, gatehouse.OpWorkspaceMembersAdd, w.ID, ids, "added_count", added)
 	})
 	if err != nil {
 		return 0, nil, err
@@ -298,7 +294,7 @@ func (s *Store) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, u
 			return err
 		}
 		removed = int(n)
-		return tx.auditMembers(ctx, orgID, "workspace.members.remove", w.ID, ids, "removed_count", removed)
+		return tx.auditMembers(ctx, orgID, gatehouse.OpWorkspaceMembersRemove, w.ID, ids, "removed_count", removed)
 	})
 	return removed, err
 }
@@ -309,6 +305,6 @@ func (tx *Tx) auditMembers(ctx context.Context, orgID, op, workspaceID string, u
 	if count == 0 {
 		return nil
 	}
-	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: "workspace", ResourceIDs: []string{workspaceID},
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: op, ResourceType: gatehouse.ResourceWorkspace, ResourceIDs: []string{workspaceID},
 		Details: map[string]any{"user_ids": userIDs, countName: count}})
 }

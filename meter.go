@@ -1,0 +1,207 @@
+package gatehouse
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Meter runs the metering sequence of a model call, the same for every
+// front end that serves models: estimate the call's worst-case cost, reserve
+// it against the key's limit and every guardrail budget (after the
+// guardrails' model rules), then settle the exact cost once the provider
+// has answered, or release the reservation when it never did.
+type Meter struct {
+	Usage  UsageService
+	Traces TraceSink // where settled calls are traced; nil: nowhere
+	Now    Clock     // stamps reservation expiries; nil: time.Now
+	// Anomaly hears of a provider whose answer breaks what it was asked
+	// (such as usage past the cap it was sent): the key holder is charged
+	// no more than was reserved, and the operator should learn of it. nil:
+	// nobody hears.
+	Anomaly func(ctx context.Context, a Anomaly)
+}
+
+// AnomalyUsageOverReservation is the kind of anomaly of a provider that
+// reported usage costing more than was reserved for the call.
+const AnomalyUsageOverReservation = "usage_over_reservation"
+
+// Anomaly is a provider's answer that the key holder is not charged for in
+// full: what the provider reported and what was charged instead.
+type Anomaly struct {
+	Kind             string
+	Generation       *Generation // as recorded, at the charged cost
+	PromptTokens     int64       // as reported
+	CompletionTokens int64       // as reported
+	Cost             Money       // of the reported usage
+	Reserved         Money       // what was charged
+}
+
+// The statuses of a Generation.
+const (
+	GenerationCompleted = "completed" // charged from the usage the provider reported
+	GenerationPartial   = "partial"   // no usable usage: charged the reservation
+)
+
+// MeteredCall is what metering needs of a model call before it is made.
+type MeteredCall struct {
+	Key      *Key
+	Model    *Model
+	Provider *Provider
+	// Request is the client's request body as received: its length bounds
+	// the prompt, and its messages go to the trace.
+	Request []byte
+	// MaxTokens is the completion cap the client asked for; nil for the
+	// model's.
+	MaxTokens *int
+	Stream    bool
+	SessionID *string
+}
+
+// Metering is a call whose worst case is reserved, until Settle or Release.
+type Metering struct {
+	Reservation *Reservation
+	// Generation is the call's ledger entry, with its id, from the start;
+	// Settle fills in its usage, cost and timings.
+	Generation *Generation
+	// MaxTokens is the completion cap the reservation assumes: the provider
+	// must be sent exactly this cap.
+	MaxTokens int
+	call      MeteredCall
+	started   time.Time
+}
+
+// Settling and releasing outlive the client: the provider works, and
+// bills, whether or not the client stays to read the answer.
+const (
+	settleTimeout  = 30 * time.Second
+	releaseTimeout = 10 * time.Second
+)
+
+// CompletionCap returns the completion cap of a call to the model: the one
+// the client asked for, else the model's.
+func (m *Model) CompletionCap(requested *int) int {
+	if requested != nil {
+		return *requested
+	}
+	return m.MaxCompletionTokens
+}
+
+// Estimate returns the worst-case cost of a call to the model: a prompt of
+// as many tokens as the request has bytes (a token is at least one byte;
+// 16 more for the tokens a chat template adds) and maxTokens of completion.
+func Estimate(m *Model, requestBytes, maxTokens int) Money {
+	return m.Cost(int64(requestBytes)+16, int64(maxTokens))
+}
+
+// Reserve checks the model against the guardrails that govern the key and
+// reserves the call's worst case. EFORBIDDEN when a guardrail blocks the
+// model or its budget would be exceeded, EPAYMENT when the key's limit
+// would be, EUNAVAILABLE.
+func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
+	guardrails, err := m.Usage.GuardrailsForKey(ctx, c.Key)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckModel(guardrails, c.Model.Slug(), c.Provider.ID); err != nil {
+		return nil, err
+	}
+	mt := &Metering{MaxTokens: c.Model.CompletionCap(c.MaxTokens), call: c, started: time.Now()}
+	mt.Reservation = &Reservation{
+		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: c.Provider.BYOK, Budgets: Budgets(guardrails),
+		Amount: Estimate(c.Model, len(c.Request), mt.MaxTokens),
+		// A crash leaves it held until the longest call could have ended.
+		ExpiresAt: m.now().Add(c.Provider.CallTimeout() + time.Minute),
+	}
+	if err := m.Usage.Reserve(ctx, mt.Reservation); err != nil {
+		return nil, err
+	}
+	mt.Generation = &Generation{
+		ID: NewGenerationID(), OrganizationID: c.Key.OrganizationID, WorkspaceID: c.Key.WorkspaceID, KeyHash: c.Key.Hash,
+		Model: c.Model.Slug(), Provider: c.Provider.ID, BYOK: c.Provider.BYOK, Streamed: c.Stream,
+		SessionID: c.SessionID, ExternalUser: c.Key.ExternalUser,
+	}
+	return mt, nil
+}
+
+// Settle records the call in the ledger at its exact cost from the usage
+// the provider reported, capped at the reservation (the excess reported as
+// an anomaly), or at the reservation when there is no usable usage (none
+// reported, negative counts, or callErr: a stream that broke off), and then
+// publishes its trace. It runs to the end when ctx is cancelled. An error
+// means the call was served but is not metered until its reservation
+// expires.
+func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr error) error {
+	gen, reserved := mt.Generation, mt.Reservation.Amount
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	gen.Status, gen.Cost = GenerationCompleted, reserved
+	// Negative counts would credit the key: they count as no usage.
+	if c.UsageKnown && callErr == nil && c.PromptTokens >= 0 && c.CompletionTokens >= 0 {
+		gen.PromptTokens, gen.CompletionTokens = c.PromptTokens, c.CompletionTokens
+		if cost := mt.call.Model.Cost(c.PromptTokens, c.CompletionTokens); cost <= reserved {
+			gen.Cost = cost
+		} else if m.Anomaly != nil {
+			// The provider billed past the cap it was sent: that is its to
+			// explain, not the key holder's to pay.
+			m.Anomaly(ctx, Anomaly{Kind: AnomalyUsageOverReservation, Generation: gen,
+				PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, Cost: cost, Reserved: reserved})
+		}
+	} else {
+		gen.Status = GenerationPartial
+	}
+	if c.UpstreamID != "" {
+		id := storableText(c.UpstreamID)
+		gen.UpstreamID = &id
+	}
+	if c.FinishReason != "" {
+		reason := storableText(c.FinishReason)
+		gen.FinishReason = &reason
+	}
+	ended := time.Now()
+	gen.LatencyMS = ended.Sub(mt.started).Milliseconds()
+	gen.GenerationMS = gen.LatencyMS
+	if err := m.Usage.Settle(ctx, mt.Reservation.ID, gen); err != nil {
+		return err
+	}
+	m.trace(mt, c, ended)
+	return nil
+}
+
+// trace publishes a settled call to the observability destinations.
+func (m *Meter) trace(mt *Metering, c Completion, ended time.Time) {
+	if m.Traces == nil {
+		return
+	}
+	var msgs struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	_ = json.Unmarshal(mt.call.Request, &msgs)
+	m.Traces.Publish(&TraceEvent{Generation: mt.Generation, KeyName: mt.call.Key.Name, UserID: mt.call.Key.CreatorUserID,
+		StartedAt: mt.started, EndedAt: ended, Input: msgs.Messages, Output: c.Output})
+}
+
+// Release drops the reservation of a call that the provider never
+// answered: it charges nothing. It runs to the end when ctx is cancelled.
+// An error leaves the reservation to lapse at its expiry.
+func (m *Meter) Release(ctx context.Context, mt *Metering) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	return m.Usage.Release(ctx, mt.Reservation.ID)
+}
+
+func (m *Meter) now() time.Time {
+	if m.Now == nil {
+		return time.Now()
+	}
+	return m.Now()
+}
+
+// storableText makes a provider's text storable by every engine: PostgreSQL
+// refuses NUL in text, and a refused settle would leave the call unmetered.
+func storableText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}

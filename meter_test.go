@@ -1,0 +1,300 @@
+package gatehouse_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse"
+	"gatehouse/sqlite"
+)
+
+// meterEnv is a Meter over a real SQLite store with one organization, a
+// model of provider acme ($1 and $2 per million prompt and completion
+// tokens), and a fixed clock. It records the anomalies and traces the
+// meter reports.
+type meterEnv struct {
+	t        *testing.T
+	ctx      context.Context
+	store    *sqlite.DB
+	org      *gatehouse.Organization
+	model    *gatehouse.Model
+	provider *gatehouse.Provider
+	meter    *gatehouse.Meter
+
+	mu        sync.Mutex
+	anomalies []gatehouse.Anomaly
+	traces    []*gatehouse.TraceEvent
+}
+
+var meterNow = time.Date(2027, 3, 17, 10, 30, 0, 0, time.UTC)
+
+// meterRequest is a client's request body, as the meter receives it.
+const meterRequest = `{"model":"acme/chat","messages":[{"role":"user","content":"hi"}]}`
+
+func newMeterEnv(t *testing.T) *meterEnv {
+	t.Helper()
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.Now = func() time.Time { return meterNow }
+	org, err := db.CreateOrganization(ctx, "Metered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &gatehouse.Provider{ID: "acme", Timeout: 30 * time.Second, Models: []*gatehouse.Model{{
+		ID: "chat", PromptPrice: gatehouse.USD(1), CompletionPrice: gatehouse.USD(2), MaxCompletionTokens: 1000}}}
+	if _, err := gatehouse.NewCatalog([]*gatehouse.Provider{p}); err != nil {
+		t.Fatal(err)
+	}
+	e := &meterEnv{t: t, ctx: ctx, store: db, org: org, model: p.Models[0], provider: p}
+	e.meter = &gatehouse.Meter{Usage: db, Traces: e, Now: db.Now, Anomaly: func(_ context.Context, a gatehouse.Anomaly) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.anomalies = append(e.anomalies, a)
+	}}
+	return e
+}
+
+// Publish implements gatehouse.TraceSink.
+func (e *meterEnv) Publish(ev *gatehouse.TraceEvent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.traces = append(e.traces, ev)
+}
+
+// key creates a key with a limit (nil: none).
+func (e *meterEnv) key(limit *gatehouse.Money) *gatehouse.Key {
+	e.t.Helper()
+	k, _, err := e.store.CreateKey(e.ctx, e.org.ID, gatehouse.KeyCreate{Name: "metered", Limit: limit})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return k
+}
+
+// call is a metered call of k with the client's cap (nil: the model's).
+func (e *meterEnv) call(k *gatehouse.Key, maxTokens *int) gatehouse.MeteredCall {
+	return gatehouse.MeteredCall{Key: k, Model: e.model, Provider: e.provider, Request: []byte(meterRequest), MaxTokens: maxTokens}
+}
+
+// reserve reserves a call and fails the test on error.
+func (e *meterEnv) reserve(c gatehouse.MeteredCall) *gatehouse.Metering {
+	e.t.Helper()
+	m, err := e.meter.Reserve(e.ctx, c)
+	if err != nil {
+		e.t.Fatalf("Reserve: %v", err)
+	}
+	return m
+}
+
+// recorded returns a settled call's ledger entry and the key's total usage.
+func (e *meterEnv) recorded(m *gatehouse.Metering) (*gatehouse.Generation, gatehouse.Money) {
+	e.t.Helper()
+	g, err := e.store.FindGeneration(e.ctx, e.org.ID, m.Generation.ID)
+	if err != nil {
+		e.t.Fatalf("FindGeneration: %v", err)
+	}
+	k, err := e.store.FindKey(e.ctx, e.org.ID, m.Reservation.KeyHash)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return g, k.Usage.Total
+}
+
+// wantGone checks that the reservation was settled or released.
+func (e *meterEnv) wantGone(m *gatehouse.Metering) {
+	e.t.Helper()
+	err := e.store.Settle(e.ctx, m.Reservation.ID, &gatehouse.Generation{ID: gatehouse.NewGenerationID()})
+	if gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
+		e.t.Errorf("settling the reservation again: %v, want ENOTFOUND (gone)", err)
+	}
+}
+
+func intPtr(n int) *int { return &n }
+
+// TestMeterEstimate: the reservation is the worst case: as many prompt
+// tokens as the request has bytes (plus 16), and the completion cap the
+// client asked for, else the model's; it holds until the longest call
+// could have ended.
+func TestMeterEstimate(t *testing.T) {
+	e := newMeterEnv(t)
+	k := e.key(nil)
+	for _, c := range []struct {
+		name      string
+		requested *int
+		wantCap   int
+	}{{"client's cap", intPtr(100), 100}, {"model's cap", nil, 1000}} {
+		m := e.reserve(e.call(k, c.requested))
+		want := gatehouse.Money(int64(len(meterRequest)+16)*1000 + int64(c.wantCap)*2000) // nano-dollars
+		if m.MaxTokens != c.wantCap || m.Reservation.Amount != want || gatehouse.Estimate(e.model, len(meterRequest), c.wantCap) != want {
+			t.Errorf("%s: cap %d, reserved %s; want %d and %s", c.name, m.MaxTokens, m.Reservation.Amount, c.wantCap, want)
+		}
+		if want := meterNow.Add(30*time.Second + time.Minute); !m.Reservation.ExpiresAt.Equal(want) {
+			t.Errorf("%s: expires at %s, want %s", c.name, m.Reservation.ExpiresAt, want)
+		}
+		g := m.Generation
+		if g.ID == "" || g.KeyHash != k.Hash || g.OrganizationID != e.org.ID || g.WorkspaceID != k.WorkspaceID ||
+			g.Model != "acme/chat" || g.Provider != "acme" || m.Reservation.KeyHash != k.Hash {
+			t.Errorf("%s: generation %+v", c.name, g)
+		}
+	}
+}
+
+// TestMeterSettlesExactCost: a call whose provider reported usage is
+// charged its exact cost, recorded with the provider's ids made storable,
+// and traced with the request's messages and the answer.
+func TestMeterSettlesExactCost(t *testing.T) {
+	e := newMeterEnv(t)
+	k := e.key(nil)
+	m := e.reserve(e.call(k, intPtr(100)))
+	done := gatehouse.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 7,
+		UpstreamID: "chatcmpl-\x00up", FinishReason: "stop", Output: "hello"}
+	if err := e.meter.Settle(e.ctx, m, done, nil); err != nil {
+		t.Fatal(err)
+	}
+	g, usage := e.recorded(m)
+	want := e.model.Cost(11, 7)
+	if g.Status != gatehouse.GenerationCompleted || g.Cost != want || usage != want || g.PromptTokens != 11 || g.CompletionTokens != 7 {
+		t.Errorf("recorded %s at %s (key usage %s), %d+%d tokens; want completed at %s", g.Status, g.Cost, usage, g.PromptTokens, g.CompletionTokens, want)
+	}
+	if g.UpstreamID == nil || *g.UpstreamID != "chatcmpl-up" || g.FinishReason == nil || *g.FinishReason != "stop" {
+		t.Errorf("upstream id %v, finish reason %v", g.UpstreamID, g.FinishReason)
+	}
+	e.wantGone(m)
+	if len(e.anomalies) != 0 {
+		t.Errorf("anomalies %+v", e.anomalies)
+	}
+	if len(e.traces) != 1 {
+		t.Fatalf("%d traces, want 1", len(e.traces))
+	}
+	tr := e.traces[0]
+	var msgs []map[string]string
+	if err := json.Unmarshal(tr.Input, &msgs); err != nil || len(msgs) != 1 || msgs[0]["content"] != "hi" {
+		t.Errorf("trace input %s: %v", tr.Input, err)
+	}
+	if tr.Generation.ID != m.Generation.ID || tr.Output != "hello" || tr.KeyName != "metered" || tr.EndedAt.Before(tr.StartedAt) {
+		t.Errorf("trace %+v", tr)
+	}
+}
+
+// TestMeterChargesTheReservationWithoutUsableUsage: no usage, negative
+// counts (which would credit the key) or a stream that broke off are all
+// charged what was reserved, as partial.
+func TestMeterChargesTheReservationWithoutUsableUsage(t *testing.T) {
+	e := newMeterEnv(t)
+	for _, c := range []struct {
+		name    string
+		done    gatehouse.Completion
+		callErr error
+	}{
+		{"no usage", gatehouse.Completion{}, nil},
+		{"negative counts", gatehouse.Completion{UsageKnown: true, PromptTokens: -1_000_000, CompletionTokens: 5}, nil},
+		{"broke off", gatehouse.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 7}, errors.New("stream broke off")},
+	} {
+		m := e.reserve(e.call(e.key(nil), intPtr(100)))
+		if err := e.meter.Settle(e.ctx, m, c.done, c.callErr); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		g, usage := e.recorded(m)
+		if g.Status != gatehouse.GenerationPartial || g.Cost != m.Reservation.Amount || usage != m.Reservation.Amount {
+			t.Errorf("%s: recorded %s at %s (key usage %s), want partial at the reservation %s", c.name, g.Status, g.Cost, usage, m.Reservation.Amount)
+		}
+	}
+	if len(e.anomalies) != 0 || len(e.traces) != 3 {
+		t.Errorf("anomalies %+v, %d traces", e.anomalies, len(e.traces))
+	}
+}
+
+// TestMeterCapsTheChargeAtTheReservation: a provider reporting more than
+// the cap it was sent is charged no more than was reserved, and the
+// anomaly is reported with what the provider claimed.
+func TestMeterCapsTheChargeAtTheReservation(t *testing.T) {
+	e := newMeterEnv(t)
+	m := e.reserve(e.call(e.key(nil), intPtr(100)))
+	done := gatehouse.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 1000}
+	if err := e.meter.Settle(e.ctx, m, done, nil); err != nil {
+		t.Fatal(err)
+	}
+	g, usage := e.recorded(m)
+	if g.Status != gatehouse.GenerationCompleted || g.Cost != m.Reservation.Amount || usage != m.Reservation.Amount || g.CompletionTokens != 1000 {
+		t.Errorf("recorded %s at %s (key usage %s), want completed at the reservation %s", g.Status, g.Cost, usage, m.Reservation.Amount)
+	}
+	want := gatehouse.Anomaly{Kind: gatehouse.AnomalyUsageOverReservation, PromptTokens: 11, CompletionTokens: 1000,
+		Cost: e.model.Cost(11, 1000), Reserved: m.Reservation.Amount}
+	if len(e.anomalies) != 1 {
+		t.Fatalf("anomalies %+v, want one", e.anomalies)
+	}
+	got := e.anomalies[0]
+	if got.Generation == nil || got.Generation.ID != m.Generation.ID {
+		t.Errorf("anomaly of generation %+v, want %s", got.Generation, m.Generation.ID)
+	}
+	if got.Generation = nil; got != want {
+		t.Errorf("anomaly %+v, want %+v", got, want)
+	}
+}
+
+// TestMeterReleaseChargesNothing: a released reservation stops counting
+// against the key's limit and leaves nothing in the ledger; release and
+// settle finish even when the caller's context is cancelled (the client
+// left).
+func TestMeterReleaseChargesNothing(t *testing.T) {
+	e := newMeterEnv(t)
+	limit := gatehouse.Estimate(e.model, len(meterRequest), 100)
+	k := e.key(&limit)
+	m := e.reserve(e.call(k, intPtr(100)))
+	if _, err := e.meter.Reserve(e.ctx, e.call(k, intPtr(100))); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+		t.Fatalf("a second call while the first holds the whole limit: %v, want EPAYMENT", err)
+	}
+	cancelled, cancel := context.WithCancel(e.ctx)
+	cancel()
+	if err := e.meter.Release(cancelled, m); err != nil {
+		t.Fatal(err)
+	}
+	e.wantGone(m)
+	m = e.reserve(e.call(k, intPtr(100))) // the limit is free again
+	if err := e.meter.Settle(cancelled, m, gatehouse.Completion{UsageKnown: true, PromptTokens: 1, CompletionTokens: 1}, nil); err != nil {
+		t.Fatalf("Settle with the client gone: %v", err)
+	}
+	if g, usage := e.recorded(m); g.Cost != e.model.Cost(1, 1) || usage != g.Cost {
+		t.Errorf("charged %s (key usage %s), want only the settled call", g.Cost, usage)
+	}
+}
+
+// TestMeterReserveRefuses: the guardrails' model rules and the key's limit
+// are checked before anything is reserved.
+func TestMeterReserveRefuses(t *testing.T) {
+	e := newMeterEnv(t)
+	tiny := gatehouse.Money(1)
+	if _, err := e.meter.Reserve(e.ctx, e.call(e.key(&tiny), nil)); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+		t.Errorf("over the key's limit: %v, want EPAYMENT", err)
+	}
+	k := e.key(nil)
+	g, err := e.store.CreateGuardrail(e.ctx, e.org.ID, gatehouse.GuardrailCreate{GuardrailUpdate: gatehouse.GuardrailUpdate{
+		Name: gatehouse.Val("others only"), AllowedModels: gatehouse.Val([]string{"other/model"})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.AssignKeys(e.ctx, e.org.ID, g.ID, []string{k.Hash}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.meter.Reserve(e.ctx, e.call(k, nil))
+	var ge *gatehouse.Error
+	if !errors.As(err, &ge) || ge.Code != gatehouse.EFORBIDDEN || ge.Metadata["rule"] != "allowed_models" {
+		t.Errorf("a model the key's guardrail does not allow: %v, want EFORBIDDEN by allowed_models", err)
+	}
+	if len(e.traces) != 0 {
+		t.Errorf("%d traces of refused calls", len(e.traces))
+	}
+}

@@ -1,0 +1,55 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"gatehouse"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestMapErrKeepsTheDriverError: the domain errors mapErr makes keep what
+// PostgreSQL (or the network) said as their cause, for the log, while the
+// client reads only the store's message.
+func TestMapErrKeepsTheDriverError(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cause error
+		code  string
+	}{
+		{"admin shutdown", &pgconn.PgError{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to administrator command"}, gatehouse.EUNAVAILABLE},
+		{"too many connections", &pgconn.PgError{Severity: "FATAL", Code: "53300", Message: "sorry, too many clients already"}, gatehouse.EUNAVAILABLE},
+		{"NUL in text", &pgconn.PgError{Severity: "ERROR", Code: "22P05", Message: "unsupported Unicode escape sequence"}, gatehouse.EINVALID},
+		{"timeout", context.DeadlineExceeded, gatehouse.EUNAVAILABLE},
+	} {
+		err := mapErr(c.cause)
+		if got := gatehouse.ErrorCode(err); got != c.code {
+			t.Errorf("%s: code %q, want %q", c.name, got, c.code)
+		}
+		if !errors.Is(err, c.cause) {
+			t.Errorf("%s: %v does not wrap its cause", c.name, err)
+		}
+		if !strings.Contains(err.Error(), c.cause.Error()) {
+			t.Errorf("%s: Error() = %q, want the driver's words for the log", c.name, err.Error())
+		}
+		if msg := gatehouse.ErrorMessage(err); strings.Contains(msg, c.cause.Error()) {
+			t.Errorf("%s: the client reads the cause: %q", c.name, msg)
+		}
+	}
+	var pe *pgconn.PgError
+	if !errors.As(mapErr(&pgconn.PgError{Code: "57P01"}), &pe) || pe.Code != "57P01" {
+		t.Error("errors.As does not find the *pgconn.PgError through the domain error")
+	}
+	// Domain errors and errors without a meaning pass through as they are.
+	domain := gatehouse.NotFound("key", "k")
+	if err := mapErr(domain); err != error(domain) {
+		t.Errorf("mapErr(%v) = %v, want it unchanged", domain, err)
+	}
+	unique := &pgconn.PgError{Code: "23505"}
+	if err := mapErr(unique); err != error(unique) {
+		t.Errorf("mapErr(%v) = %v, want it unchanged", unique, err)
+	}
+}
