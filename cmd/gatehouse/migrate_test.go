@@ -74,6 +74,7 @@ type migrated struct {
 	key              *gatehouse.Key
 	live, gone       *gatehouse.Destination
 	settled, pending gatehouse.Money
+	mintedPending   gatehouse.Money // held by a key minted from key, against key too
 }
 
 // fillSource writes rows into every table through the store.
@@ -130,6 +131,16 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	must(src.DeleteDestination(ctx, f.org.ID, f.gone.ID))
 	f.settled, f.pending = gatehouse.USD(1)/2, gatehouse.USD(1)/4
 	spendThroughGateway(t, src, f)
+	// A key minted through OAuth from the metered key holds a reservation
+	// against its parent too (reservation_holds).
+	code, err := src.CreateAuthCode(ctx, f.org.ID, &member.ID, gatehouse.AuthCodeCreate{
+		CallbackURL: "https://minted.example.com/cb", CreatorKeyHash: f.key.Hash})
+	must(err)
+	plaintext, _, err := src.ExchangeAuthCode(ctx, gatehouse.AuthCodeExchange{Code: code.ID})
+	must(err)
+	f.mintedPending = gatehouse.USD(1) / 10
+	must(src.Reserve(ctx, &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: gatehouse.HashKey(plaintext),
+		Amount: f.mintedPending, ExpiresAt: time.Now().Add(time.Hour)}))
 	return f
 }
 
@@ -342,9 +353,9 @@ func checkMigratedServes(t *testing.T, target, secretKey string, box *gatehouse.
 	if _, err := pg.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://other.example.com/cb"}); err != nil {
 		t.Errorf("a new OAuth app after migration: %v", err)
 	}
-	// The reservation still held counts against the key's limit: 10 less
-	// 2 spent less the 0.25 held.
-	err = pg.Reserve(ctx, &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: f.key.Hash, Amount: gatehouse.USD(8) - f.pending + 1,
+	// The reservations still held count against the key's limit: 10 less
+	// 2 spent less the 0.25 it holds less the 0.10 its minted key holds.
+	err = pg.Reserve(ctx, &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: f.key.Hash, Amount: gatehouse.USD(8) - f.pending - f.mintedPending + 1,
 		ExpiresAt: time.Now().Add(time.Minute)})
 	if gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
 		t.Errorf("Reserve past what the migrated reservation leaves: %v, want %s", err, gatehouse.EPAYMENT)

@@ -9,7 +9,7 @@ ALTER TABLE api_keys ADD COLUMN parent_key_hash TEXT;
 CREATE TABLE reservation_holds (
     reservation_id TEXT NOT NULL REFERENCES reservations (id) ON DELETE CASCADE,
     key_hash       TEXT NOT NULL,
-    depth          INTEGER NOT NULL,
+    depth          BIGINT NOT NULL,
     PRIMARY KEY (reservation_id, key_hash)
 );
 CREATE INDEX reservation_holds_key ON reservation_holds (key_hash);
