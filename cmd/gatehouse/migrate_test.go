@@ -74,7 +74,7 @@ type migrated struct {
 	key              *gatehouse.Key
 	live, gone       *gatehouse.Destination
 	settled, pending gatehouse.Money
-	mintedPending   gatehouse.Money // held by a key minted from key, against key too
+	mintedPending    gatehouse.Money // held by a key minted from key, against key too
 }
 
 // fillSource writes rows into every table through the store.
