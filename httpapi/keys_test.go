@@ -49,13 +49,6 @@ func sptr(s string) *string   { return &s }
 func eqF(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 func eqS(a, b *string) bool  { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
-func showF(p *float64) string {
-	if p == nil {
-		return "null"
-	}
-	return fmt.Sprint(*p)
-}
-
 func showS(p *string) string {
 	if p == nil {
 		return "null"

@@ -219,7 +219,7 @@ func testDestinationFields(t *testing.T, open Opener) {
 	}}
 	d := f.newDestination(t, f.org.ID, c)
 	if d.WorkspaceID != ws.ID || !slices.Equal(d.Regions, []string{"europe", "us"}) || d.FilterRules == nil ||
-		*d.FilterRules.Enabled != true || d.Config.Values["prefix"] != "openrouter-traces" {
+		!*d.FilterRules.Enabled || d.Config.Values["prefix"] != "openrouter-traces" {
 		t.Fatalf("created destination = %+v", d)
 	}
 	got, err := f.store.FindDestination(f.ctx, f.org.ID, d.ID)
