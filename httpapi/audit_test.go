@@ -4,12 +4,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // auditLog fetches GET /api/v1/audit-log with the query and returns the
@@ -45,8 +46,8 @@ func auditWant(t *testing.T, got map[string]any, s auditStep, keyHash string, us
 	if s.clientRequestID != "" {
 		want["client_request_id"] = s.clientRequestID
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s entry:\ngot  %v\nwant %v", s.op, got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s entry (-want +got):\n%s", s.op, diff)
 	}
 	if id, _ := got["id"].(string); id == "" {
 		t.Errorf("%s entry without id", s.op)
@@ -118,8 +119,8 @@ func TestAuditLog(t *testing.T) {
 		}
 	}
 	// Both at one instant, so in either order.
-	if got := resSorted(resField(items[len(steps):], "operation")); !reflect.DeepEqual(got, []string{"management_key.create", "organization.create"}) {
-		t.Errorf("setup entries = %v", got)
+	if diff := cmp.Diff([]string{"management_key.create", "organization.create"}, resSorted(resField(items[len(steps):], "operation"))); diff != "" {
+		t.Errorf("setup entries (-want +got):\n%s", diff)
 	}
 	if body := string(e.do("GET", "/api/v1/audit-log", e.mgmt, nil).Body); strings.Contains(body, "sk-gh-") {
 		t.Errorf("the audit log holds a plaintext key: %s", body)
@@ -190,8 +191,8 @@ func TestAuditLogFilters(t *testing.T) {
 		if c.want == nil {
 			c.want = got // any order within one instant
 		}
-		if !reflect.DeepEqual(got, c.want) || total != c.total {
-			t.Errorf("%s: %v (total %d), want %v (total %d)", c.query, got, total, c.want, c.total)
+		if diff := cmp.Diff(c.want, got); diff != "" || total != c.total {
+			t.Errorf("%s (total %d, want %d) (-want +got):\n%s", c.query, total, c.total, diff)
 		}
 	}
 

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // resCreateDestination creates a destination and returns it.
@@ -111,8 +112,8 @@ func TestDestinationCreate(t *testing.T) {
 				"regions": []any{"global"}, "broadcast_generation_cost": false, "broadcast_generation_identity": false,
 				"broadcast_generation_request_context": false, "created_at": resNow(e), "updated_at": resNow(e),
 			}
-			if !reflect.DeepEqual(d, want) {
-				t.Errorf("created\n got %v\nwant %v", d, want)
+			if diff := cmp.Diff(want, d); diff != "" {
+				t.Errorf("created (-want +got):\n%s", diff)
 			}
 			checkConfig := func(what string, d map[string]any) {
 				t.Helper()
@@ -135,8 +136,8 @@ func TestDestinationCreate(t *testing.T) {
 			checkConfig("create", d)
 			id := d["id"].(string)
 			got := resData(t, e.do("GET", "/api/v1/observability/destinations/"+id, e.mgmt, nil).want(t, http.StatusOK))
-			if !reflect.DeepEqual(got, d) {
-				t.Errorf("GET\n got %v\nwant %v", got, d)
+			if diff := cmp.Diff(d, got); diff != "" {
+				t.Errorf("GET (-want +got):\n%s", diff)
 			}
 			checkConfig("get", got)
 			// The store holds the plaintext.
@@ -176,8 +177,8 @@ func TestDestinationCreate(t *testing.T) {
 		e := resSub(e, t)
 		d := resCreateDestination(e, e.mgmt, map[string]any{"name": "hook", "type": "webhook",
 			"config": map[string]any{"url": "https://example.com/a"}})
-		if want := map[string]any{"url": "https://example.com/a", "method": "POST"}; !reflect.DeepEqual(d["config"], want) {
-			t.Errorf("webhook config = %v, want %v", d["config"], want)
+		if diff := cmp.Diff(map[string]any{"url": "https://example.com/a", "method": "POST"}, d["config"]); diff != "" {
+			t.Errorf("webhook config (-want +got):\n%s", diff)
 		}
 		d = resCreateDestination(e, e.mgmt, map[string]any{"name": "lf", "type": "langfuse",
 			"config": map[string]any{"publicKey": "pk", "secretKey": "sk"}})
@@ -209,12 +210,12 @@ func TestDestinationCreate(t *testing.T) {
 		want["id"], want["created_at"], want["updated_at"] = d["id"], resNow(e), resNow(e)
 		want["config"] = map[string]any{"url": "https://hooks.example.com/hook", "method": "POST"}
 		want["regions"] = []any{"europe", "us"}
-		if !reflect.DeepEqual(d, want) {
-			t.Errorf("created\n got %v\nwant %v", d, want)
+		if diff := cmp.Diff(want, d); diff != "" {
+			t.Errorf("created (-want +got):\n%s", diff)
 		}
 		items, total := resList(t, e.do("GET", "/api/v1/observability/destinations?workspace_id="+team, e.mgmt, nil).want(t, http.StatusOK))
-		if total != 1 || !reflect.DeepEqual(items[0], d) {
-			t.Errorf("team list = %v (total %d)", items, total)
+		if diff := cmp.Diff([]map[string]any{d}, items); diff != "" || total != 1 {
+			t.Errorf("team list (total %d, want 1) (-want +got):\n%s", total, diff)
 		}
 	})
 
@@ -226,8 +227,8 @@ func TestDestinationCreate(t *testing.T) {
 				map[string]any{"field": "provider", "operator": "equals", "value": "openai"}}}}}})
 		want := map[string]any{"enabled": true, "groups": []any{map[string]any{"logic": "and", "rules": []any{
 			map[string]any{"field": "provider", "operator": "equals", "value": "openai"}}}}}
-		if !reflect.DeepEqual(d["filter_rules"], want) {
-			t.Errorf("filter_rules = %v, want %v", d["filter_rules"], want)
+		if diff := cmp.Diff(want, d["filter_rules"]); diff != "" {
+			t.Errorf("filter_rules (-want +got):\n%s", diff)
 		}
 	})
 
@@ -315,8 +316,8 @@ func TestDestinationList(t *testing.T) {
 		{"limit=100&offset=0", names},
 	} {
 		items, total := resList(t, e.do("GET", "/api/v1/observability/destinations?"+p.query, e.mgmt, nil).want(t, http.StatusOK))
-		if got := resField(items, "name"); !reflect.DeepEqual(got, p.want) || total != 4 {
-			t.Errorf("?%s = %v (total %d), want %v (total 4)", p.query, got, total, p.want)
+		if diff := cmp.Diff(p.want, resField(items, "name")); diff != "" || total != 4 {
+			t.Errorf("?%s (total %d, want 4) (-want +got):\n%s", p.query, total, diff)
 		}
 	}
 	items, total := resList(t, e.do("GET", "/api/v1/observability/destinations?workspace_id="+team, e.mgmt, nil).want(t, http.StatusOK))

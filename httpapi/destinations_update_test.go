@@ -3,9 +3,10 @@ package httpapi_test
 import (
 	"database/sql"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestDestinationUpdate(t *testing.T) {
@@ -31,8 +32,8 @@ func TestDestinationUpdate(t *testing.T) {
 		}
 		// The whole configuration as GET shows it, sent back unchanged.
 		got = patch(map[string]any{"config": cfg(resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK)))})
-		if !reflect.DeepEqual(cfg(got), cfg(d)) {
-			t.Errorf("config after sending it back = %v, want %v", cfg(got), cfg(d))
+		if diff := cmp.Diff(cfg(d), cfg(got)); diff != "" {
+			t.Errorf("config after sending it back (-want +got):\n%s", diff)
 		}
 		stored := resStoredConfig(e, id)
 		if stored.Values["secretKey"] != secret || stored.Headers["X-Team"] != "team-secret-header-value" || stored.Values["publicKey"] != public {
@@ -136,8 +137,8 @@ func TestDestinationUpdate(t *testing.T) {
 			got := patch(c.body)
 			want := resPatched(cur, c.body, c.want)
 			want["updated_at"] = resNow(e)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("PATCH %v\n got %v\nwant %v", c.body, got, want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("PATCH %v (-want +got):\n%s", c.body, diff)
 			}
 			cur = got
 		}
@@ -208,8 +209,8 @@ func TestDestinationSoftDelete(t *testing.T) {
 				resWantError(t, e.do("DELETE", path, e.mgmt, map[string]any{}), http.StatusNotFound, "not found")
 			})
 			items, total := resList(t, e.do("GET", "/api/v1/observability/destinations", e.mgmt, nil).want(t, http.StatusOK))
-			if total != 1 || !reflect.DeepEqual(resField(items, "id"), []string{keep}) {
-				t.Errorf("list after delete = %v (total %d), want only %s", resField(items, "id"), total, keep)
+			if diff := cmp.Diff([]string{keep}, resField(items, "id")); diff != "" || total != 1 {
+				t.Errorf("list after delete (total %d, want 1) (-want +got):\n%s", total, diff)
 			}
 			var at sql.NullInt64
 			var name string

@@ -3,11 +3,12 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // resAssigned posts an assignment body and returns the count field of the answer.
@@ -99,11 +100,11 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 	if n := assign(b, k1); n != 1 {
 		t.Errorf("move k1 to B: assigned_count %d, want 1", n)
 	}
-	if got := hashesOf(a); !reflect.DeepEqual(got, []string{k2}) {
-		t.Errorf("A after move: %v", got)
+	if diff := cmp.Diff([]string{k2}, hashesOf(a)); diff != "" {
+		t.Errorf("A after move (-want +got):\n%s", diff)
 	}
-	if got := hashesOf(b); !reflect.DeepEqual(got, []string{k1}) {
-		t.Errorf("B after move: %v", got)
+	if diff := cmp.Diff([]string{k1}, hashesOf(b)); diff != "" {
+		t.Errorf("B after move (-want +got):\n%s", diff)
 	}
 	if n := assign(c, k3); n != 1 {
 		t.Errorf("assign in team: %d", n)
@@ -128,8 +129,8 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 		} {
 			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
 				er := resWantError(t, e.do("POST", keys(b), e.mgmt, map[string]any{"key_hashes": c.hashes}), http.StatusBadRequest, "key_hashes")
-				if got := resStrings(t, er.Metadata["key_hashes"]); !reflect.DeepEqual(got, c.bad) {
-					t.Errorf("metadata.key_hashes = %v, want %v", got, c.bad)
+				if diff := cmp.Diff(c.bad, resStrings(t, er.Metadata["key_hashes"])); diff != "" {
+					t.Errorf("metadata.key_hashes (-want +got):\n%s", diff)
 				}
 			})
 		}
@@ -155,8 +156,8 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 		if n := unassign(a, k1); n != 0 {
 			t.Errorf("unassign a key held by another guardrail: %d, want 0", n)
 		}
-		if got := hashesOf(b); !reflect.DeepEqual(got, []string{k1}) {
-			t.Errorf("B after a no-op unassign: %v", got)
+		if diff := cmp.Diff([]string{k1}, hashesOf(b)); diff != "" {
+			t.Errorf("B after a no-op unassign (-want +got):\n%s", diff)
 		}
 		if n := unassign(a, k2, k2, gatehouse.HashKey("sk-gh-v1-unknown")); n != 1 {
 			t.Errorf("unassign: %d, want 1", n)
@@ -178,8 +179,8 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 		for _, it := range items {
 			got[it["key_hash"].(string)] = it["guardrail_id"].(string)
 		}
-		if want := map[string]string{k1: b, k2: a, k3: c}; total != 3 || !reflect.DeepEqual(got, want) {
-			t.Errorf("all key assignments = %v (total %d), want %v", got, total, want)
+		if diff := cmp.Diff(map[string]string{k1: b, k2: a, k3: c}, got); diff != "" || total != 3 {
+			t.Errorf("all key assignments (total %d, want 3) (-want +got):\n%s", total, diff)
 		}
 		page, total := resList(t, e.do("GET", "/api/v1/guardrails/assignments/keys?offset=1&limit=1", e.mgmt, nil).want(t, http.StatusOK))
 		if len(page) != 1 || total != 3 || page[0]["key_hash"] != items[1]["key_hash"] {
@@ -245,11 +246,11 @@ func TestGuardrailMemberAssignments(t *testing.T) {
 	if n := assign(b, m1, m3); n != 2 {
 		t.Errorf("move: %d, want 2", n)
 	}
-	if got := usersOf(a); !reflect.DeepEqual(got, []string{m2}) {
-		t.Errorf("A = %v", got)
+	if diff := cmp.Diff([]string{m2}, usersOf(a)); diff != "" {
+		t.Errorf("A (-want +got):\n%s", diff)
 	}
-	if got := usersOf(b); !reflect.DeepEqual(got, resSorted([]string{m1, m3})) {
-		t.Errorf("B = %v", got)
+	if diff := cmp.Diff(resSorted([]string{m1, m3}), usersOf(b)); diff != "" {
+		t.Errorf("B (-want +got):\n%s", diff)
 	}
 
 	t.Run("non-members assign nothing", func(t *testing.T) {
@@ -257,8 +258,8 @@ func TestGuardrailMemberAssignments(t *testing.T) {
 		e.unchanged("non-member", func() {
 			er := resWantError(t, e.do("POST", members(a), e.mgmt, map[string]any{"member_user_ids": []string{m3, "user_ghost"}}),
 				http.StatusBadRequest, "member_user_ids")
-			if got := resStrings(t, er.Metadata["member_user_ids"]); !reflect.DeepEqual(got, []string{"user_ghost"}) {
-				t.Errorf("metadata.member_user_ids = %v", got)
+			if diff := cmp.Diff([]string{"user_ghost"}, resStrings(t, er.Metadata["member_user_ids"])); diff != "" {
+				t.Errorf("metadata.member_user_ids (-want +got):\n%s", diff)
 			}
 		})
 		for _, c := range []struct {
@@ -286,8 +287,8 @@ func TestGuardrailMemberAssignments(t *testing.T) {
 		if n := unassign(b, m1, m1); n != 1 {
 			t.Errorf("unassign: %d, want 1", n)
 		}
-		if got := usersOf(b); !reflect.DeepEqual(got, []string{m3}) {
-			t.Errorf("B = %v", got)
+		if diff := cmp.Diff([]string{m3}, usersOf(b)); diff != "" {
+			t.Errorf("B (-want +got):\n%s", diff)
 		}
 	})
 
@@ -298,8 +299,8 @@ func TestGuardrailMemberAssignments(t *testing.T) {
 		for _, it := range items {
 			got[it["user_id"].(string)] = it["guardrail_id"].(string)
 		}
-		if want := map[string]string{m2: a, m3: b}; total != 2 || !reflect.DeepEqual(got, want) {
-			t.Errorf("all member assignments = %v (total %d), want %v", got, total, want)
+		if diff := cmp.Diff(map[string]string{m2: a, m3: b}, got); diff != "" || total != 2 {
+			t.Errorf("all member assignments (total %d, want 2) (-want +got):\n%s", total, diff)
 		}
 	})
 

@@ -3,11 +3,12 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // resCreateGuardrail creates a guardrail and returns it.
@@ -44,8 +45,8 @@ func TestGuardrailList(t *testing.T) {
 	inTeam := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "team only", "workspace_id": team})
 
 	items, total = resList(t, e.do("GET", "/api/v1/guardrails", e.mgmt, nil).want(t, http.StatusOK))
-	if total != 3 || !reflect.DeepEqual(resField(items, "name"), names) {
-		t.Errorf("default list = %v (total %d), want %v", resField(items, "name"), total, names)
+	if diff := cmp.Diff(names, resField(items, "name")); diff != "" || total != 3 {
+		t.Errorf("default list (total %d, want 3) (-want +got):\n%s", total, diff)
 	}
 	for _, it := range items {
 		resWantFields(t, "guardrail", it, guardrailFields)
@@ -56,8 +57,8 @@ func TestGuardrailList(t *testing.T) {
 	}
 	def := resWorkspace(e, e.mgmt, "default")["id"].(string)
 	items, _ = resList(t, e.do("GET", "/api/v1/guardrails?workspace_id="+def, e.mgmt, nil).want(t, http.StatusOK))
-	if !reflect.DeepEqual(resField(items, "name"), names) {
-		t.Errorf("workspace_id=default id lists %v", resField(items, "name"))
+	if diff := cmp.Diff(names, resField(items, "name")); diff != "" {
+		t.Errorf("workspace_id=default id lists (-want +got):\n%s", diff)
 	}
 	for _, p := range []struct {
 		query string
@@ -71,8 +72,8 @@ func TestGuardrailList(t *testing.T) {
 		{"limit=2&offset=2", names[2:]},
 	} {
 		items, total := resList(t, e.do("GET", "/api/v1/guardrails?"+p.query, e.mgmt, nil).want(t, http.StatusOK))
-		if got := resField(items, "name"); !reflect.DeepEqual(got, p.want) || total != 3 {
-			t.Errorf("?%s = %v (total %d), want %v (total 3)", p.query, got, total, p.want)
+		if diff := cmp.Diff(p.want, resField(items, "name")); diff != "" || total != 3 {
+			t.Errorf("?%s (total %d, want 3) (-want +got):\n%s", p.query, total, diff)
 		}
 	}
 	for _, q := range []string{"offset=-1", "offset=x", "offset=0.5", "limit=0", "limit=-1", "limit=101",
@@ -125,12 +126,12 @@ func TestGuardrailCreate(t *testing.T) {
 			map[string]any{"slug": "email", "action": "redact", "scan_scope": "user_only", "label": "[EMAIL]"},
 			map[string]any{"slug": "credit-card", "action": "block", "label": "[CREDIT_CARD]"},
 		}
-		if !reflect.DeepEqual(g, want) {
-			t.Errorf("created\n got %v\nwant %v", g, want)
+		if diff := cmp.Diff(want, g); diff != "" {
+			t.Errorf("created (-want +got):\n%s", diff)
 		}
 		got := resData(t, e.do("GET", "/api/v1/guardrails/"+g["id"].(string), e.mgmt, nil).want(t, http.StatusOK))
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("GET\n got %v\nwant %v", got, want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("GET (-want +got):\n%s", diff)
 		}
 	})
 
@@ -144,8 +145,8 @@ func TestGuardrailCreate(t *testing.T) {
 				want[f] = nil
 			}
 		}
-		if !reflect.DeepEqual(g, want) {
-			t.Errorf("defaults\n got %v\nwant %v", g, want)
+		if diff := cmp.Diff(want, g); diff != "" {
+			t.Errorf("defaults (-want +got):\n%s", diff)
 		}
 	})
 
@@ -171,16 +172,16 @@ func TestGuardrailCreate(t *testing.T) {
 			want = append(want, map[string]any{"slug": slug, "action": "flag", "label": label, "scan_scope": "all_messages"})
 		}
 		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "builtins", "content_filter_builtins": builtins})
-		if !reflect.DeepEqual(g["content_filter_builtins"], want) {
-			t.Errorf("builtins = %v, want %v", g["content_filter_builtins"], want)
+		if diff := cmp.Diff(want, g["content_filter_builtins"]); diff != "" {
+			t.Errorf("builtins (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("region alias", func(t *testing.T) {
 		e := resSub(e, t)
 		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "eu", "allowed_data_regions": []any{"eu", "global"}})
-		if !reflect.DeepEqual(g["allowed_data_regions"], []any{"europe", "global"}) {
-			t.Errorf("allowed_data_regions = %v", g["allowed_data_regions"])
+		if diff := cmp.Diff([]any{"europe", "global"}, g["allowed_data_regions"]); diff != "" {
+			t.Errorf("allowed_data_regions (-want +got):\n%s", diff)
 		}
 	})
 
@@ -255,8 +256,8 @@ func TestGuardrailGet(t *testing.T) {
 	e := newEnv(t)
 	g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "g"})
 	id := g["id"].(string)
-	if got := resData(t, e.do("GET", "/api/v1/guardrails/"+id, e.mgmt, nil).want(t, http.StatusOK)); !reflect.DeepEqual(got, g) {
-		t.Errorf("GET = %v, want %v", got, g)
+	if diff := cmp.Diff(g, resData(t, e.do("GET", "/api/v1/guardrails/"+id, e.mgmt, nil).want(t, http.StatusOK))); diff != "" {
+		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{"nope", "123", strings.TrimSuffix(id, id[len(id)-1:]), id + "0",
 		"00000000-0000-4000-8000-000000000000", "{" + id + "}", "urn:uuid:" + id} {
@@ -307,13 +308,13 @@ func TestGuardrailUpdate(t *testing.T) {
 			want["limit_usd"] = float64(b)
 		}
 		want["updated_at"] = resNow(e)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s\n got %v\nwant %v", c.name, got, want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
 		}
 		cur = got
 	}
-	if got := resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK)); !reflect.DeepEqual(got, cur) {
-		t.Errorf("GET after updates\n got %v\nwant %v", got, cur)
+	if diff := cmp.Diff(cur, resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK))); diff != "" {
+		t.Errorf("GET after updates (-want +got):\n%s", diff)
 	}
 
 	t.Run("refused", func(t *testing.T) {
@@ -407,12 +408,12 @@ func TestDefaultGuardrail(t *testing.T) {
 	if g["id"] != id || g["name"] != fixed || g["workspace_id"] != wsID || g["limit_usd"] != 10.0 {
 		t.Errorf("materialized default guardrail = %v", g)
 	}
-	if got := resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK)); !reflect.DeepEqual(got, g) {
-		t.Errorf("GET = %v, want %v", got, g)
+	if diff := cmp.Diff(g, resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK))); diff != "" {
+		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	items, _ := resList(t, e.do("GET", "/api/v1/guardrails", e.mgmt, nil).want(t, http.StatusOK))
-	if !reflect.DeepEqual(resField(items, "id"), []string{id}) {
-		t.Errorf("list = %v", resField(items, "id"))
+	if diff := cmp.Diff([]string{id}, resField(items, "id")); diff != "" {
+		t.Errorf("list (-want +got):\n%s", diff)
 	}
 	e.unchanged("rename default guardrail", func() {
 		resWantError(t, e.do("PATCH", path, e.mgmt, map[string]any{"name": "Renamed"}), http.StatusBadRequest, "name")

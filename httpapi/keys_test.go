@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // keyView is the API-key object of /keys, decoded.
@@ -122,8 +123,8 @@ func TestCreateKeyEveryField(t *testing.T) {
 		k.Usage != 0 || k.BYOKUsage != 0 {
 		t.Errorf("created key = %+v", k)
 	}
-	if got := getKeyView(e, k.Hash); !reflect.DeepEqual(got, k) {
-		t.Errorf("GET = %+v\nwant %+v", got, k)
+	if diff := cmp.Diff(k, getKeyView(e, k.Hash)); diff != "" {
+		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	if strings.Contains(e.snapshot(), strings.Repeat("x", 32)) {
 		t.Error("external.api_key is stored in plaintext")
@@ -297,8 +298,8 @@ func TestGetKey(t *testing.T) {
 		Data keyView `json:"data"`
 	}
 	e.do("POST", "/api/v1/keys", e.mgmt, map[string]any{"name": "g", "limit": 1}).want(t, http.StatusCreated).decode(t, &created)
-	if got := getKeyView(e, created.Data.Hash); !reflect.DeepEqual(got, created.Data) {
-		t.Errorf("GET = %+v, want %+v", got, created.Data)
+	if diff := cmp.Diff(created.Data, getKeyView(e, created.Data.Hash)); diff != "" {
+		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	mgmtHash := gatehouse.HashKey(e.mgmt)
 	_, mgmtB := e.newOrg("Org B")
@@ -376,8 +377,8 @@ func TestUpdateKeySeedRules(t *testing.T) {
 		if !s.check(got) {
 			t.Errorf("step %d %v: answer %+v", i, s.body, got)
 		}
-		if again := getKeyView(e, hash); !reflect.DeepEqual(again, got) {
-			t.Errorf("step %d: GET %+v differs from PATCH answer %+v", i, again, got)
+		if diff := cmp.Diff(got, getKeyView(e, hash)); diff != "" {
+			t.Errorf("step %d: GET against the PATCH answer (-PATCH +GET):\n%s", i, diff)
 		}
 		if got.Usage != 3 || got.UsageDaily != 3 || got.UsageWeekly != 3 || got.UsageMonthly != 3 {
 			t.Errorf("step %d %v: usage reset: %+v", i, s.body, got)
@@ -388,8 +389,8 @@ func TestUpdateKeySeedRules(t *testing.T) {
 	before := getKeyView(e, hash)
 	e.clock.Set(testStart.Add(time.Hour))
 	e.unchanged("PATCH {}", func() {
-		if got := patchKeyView(e, hash, map[string]any{}); !reflect.DeepEqual(got, before) {
-			t.Errorf("PATCH {} = %+v, want %+v", got, before)
+		if diff := cmp.Diff(before, patchKeyView(e, hash, map[string]any{})); diff != "" {
+			t.Errorf("PATCH {} (-want +got):\n%s", diff)
 		}
 	})
 

@@ -3,10 +3,11 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // memberView is an organization member, decoded.
@@ -58,8 +59,8 @@ func TestListMembers(t *testing.T) {
 		for _, m := range p.Data {
 			got = append(got, m.ID)
 		}
-		if !reflect.DeepEqual(got, c.want) || p.TotalCount != 5 {
-			t.Errorf("GET /organization/members%s = %v (total %d), want %v (total 5)", c.query, got, p.TotalCount, c.want)
+		if diff := cmp.Diff(c.want, got); diff != "" || p.TotalCount != 5 {
+			t.Errorf("GET /organization/members%s (total %d, want 5) (-want +got):\n%s", c.query, p.TotalCount, diff)
 		}
 	}
 	for _, c := range []struct{ query, field string }{
@@ -97,13 +98,13 @@ func TestAddMember(t *testing.T) {
 		"id": "user_grace", "email": "Grace@Example.com", "first_name": "Grace", "last_name": "Hopper", "role": "org:admin",
 	}).want(t, http.StatusCreated).decode(t, &out)
 	want := memberView{ID: "user_grace", Email: "Grace@Example.com", FirstName: sptr("Grace"), LastName: sptr("Hopper"), Role: "org:admin"}
-	if !reflect.DeepEqual(out.Data, want) {
-		t.Errorf("explicit member = %+v, want %+v", out.Data, want)
+	if diff := cmp.Diff(want, out.Data); diff != "" {
+		t.Errorf("explicit member (-want +got):\n%s", diff)
 	}
 	var p memberPage
 	e.do("GET", "/api/v1/organization/members", e.mgmt, nil).want(t, http.StatusOK).decode(t, &p)
-	if p.TotalCount != 2 || !reflect.DeepEqual(p.Data, []memberView{generated, want}) {
-		t.Errorf("list = %+v", p)
+	if diff := cmp.Diff([]memberView{generated, want}, p.Data); diff != "" || p.TotalCount != 2 {
+		t.Errorf("list (total %d, want 2) (-want +got):\n%s", p.TotalCount, diff)
 	}
 
 	e.unchanged("rejected members", func() {

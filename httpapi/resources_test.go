@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Helpers shared by the workspace, guardrail, destination and tenancy tests.
@@ -154,8 +155,8 @@ func resKeys(m map[string]any) []string {
 func resWantFields(t testing.TB, what string, obj map[string]any, fields string) {
 	t.Helper()
 	want := resSorted(strings.Fields(fields))
-	if got := resKeys(obj); !reflect.DeepEqual(got, want) {
-		t.Errorf("%s fields = %v, want %v", what, got, want)
+	if diff := cmp.Diff(want, resKeys(obj)); diff != "" {
+		t.Errorf("%s fields (-want +got):\n%s", what, diff)
 	}
 }
 

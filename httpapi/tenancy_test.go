@@ -2,11 +2,12 @@ package httpapi_test
 
 import (
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // resTenant is an organization with one of everything.
@@ -82,8 +83,8 @@ func TestTenancy(t *testing.T) {
 		e.do("GET", "/api/v1/keys/"+tn.key, tn.mgmt, nil).want(t, http.StatusOK)
 		e.do("GET", "/api/v1/guardrails/"+tn.guardrail, tn.mgmt, nil).want(t, http.StatusOK)
 		e.do("GET", "/api/v1/observability/destinations/"+tn.destination, tn.mgmt, nil).want(t, http.StatusOK)
-		if got := resWorkspaceMembers(e, tn.mgmt, tn.slug); !reflect.DeepEqual(got, []string{tn.member}) {
-			t.Errorf("%s members = %v", tn.name, got)
+		if diff := cmp.Diff([]string{tn.member}, resWorkspaceMembers(e, tn.mgmt, tn.slug)); diff != "" {
+			t.Errorf("%s members (-want +got):\n%s", tn.name, diff)
 		}
 		if n := len(resAssignments(e, tn.mgmt, "/api/v1/guardrails/"+tn.guardrail+"/assignments/members")); n != 1 {
 			t.Errorf("%s member assignments: %d", tn.name, n)
@@ -184,12 +185,12 @@ func resTenancyLists(t *testing.T, e *testEnv, attacker, victim resTenant) {
 	})
 	// The attacker's own lists hold exactly its own rows.
 	items, _ := resList(t, e.do("GET", "/api/v1/guardrails/assignments/keys", attacker.mgmt, nil).want(t, http.StatusOK))
-	if got, want := resSorted(resField(items, "key_hash")), resSorted([]string{attacker.key, attacker.defKey}); !reflect.DeepEqual(got, want) {
-		t.Errorf("%s key assignments = %v, want %v", attacker.name, got, want)
+	if diff := cmp.Diff(resSorted([]string{attacker.key, attacker.defKey}), resSorted(resField(items, "key_hash"))); diff != "" {
+		t.Errorf("%s key assignments (-want +got):\n%s", attacker.name, diff)
 	}
 	items, _ = resList(t, e.do("GET", "/api/v1/organization/members", attacker.mgmt, nil).want(t, http.StatusOK))
-	if got, want := resSorted(resField(items, "id")), resSorted([]string{attacker.member, attacker.other}); !reflect.DeepEqual(got, want) {
-		t.Errorf("%s organization members = %v, want %v", attacker.name, got, want)
+	if diff := cmp.Diff(resSorted([]string{attacker.member, attacker.other}), resSorted(resField(items, "id"))); diff != "" {
+		t.Errorf("%s organization members (-want +got):\n%s", attacker.name, diff)
 	}
 }
 
@@ -201,18 +202,18 @@ func resTenancyCrossLinks(t *testing.T, e *testEnv, attacker, victim resTenant) 
 	resSame(e, "cross links", func() {
 		er := resWantError(t, e.do("POST", own+"keys", attacker.mgmt, map[string]any{"key_hashes": []string{attacker.key, victim.key}}),
 			http.StatusBadRequest, "key_hashes")
-		if got := resStrings(t, er.Metadata["key_hashes"]); !reflect.DeepEqual(got, []string{victim.key}) {
-			t.Errorf("metadata.key_hashes = %v", got)
+		if diff := cmp.Diff([]string{victim.key}, resStrings(t, er.Metadata["key_hashes"])); diff != "" {
+			t.Errorf("metadata.key_hashes (-want +got):\n%s", diff)
 		}
 		er = resWantError(t, e.do("POST", own+"members", attacker.mgmt,
 			map[string]any{"member_user_ids": []string{attacker.other, victim.member}}), http.StatusBadRequest, "member_user_ids")
-		if got := resStrings(t, er.Metadata["member_user_ids"]); !reflect.DeepEqual(got, []string{victim.member}) {
-			t.Errorf("metadata.member_user_ids = %v", got)
+		if diff := cmp.Diff([]string{victim.member}, resStrings(t, er.Metadata["member_user_ids"])); diff != "" {
+			t.Errorf("metadata.member_user_ids (-want +got):\n%s", diff)
 		}
 		er = resWantError(t, e.do("POST", "/api/v1/workspaces/"+attacker.ws+"/members/add", attacker.mgmt,
 			map[string]any{"user_ids": []string{attacker.other, victim.other}}), http.StatusBadRequest, "user_ids")
-		if got := resStrings(t, er.Metadata["user_ids"]); !reflect.DeepEqual(got, []string{victim.other}) {
-			t.Errorf("metadata.user_ids = %v", got)
+		if diff := cmp.Diff([]string{victim.other}, resStrings(t, er.Metadata["user_ids"])); diff != "" {
+			t.Errorf("metadata.user_ids (-want +got):\n%s", diff)
 		}
 		resWantError(t, e.do("POST", "/api/v1/workspaces/default/members/add", attacker.mgmt,
 			map[string]any{"user_ids": []string{victim.member}}), http.StatusBadRequest, "user_ids")
@@ -284,8 +285,8 @@ func TestTenancySharedUserID(t *testing.T) {
 		t.Errorf("B removed_count = %d", out.RemovedCount)
 	}
 	resWantDeleted(t, e.do("DELETE", "/api/v1/organization/members/user_shared", mgmtB, nil))
-	if got := resWorkspaceMembers(e, e.mgmt, "team"); !reflect.DeepEqual(got, []string{"user_shared"}) {
-		t.Errorf("A's workspace members = %v", got)
+	if diff := cmp.Diff([]string{"user_shared"}, resWorkspaceMembers(e, e.mgmt, "team")); diff != "" {
+		t.Errorf("A's workspace members (-want +got):\n%s", diff)
 	}
 	if a := resAssignments(e, e.mgmt, "/api/v1/guardrails/"+gA+"/assignments/members"); len(a) != 1 {
 		t.Errorf("A's member assignments = %v", a)
@@ -294,8 +295,8 @@ func TestTenancySharedUserID(t *testing.T) {
 		t.Errorf("B's member assignments = %v", a)
 	}
 	items, _ := resList(t, e.do("GET", "/api/v1/organization/members", e.mgmt, nil).want(t, http.StatusOK))
-	if !reflect.DeepEqual(resField(items, "id"), []string{"user_shared"}) {
-		t.Errorf("A's members = %v", resField(items, "id"))
+	if diff := cmp.Diff([]string{"user_shared"}, resField(items, "id")); diff != "" {
+		t.Errorf("A's members (-want +got):\n%s", diff)
 	}
 	// In A the same id is still blocked by its key.
 	resSame(e, "A's member with a key", func() {

@@ -4,12 +4,13 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestWorkspaceList(t *testing.T) {
@@ -27,8 +28,8 @@ func TestWorkspaceList(t *testing.T) {
 		slugs = append(slugs, slug)
 	}
 	items, total = resList(t, e.do("GET", "/api/v1/workspaces", e.mgmt, nil).want(t, http.StatusOK))
-	if total != 5 || !reflect.DeepEqual(resField(items, "slug"), slugs) {
-		t.Fatalf("list = %v (total %d), want %v: default first, then by creation", resField(items, "slug"), total, slugs)
+	if diff := cmp.Diff(slugs, resField(items, "slug")); diff != "" || total != 5 {
+		t.Fatalf("list, default first, then by creation (total %d, want 5) (-want +got):\n%s", total, diff)
 	}
 	for _, p := range []struct {
 		query string
@@ -44,8 +45,8 @@ func TestWorkspaceList(t *testing.T) {
 	} {
 		r := e.do("GET", "/api/v1/workspaces?"+p.query, e.mgmt, nil).want(t, http.StatusOK)
 		items, total := resList(t, r)
-		if got := resField(items, "slug"); !reflect.DeepEqual(got, p.want) || total != 5 {
-			t.Errorf("?%s: %v (total %d), want %v (total 5)", p.query, got, total, p.want)
+		if diff := cmp.Diff(p.want, resField(items, "slug")); diff != "" || total != 5 {
+			t.Errorf("?%s (total %d, want 5) (-want +got):\n%s", p.query, total, diff)
 		}
 	}
 	for _, q := range []struct{ query, field string }{
@@ -78,11 +79,11 @@ func TestWorkspaceCreate(t *testing.T) {
 			"default_guardrail_id": gatehouse.DefaultGuardrailID(id), "created_by": nil,
 			"created_at": resNow(e), "updated_at": nil,
 		}
-		if !reflect.DeepEqual(w, want) {
-			t.Errorf("created workspace\n got %v\nwant %v", w, want)
+		if diff := cmp.Diff(want, w); diff != "" {
+			t.Errorf("created workspace (-want +got):\n%s", diff)
 		}
-		if got := resWorkspace(e, e.mgmt, id); !reflect.DeepEqual(got, want) {
-			t.Errorf("GET after create\n got %v\nwant %v", got, want)
+		if diff := cmp.Diff(want, resWorkspace(e, e.mgmt, id)); diff != "" {
+			t.Errorf("GET after create (-want +got):\n%s", diff)
 		}
 	})
 
@@ -98,12 +99,12 @@ func TestWorkspaceCreate(t *testing.T) {
 		}
 		w := resCreateWorkspace(e, e.mgmt, body)
 		for k, v := range body {
-			if !reflect.DeepEqual(w[k], v) {
-				t.Errorf("%s = %v, want %v", k, w[k], v)
+			if diff := cmp.Diff(v, w[k]); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", k, diff)
 			}
 		}
-		if got := resWorkspace(e, e.mgmt, "full"); !reflect.DeepEqual(got, w) {
-			t.Errorf("GET by slug\n got %v\nwant %v", got, w)
+		if diff := cmp.Diff(w, resWorkspace(e, e.mgmt, "full")); diff != "" {
+			t.Errorf("GET by slug (-want +got):\n%s", diff)
 		}
 	})
 
@@ -167,8 +168,8 @@ func TestWorkspaceGet(t *testing.T) {
 	id := e.createWorkspace(e.mgmt, "team")
 	byID := resWorkspace(e, e.mgmt, id)
 	bySlug := resWorkspace(e, e.mgmt, "team")
-	if !reflect.DeepEqual(byID, bySlug) || byID["id"] != id {
-		t.Errorf("by id %v, by slug %v", byID, bySlug)
+	if diff := cmp.Diff(byID, bySlug); diff != "" || byID["id"] != id {
+		t.Errorf("by id (id %v, want %s) and by slug (-by id +by slug):\n%s", byID["id"], id, diff)
 	}
 	def := resWorkspace(e, e.mgmt, "default")
 	if def["slug"] != "default" || def["default_guardrail_id"] != gatehouse.DefaultGuardrailID(def["id"].(string)) {
@@ -223,13 +224,13 @@ func TestWorkspaceUpdate(t *testing.T) {
 			want[c.field] = nil
 		}
 		want["updated_at"] = resNow(e)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("PATCH %s=%v\n got %v\nwant %v", c.field, c.value, got, want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("PATCH %s=%v (-want +got):\n%s", c.field, c.value, diff)
 		}
 		cur = got
 	}
-	if got := resWorkspace(e, e.mgmt, "team-renamed"); !reflect.DeepEqual(got, cur) {
-		t.Errorf("GET after updates\n got %v\nwant %v", got, cur)
+	if diff := cmp.Diff(cur, resWorkspace(e, e.mgmt, "team-renamed")); diff != "" {
+		t.Errorf("GET after updates (-want +got):\n%s", diff)
 	}
 	resWantError(t, e.do("GET", "/api/v1/workspaces/team", e.mgmt, nil), http.StatusNotFound, "not found")
 
@@ -239,8 +240,8 @@ func TestWorkspaceUpdate(t *testing.T) {
 		got := resData(t, e.do("PATCH", "/api/v1/workspaces/team-renamed", e.mgmt, map[string]any{}).want(t, http.StatusOK))
 		want := resCopy(cur)
 		want["updated_at"] = resNow(e)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("PATCH {}\n got %v\nwant %v", got, want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("PATCH {} (-want +got):\n%s", diff)
 		}
 	})
 
@@ -296,8 +297,8 @@ func TestWorkspaceDelete(t *testing.T) {
 		resWantDeleted(t, e.do("DELETE", "/api/v1/workspaces/by-slug", e.mgmt, nil))
 		e.createWorkspace(e.mgmt, "by-slug")
 		items, total := resList(t, e.do("GET", "/api/v1/workspaces", e.mgmt, nil).want(t, http.StatusOK))
-		if total != 2 || !reflect.DeepEqual(resSorted(resField(items, "slug")), []string{"by-slug", "default"}) {
-			t.Errorf("workspaces after deletes: %v", resField(items, "slug"))
+		if diff := cmp.Diff([]string{"by-slug", "default"}, resSorted(resField(items, "slug"))); diff != "" || total != 2 {
+			t.Errorf("workspaces after deletes (total %d, want 2) (-want +got):\n%s", total, diff)
 		}
 	})
 
@@ -327,15 +328,15 @@ func TestWorkspaceDelete(t *testing.T) {
 		// The oldest remaining workspace is the default now: it holds every
 		// member, it is what an absent workspace_id means, and members cannot
 		// be removed from it.
-		if got := resWorkspaceMembers(e, e.mgmt, next); !reflect.DeepEqual(got, resSorted([]string{m1, m2})) {
-			t.Errorf("members of the new default workspace = %v, want every organization member", got)
+		if diff := cmp.Diff(resSorted([]string{m1, m2}), resWorkspaceMembers(e, e.mgmt, next)); diff != "" {
+			t.Errorf("members of the new default workspace, want every organization member (-want +got):\n%s", diff)
 		}
 		if got := resWorkspaceMembers(e, e.mgmt, "later"); len(got) != 0 {
 			t.Errorf("members of a non-default workspace = %v, want none", got)
 		}
 		items, _ := resList(t, e.do("GET", "/api/v1/guardrails", e.mgmt, nil).want(t, http.StatusOK))
-		if got := resField(items, "id"); !reflect.DeepEqual(got, []string{g["id"].(string)}) {
-			t.Errorf("guardrails of the default workspace = %v, want those of %s", got, next)
+		if diff := cmp.Diff([]string{g["id"].(string)}, resField(items, "id")); diff != "" {
+			t.Errorf("guardrails of the default workspace, want those of %s (-want +got):\n%s", next, diff)
 		}
 		var key struct {
 			Data struct {
@@ -401,8 +402,8 @@ func TestWorkspaceDelete(t *testing.T) {
 		resWantError(t, e.do("GET", "/api/v1/observability/destinations/"+d, e.mgmt, nil), http.StatusNotFound, "not found")
 		e.do("GET", "/api/v1/guardrails/"+other, e.mgmt, nil).want(t, http.StatusOK)
 		e.do("GET", "/api/v1/observability/destinations/"+dKeep, e.mgmt, nil).want(t, http.StatusOK)
-		if got := resWorkspaceMembers(e, e.mgmt, keep); !reflect.DeepEqual(got, []string{m}) {
-			t.Errorf("members of the other workspace = %v", got)
+		if diff := cmp.Diff([]string{m}, resWorkspaceMembers(e, e.mgmt, keep)); diff != "" {
+			t.Errorf("members of the other workspace (-want +got):\n%s", diff)
 		}
 		items, _ := resList(t, e.do("GET", "/api/v1/guardrails/assignments/members", e.mgmt, nil).want(t, http.StatusOK))
 		if len(items) != 0 {
