@@ -44,9 +44,6 @@ type keyView struct {
 // wireTime formats t as the API renders timestamps.
 func wireTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-func fptr(f float64) *float64 { return &f }
-func sptr(s string) *string   { return &s }
-
 func eqF(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 func eqS(a, b *string) bool  { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
@@ -116,10 +113,10 @@ func TestCreateKeyEveryField(t *testing.T) {
 		t.Errorf("hash %s is not the SHA-256 of the key", out.Data.Hash)
 	}
 	k := out.Data
-	if k.Name != "Everything" || k.Label != "Everything" || k.Disabled || !eqF(k.Limit, fptr(12.5)) ||
-		!eqF(k.LimitRemaining, fptr(12.5)) || !eqS(k.LimitReset, sptr("weekly")) || !k.IncludeBYOKInLimit ||
-		!eqS(k.ExpiresAt, sptr(wireTime(expires))) || !eqS(k.CreatorUserID, &user) || k.WorkspaceID != wsID ||
-		!eqS(k.ExternalUser, sptr("partner-user-1")) || k.CreatedAt != wireTime(testStart) || k.UpdatedAt != nil ||
+	if k.Name != "Everything" || k.Label != "Everything" || k.Disabled || !eqF(k.Limit, new(12.5)) ||
+		!eqF(k.LimitRemaining, new(12.5)) || !eqS(k.LimitReset, new("weekly")) || !k.IncludeBYOKInLimit ||
+		!eqS(k.ExpiresAt, new(wireTime(expires))) || !eqS(k.CreatorUserID, &user) || k.WorkspaceID != wsID ||
+		!eqS(k.ExternalUser, new("partner-user-1")) || k.CreatedAt != wireTime(testStart) || k.UpdatedAt != nil ||
 		k.Usage != 0 || k.BYOKUsage != 0 {
 		t.Errorf("created key = %+v", k)
 	}
@@ -343,7 +340,7 @@ func TestUpdateKeySeedRules(t *testing.T) {
 	// Label follows name after a rename.
 	e.clock.Set(testStart.Add(time.Minute))
 	k := patchKeyView(e, hash, map[string]any{"name": "after"})
-	if k.Name != "after" || k.Label != "after" || !eqS(k.UpdatedAt, sptr(wireTime(testStart.Add(time.Minute)))) {
+	if k.Name != "after" || k.Label != "after" || !eqS(k.UpdatedAt, new(wireTime(testStart.Add(time.Minute)))) {
 		t.Errorf("rename: %+v", k)
 	}
 	if cur := e.do("GET", "/api/v1/key", key, nil).want(t, http.StatusOK).json(t)["data"].(map[string]any); cur["label"] != "after" {
@@ -355,10 +352,10 @@ func TestUpdateKeySeedRules(t *testing.T) {
 		body  map[string]any
 		check func(k keyView) bool
 	}{
-		{map[string]any{"limit": 20}, func(k keyView) bool { return eqF(k.Limit, fptr(20)) && eqF(k.LimitRemaining, fptr(17)) }},
-		{map[string]any{"limit_reset": "weekly"}, func(k keyView) bool { return eqS(k.LimitReset, sptr("weekly")) && eqF(k.LimitRemaining, fptr(17)) }},
+		{map[string]any{"limit": 20}, func(k keyView) bool { return eqF(k.Limit, new(20.0)) && eqF(k.LimitRemaining, new(17.0)) }},
+		{map[string]any{"limit_reset": "weekly"}, func(k keyView) bool { return eqS(k.LimitReset, new("weekly")) && eqF(k.LimitRemaining, new(17.0)) }},
 		{map[string]any{"limit_reset": "monthly", "limit": 2.5}, func(k keyView) bool {
-			return eqS(k.LimitReset, sptr("monthly")) && eqF(k.Limit, fptr(2.5)) && eqF(k.LimitRemaining, fptr(0))
+			return eqS(k.LimitReset, new("monthly")) && eqF(k.Limit, new(2.5)) && eqF(k.LimitRemaining, new(0.0))
 		}},
 		{map[string]any{"include_byok_in_limit": true}, func(k keyView) bool { return k.IncludeBYOKInLimit }},
 		{map[string]any{"include_byok_in_limit": false}, func(k keyView) bool { return !k.IncludeBYOKInLimit }},
@@ -367,9 +364,9 @@ func TestUpdateKeySeedRules(t *testing.T) {
 		{map[string]any{"limit": nil, "limit_reset": nil}, func(k keyView) bool {
 			return k.Limit == nil && k.LimitRemaining == nil && k.LimitReset == nil
 		}},
-		{map[string]any{"limit": 0}, func(k keyView) bool { return eqF(k.Limit, fptr(0)) && eqF(k.LimitRemaining, fptr(0)) }},
+		{map[string]any{"limit": 0}, func(k keyView) bool { return eqF(k.Limit, new(0.0)) && eqF(k.LimitRemaining, new(0.0)) }},
 		{map[string]any{"limit": 100, "limit_reset": nil}, func(k keyView) bool {
-			return eqF(k.Limit, fptr(100)) && k.LimitReset == nil && eqF(k.LimitRemaining, fptr(97))
+			return eqF(k.Limit, new(100.0)) && k.LimitReset == nil && eqF(k.LimitRemaining, new(97.0))
 		}},
 	}
 	for i, s := range steps {

@@ -97,7 +97,7 @@ func TestAddMember(t *testing.T) {
 	e.do("POST", "/api/v1/organization/members", e.mgmt, map[string]any{
 		"id": "user_grace", "email": "Grace@Example.com", "first_name": "Grace", "last_name": "Hopper", "role": "org:admin",
 	}).want(t, http.StatusCreated).decode(t, &out)
-	want := memberView{ID: "user_grace", Email: "Grace@Example.com", FirstName: sptr("Grace"), LastName: sptr("Hopper"), Role: "org:admin"}
+	want := memberView{ID: "user_grace", Email: "Grace@Example.com", FirstName: new("Grace"), LastName: new("Hopper"), Role: "org:admin"}
 	if diff := cmp.Diff(want, out.Data); diff != "" {
 		t.Errorf("explicit member (-want +got):\n%s", diff)
 	}
