@@ -55,20 +55,20 @@ func showS(p *string) string {
 }
 
 // getKeyView fetches a key through GET /keys/{hash}.
-func getKeyView(e *testEnv, hash string) keyView {
+func (e *testEnv) getKeyView(hash string) keyView {
 	e.t.Helper()
-	return keyViewAnswer(e, "GET", hash, nil)
+	return e.keyViewAnswer("GET", hash, nil)
 }
 
 // patchKeyView updates a key and returns the answer's key object.
-func patchKeyView(e *testEnv, hash string, body any) keyView {
+func (e *testEnv) patchKeyView(hash string, body any) keyView {
 	e.t.Helper()
-	return keyViewAnswer(e, "PATCH", hash, body)
+	return e.keyViewAnswer("PATCH", hash, body)
 }
 
 // keyViewAnswer sends method to /keys/{hash} and returns the key object of
 // its 200 answer.
-func keyViewAnswer(e *testEnv, method, hash string, body any) keyView {
+func (e *testEnv) keyViewAnswer(method, hash string, body any) keyView {
 	e.t.Helper()
 	var out struct {
 		Data keyView `json:"data"`
@@ -78,7 +78,7 @@ func keyViewAnswer(e *testEnv, method, hash string, body any) keyView {
 }
 
 // workspaceIDOf returns the UUID of a workspace named by UUID or slug.
-func workspaceIDOf(e *testEnv, mgmt, ref string) string {
+func (e *testEnv) workspaceIDOf(mgmt, ref string) string {
 	e.t.Helper()
 	var out struct {
 		Data struct {
@@ -120,7 +120,7 @@ func TestCreateKeyEveryField(t *testing.T) {
 		k.Usage != 0 || k.BYOKUsage != 0 {
 		t.Errorf("created key = %+v", k)
 	}
-	if diff := cmp.Diff(k, getKeyView(e, k.Hash)); diff != "" {
+	if diff := cmp.Diff(k, e.getKeyView(k.Hash)); diff != "" {
 		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	if strings.Contains(e.snapshot(), strings.Repeat("x", 32)) {
@@ -140,7 +140,7 @@ func TestCreateKeyDefaults(t *testing.T) {
 	k := out.Data
 	if k.Limit != nil || k.LimitRemaining != nil || k.LimitReset != nil || k.IncludeBYOKInLimit || k.Disabled ||
 		k.ExpiresAt != nil || k.CreatorUserID != nil || k.ExternalUser != nil || k.UpdatedAt != nil ||
-		k.WorkspaceID != workspaceIDOf(e, e.mgmt, "default") || k.Label != "plain" {
+		k.WorkspaceID != e.workspaceIDOf(e.mgmt, "default") || k.Label != "plain" {
 		t.Errorf("defaults: %+v", k)
 	}
 	// The workspace may be named by UUID too.
@@ -198,7 +198,7 @@ func TestListKeys(t *testing.T) {
 		h, _ := e.createKey(e.mgmt, body)
 		hashes = append(hashes, h)
 	}
-	patchKeyView(e, hashes[2], map[string]any{"disabled": true})
+	e.patchKeyView(hashes[2], map[string]any{"disabled": true})
 
 	list := func(query string) []string {
 		t.Helper()
@@ -295,7 +295,7 @@ func TestGetKey(t *testing.T) {
 		Data keyView `json:"data"`
 	}
 	e.do("POST", "/api/v1/keys", e.mgmt, map[string]any{"name": "g", "limit": 1}).want(t, http.StatusCreated).decode(t, &created)
-	if diff := cmp.Diff(created.Data, getKeyView(e, created.Data.Hash)); diff != "" {
+	if diff := cmp.Diff(created.Data, e.getKeyView(created.Data.Hash)); diff != "" {
 		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	mgmtHash := gatehouse.HashKey(e.mgmt)
@@ -339,7 +339,7 @@ func TestUpdateKeySeedRules(t *testing.T) {
 
 	// Label follows name after a rename.
 	e.clock.Set(testStart.Add(time.Minute))
-	k := patchKeyView(e, hash, map[string]any{"name": "after"})
+	k := e.patchKeyView(hash, map[string]any{"name": "after"})
 	if k.Name != "after" || k.Label != "after" || !eqS(k.UpdatedAt, new(wireTime(testStart.Add(time.Minute)))) {
 		t.Errorf("rename: %+v", k)
 	}
@@ -370,11 +370,11 @@ func TestUpdateKeySeedRules(t *testing.T) {
 		}},
 	}
 	for i, s := range steps {
-		got := patchKeyView(e, hash, s.body)
+		got := e.patchKeyView(hash, s.body)
 		if !s.check(got) {
 			t.Errorf("step %d %v: answer %+v", i, s.body, got)
 		}
-		if diff := cmp.Diff(got, getKeyView(e, hash)); diff != "" {
+		if diff := cmp.Diff(got, e.getKeyView(hash)); diff != "" {
 			t.Errorf("step %d: GET against the PATCH answer (-PATCH +GET):\n%s", i, diff)
 		}
 		if got.Usage != 3 || got.UsageDaily != 3 || got.UsageWeekly != 3 || got.UsageMonthly != 3 {
@@ -383,10 +383,10 @@ func TestUpdateKeySeedRules(t *testing.T) {
 	}
 
 	// {} is valid and changes nothing.
-	before := getKeyView(e, hash)
+	before := e.getKeyView(hash)
 	e.clock.Set(testStart.Add(time.Hour))
 	e.unchanged("PATCH {}", func() {
-		if diff := cmp.Diff(before, patchKeyView(e, hash, map[string]any{})); diff != "" {
+		if diff := cmp.Diff(before, e.patchKeyView(hash, map[string]any{})); diff != "" {
 			t.Errorf("PATCH {} (-want +got):\n%s", diff)
 		}
 	})

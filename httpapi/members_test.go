@@ -173,7 +173,7 @@ func TestRemoveMember(t *testing.T) {
 		}
 	})
 	// A disabled key no longer blocks; neither does an expired one.
-	patchKeyView(e, hash, map[string]any{"disabled": true})
+	e.patchKeyView(hash, map[string]any{"disabled": true})
 	res := e.do("DELETE", "/api/v1/organization/members/"+leaver, e.mgmt, nil).want(t, http.StatusOK)
 	compareJSONObjects(t, "DELETE member", res.json(t), map[string]any{"deleted": true})
 	e.clock.Set(testStart.Add(time.Hour))
@@ -193,7 +193,7 @@ func TestMembersBadInput(t *testing.T) {
 	e := newEnv(t)
 	e.addMember(e.mgmt, "taken@example.com")
 	em := `"email": "new@example.com"`
-	checkInputCases(t, e, "POST", "/api/v1/organization/members", e.mgmt, []inputCase{
+	e.checkInputCases(t, "POST", "/api/v1/organization/members", e.mgmt, []inputCase{
 		{name: "malformed JSON", body: `{` + em, message: "malformed JSON"},
 		{name: "empty body", body: ``, message: "request body is required"},
 		{name: "not an object", body: `"new@example.com"`, message: "JSON object"},

@@ -13,16 +13,16 @@ import (
 func TestWorkspaceMembers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	admin := resMember(e, e.mgmt, "admin@example.com", "org:admin")
-	resTick(e)
+	admin := e.addMemberAs(e.mgmt, "admin@example.com", "org:admin")
+	e.tick()
 	m1 := e.addMember(e.mgmt, "m1@example.com")
-	resTick(e)
+	e.tick()
 	m2 := e.addMember(e.mgmt, "m2@example.com")
-	def := resWorkspace(e, e.mgmt, "default")["id"].(string)
+	def := e.workspace(e.mgmt, "default")["id"].(string)
 	ws := e.createWorkspace(e.mgmt, "team")
 
 	t.Run("default workspace lists every member", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		items, total := resList(t, e.do("GET", "/api/v1/workspaces/default/members", e.mgmt, nil).want(t, http.StatusOK))
 		if diff := cmp.Diff([]string{admin, m1, m2}, resField(items, "user_id")); diff != "" || total != 3 {
 			t.Fatalf("default members (total %d, want 3) (-want +got):\n%s", total, diff)
@@ -44,7 +44,7 @@ func TestWorkspaceMembers(t *testing.T) {
 	})
 
 	t.Run("another workspace lists only its members", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		r := e.do("GET", "/api/v1/workspaces/team/members", e.mgmt, nil).want(t, http.StatusOK)
 		if items, total := resList(t, r); len(items) != 0 || total != 0 {
 			t.Errorf("members of a new workspace: %v (total %d)", items, total)
@@ -52,7 +52,7 @@ func TestWorkspaceMembers(t *testing.T) {
 	})
 
 	t.Run("bulk add", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		var out struct {
 			AddedCount int              `json:"added_count"`
 			Data       []map[string]any `json:"data"`
@@ -65,7 +65,7 @@ func TestWorkspaceMembers(t *testing.T) {
 			t.Errorf("add (added_count %d, want 2) (-want +got):\n%s", out.AddedCount, diff)
 		}
 		for _, it := range out.Data {
-			if it["workspace_id"] != ws || it["created_at"] != resNow(e) {
+			if it["workspace_id"] != ws || it["created_at"] != e.now() {
 				t.Errorf("membership %v", it)
 			}
 			if (it["user_id"] == admin) != (it["role"] == "admin") {
@@ -84,13 +84,13 @@ func TestWorkspaceMembers(t *testing.T) {
 		if diff := cmp.Diff([]string{admin}, resField(out.Data, "user_id")); diff != "" || out.AddedCount != 0 {
 			t.Errorf("re-add (added_count %d, want 0) (-want +got):\n%s", out.AddedCount, diff)
 		}
-		if diff := cmp.Diff(resSorted([]string{admin, m1, m2}), resWorkspaceMembers(e, e.mgmt, "team")); diff != "" {
+		if diff := cmp.Diff(resSorted([]string{admin, m1, m2}), e.workspaceMembers(e.mgmt, "team")); diff != "" {
 			t.Errorf("members (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("unknown users add nobody", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		fresh := e.createWorkspace(e.mgmt, "fresh")
 		e.unchanged("add unknown", func() {
 			er := resWantError(t, e.do("POST", "/api/v1/workspaces/fresh/members/add", e.mgmt,
@@ -99,13 +99,13 @@ func TestWorkspaceMembers(t *testing.T) {
 				t.Errorf("metadata.user_ids (-want +got):\n%s", diff)
 			}
 		})
-		if got := resWorkspaceMembers(e, e.mgmt, fresh); len(got) != 0 {
+		if got := e.workspaceMembers(e.mgmt, fresh); len(got) != 0 {
 			t.Errorf("members after a refused add = %v", got)
 		}
 	})
 
 	t.Run("adding to the default workspace counts 0", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		var out struct {
 			AddedCount int              `json:"added_count"`
 			Data       []map[string]any `json:"data"`
@@ -124,7 +124,7 @@ func TestWorkspaceMembers(t *testing.T) {
 	})
 
 	t.Run("unknown workspace", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.unchanged("unknown workspace", func() {
 			resWantError(t, e.do("GET", "/api/v1/workspaces/nope/members", e.mgmt, nil), http.StatusNotFound, "not found")
 			resWantError(t, e.do("POST", "/api/v1/workspaces/nope/members/add", e.mgmt,
@@ -135,7 +135,7 @@ func TestWorkspaceMembers(t *testing.T) {
 	})
 
 	t.Run("list bounds", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		for _, q := range []string{"offset=-1", "limit=0", "limit=101", "limit=a"} {
 			resWantError(t, e.do("GET", "/api/v1/workspaces/team/members?"+q, e.mgmt, nil), http.StatusBadRequest, strings.Split(q, "=")[0])
 		}
@@ -152,7 +152,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	m3 := e.addMember(e.mgmt, "m3@example.com")
 	m4 := e.addMember(e.mgmt, "m4@example.com") // never joins the workspace
 	ws := e.createWorkspace(e.mgmt, "team")
-	resAddToWorkspace(e, e.mgmt, ws, m1, m2, m3)
+	e.addToWorkspace(e.mgmt, ws, m1, m2, m3)
 	remove := func(ids ...string) *response {
 		return e.do("POST", "/api/v1/workspaces/"+ws+"/members/remove", e.mgmt, map[string]any{"user_ids": ids})
 	}
@@ -171,7 +171,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 			t.Errorf("metadata.user_ids (-want +got):\n%s", diff)
 		}
 	})
-	if diff := cmp.Diff(resSorted([]string{m1, m2, m3}), resWorkspaceMembers(e, e.mgmt, ws)); diff != "" {
+	if diff := cmp.Diff(resSorted([]string{m1, m2, m3}), e.workspaceMembers(e.mgmt, ws)); diff != "" {
 		t.Fatalf("members after a blocked remove (-want +got):\n%s", diff)
 	}
 	// m3's key is in another workspace: removing m3 alone would work, but
@@ -199,7 +199,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	if out.RemovedCount != 2 {
 		t.Errorf("removed_count = %d, want 2 (duplicates once, non-members skipped)", out.RemovedCount)
 	}
-	if diff := cmp.Diff([]string{m3}, resWorkspaceMembers(e, e.mgmt, ws)); diff != "" {
+	if diff := cmp.Diff([]string{m3}, e.workspaceMembers(e.mgmt, ws)); diff != "" {
 		t.Errorf("members after remove (-want +got):\n%s", diff)
 	}
 	// Removing from the workspace does not remove from the organization.
@@ -214,7 +214,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	}
 
 	t.Run("expired key does not block", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.createKey(e.mgmt, map[string]any{"name": "m3 expiring", "creator_user_id": m3, "workspace_id": ws,
 			"expires_at": e.clock.Now().Add(time.Hour).Format(time.RFC3339)})
 		e.unchanged("blocked before expiry", func() {
@@ -229,8 +229,8 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	})
 
 	t.Run("bad id lists", func(t *testing.T) {
-		e := resSub(e, t)
-		resAddToWorkspace(e, e.mgmt, ws, m1)
+		e := e.sub(t)
+		e.addToWorkspace(e.mgmt, ws, m1)
 		for _, c := range []struct {
 			name  string
 			body  any
@@ -243,7 +243,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 			{"empty string", map[string]any{"user_ids": []string{m1, ""}}, "user_ids[1]"},
 			{"blank", map[string]any{"user_ids": []string{" "}}, "user_ids[0]"},
 		} {
-			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
+			e.runUnchanged(t, c.name, func(t *testing.T, e *testEnv) {
 				resWantError(t, e.do("POST", "/api/v1/workspaces/team/members/remove", e.mgmt, c.body), http.StatusBadRequest, c.field)
 			})
 		}
@@ -255,7 +255,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	})
 
 	t.Run("default workspace", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.unchanged("remove from default", func() {
 			resWantError(t, e.do("POST", "/api/v1/workspaces/default/members/remove", e.mgmt,
 				map[string]any{"user_ids": []string{m4}}), http.StatusBadRequest, "default")
@@ -272,7 +272,7 @@ func TestWorkspaceBadInput(t *testing.T) {
 	e.createWorkspace(e.mgmt, "team")
 	m := e.addMember(e.mgmt, "m@example.com")
 	valid := `"name":"N","slug":"new-ws"`
-	resRunBadInput(t, e, []resBadInput{
+	e.runBadInput(t, []resBadInput{
 		// create
 		resBad("malformed", "POST", "/api/v1/workspaces", `{"name":"N",`, 400, "malformed JSON"),
 		resBad("not an object", "POST", "/api/v1/workspaces", `["name"]`, 400, "JSON object"),

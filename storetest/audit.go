@@ -39,7 +39,7 @@ type auditRun struct {
 }
 
 // newAuditRun starts checking the log of orgID from its current entries.
-func newAuditRun(t *testing.T, f *fixture, orgID string) *auditRun {
+func (f *fixture) newAuditRun(t *testing.T, orgID string) *auditRun {
 	a := &auditRun{t: t, f: f, orgID: orgID}
 	a.sync()
 	return a
@@ -123,7 +123,7 @@ func (a *auditRun) wantNone(what string) {
 
 func testAuditEveryMutation(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	act := a.ctx
 	def, err := f.store.FindWorkspace(f.ctx, f.org.ID, "")
 	ok(t, err)
@@ -230,7 +230,7 @@ func testAuditEveryMutation(t *testing.T, open Opener) {
 
 func testAuditNoEntryWithoutChange(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	m := f.newMember(t, f.org.ID, "m@example.com")
 	ws := f.newWorkspace(t, f.org.ID, "team")
 	_, _, err := f.store.AddWorkspaceMembers(f.ctx, f.org.ID, ws.ID, []string{m.ID})
@@ -327,7 +327,7 @@ func testAuditNoEntryWithoutChange(t *testing.T, open Opener) {
 func testAuditTenancy(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	other := f.newOrg(t, "Other")
-	b := newAuditRun(t, f, other.ID)
+	b := f.newAuditRun(t, other.ID)
 	mb, err := f.store.CreateMember(b.ctx(), other.ID, gatehouse.MemberCreate{Email: "b@example.com"})
 	ok(t, err)
 	b.want("member.create", "member", []string{mb.ID}, nil)
@@ -373,7 +373,7 @@ func auditIDs(list []*gatehouse.AuditEntry) []string {
 
 func testAuditFilters(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	userA := "user_a"
 	actorA := gatehouse.Actor{KeyHash: gatehouse.HashKey("key a"), UserID: &userA}
 	actorB := gatehouse.Actor{KeyHash: gatehouse.HashKey("key b")}
@@ -431,7 +431,7 @@ func testAuditFilters(t *testing.T, open Opener) {
 
 func testAuditPages(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	for i := range 4 {
 		_, err := f.store.CreateMember(a.ctx(), f.org.ID, gatehouse.MemberCreate{ID: fmt.Sprintf("user_%d", i), Email: fmt.Sprintf("m%d@example.com", i)})
 		ok(t, err)
@@ -482,7 +482,7 @@ func equalStrings(a, b []string) bool { return strings.Join(a, "\x00") == string
 
 func testAuditNoSecrets(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	const destSecret, headerValue = "sk-lf-AUDIT-d3adb33f-secret", "Bearer AUDIT-header-7c0ffee"
 	var secrets []string
 	_, plain, err := f.store.CreateKey(a.ctx(), f.org.ID, gatehouse.KeyCreate{Name: "k",

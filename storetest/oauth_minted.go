@@ -135,7 +135,7 @@ func testOAuthMintedSharesCreatorBudgets(t *testing.T, open Opener) {
 	lists := f.newGuardrail(t, f.org.ID, gatehouse.GuardrailCreate{GuardrailUpdate: gatehouse.GuardrailUpdate{
 		Name: gatehouse.Val("only mini"), AllowedModels: gatehouse.Val([]string{"openai/gpt-4o-mini"})}})
 	f.assignKey(t, lists, creator)
-	applied := mustGuardrails(t, f, a)
+	applied := f.mustGuardrails(t, a)
 	if !slices.ContainsFunc(applied, func(x gatehouse.AppliedGuardrail) bool {
 		return x.Guardrail.ID == lists.ID && x.Subject == gatehouse.KeySubject(creator.Hash)
 	}) {

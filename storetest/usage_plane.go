@@ -356,12 +356,12 @@ func testPlaneGuardrailsForKey(t *testing.T, open Opener) {
 	kM2 := f.newKey(t, f.org.ID, gatehouse.KeyCreate{CreatorUserID: &m2.ID})
 	check("creator assigned the default", kM2, def.Name+" "+member(m2.ID))
 	check("own default beats the creator's", kPlain, def.Name+" "+key(kPlain.Hash))
-	if b := gatehouse.Budgets(mustGuardrails(t, f, kM2)); len(b) != 1 || b[0].Subject != member(m2.ID) || b[0].Limit != gatehouse.USD(10) {
+	if b := gatehouse.Budgets(f.mustGuardrails(t, kM2)); len(b) != 1 || b[0].Subject != member(m2.ID) || b[0].Limit != gatehouse.USD(10) {
 		t.Errorf("budgets of kM2 = %+v", b)
 	}
 }
 
-func mustGuardrails(t *testing.T, f *fixture, k *gatehouse.Key) []gatehouse.AppliedGuardrail {
+func (f *fixture) mustGuardrails(t *testing.T, k *gatehouse.Key) []gatehouse.AppliedGuardrail {
 	t.Helper()
 	gs, err := f.store.GuardrailsForKey(f.ctx, k)
 	ok(t, err)
