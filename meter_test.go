@@ -122,8 +122,6 @@ func (e *meterEnv) wantGone(m *gatehouse.Metering) {
 	}
 }
 
-func intPtr(n int) *int { return &n }
-
 // TestMeterEstimate: the reservation is the worst case: as many prompt
 // tokens as the request has bytes (plus 16), and the completion cap the
 // client asked for, else the model's; it holds until the longest call
@@ -135,7 +133,7 @@ func TestMeterEstimate(t *testing.T) {
 		name      string
 		requested *int
 		wantCap   int
-	}{{"client's cap", intPtr(100), 100}, {"model's cap", nil, 1000}} {
+	}{{"client's cap", new(100), 100}, {"model's cap", nil, 1000}} {
 		m := e.reserve(e.call(k, c.requested))
 		want := gatehouse.Money(int64(len(meterRequest)+16)*1000 + int64(c.wantCap)*2000) // nano-dollars
 		if m.MaxTokens != c.wantCap || m.Reservation.Amount != want || gatehouse.Estimate(e.model, len(meterRequest), c.wantCap) != want {
@@ -158,7 +156,7 @@ func TestMeterEstimate(t *testing.T) {
 func TestMeterSettlesExactCost(t *testing.T) {
 	e := newMeterEnv(t)
 	k := e.key(nil)
-	m := e.reserve(e.call(k, intPtr(100)))
+	m := e.reserve(e.call(k, new(100)))
 	done := gatehouse.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 7,
 		UpstreamID: "chatcmpl-\x00up", FinishReason: "stop", Output: "hello"}
 	if err := e.meter.Settle(e.ctx, m, done, nil); err != nil {
@@ -203,7 +201,7 @@ func TestMeterChargesTheReservationWithoutUsableUsage(t *testing.T) {
 		{"negative counts", gatehouse.Completion{UsageKnown: true, PromptTokens: -1_000_000, CompletionTokens: 5}, nil},
 		{"broke off", gatehouse.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 7}, errors.New("stream broke off")},
 	} {
-		m := e.reserve(e.call(e.key(nil), intPtr(100)))
+		m := e.reserve(e.call(e.key(nil), new(100)))
 		if err := e.meter.Settle(e.ctx, m, c.done, c.callErr); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -222,7 +220,7 @@ func TestMeterChargesTheReservationWithoutUsableUsage(t *testing.T) {
 // anomaly is reported with what the provider claimed.
 func TestMeterCapsTheChargeAtTheReservation(t *testing.T) {
 	e := newMeterEnv(t)
-	m := e.reserve(e.call(e.key(nil), intPtr(100)))
+	m := e.reserve(e.call(e.key(nil), new(100)))
 	done := gatehouse.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 1000}
 	if err := e.meter.Settle(e.ctx, m, done, nil); err != nil {
 		t.Fatal(err)
@@ -253,8 +251,8 @@ func TestMeterReleaseChargesNothing(t *testing.T) {
 	e := newMeterEnv(t)
 	limit := gatehouse.Estimate(e.model, len(meterRequest), 100)
 	k := e.key(&limit)
-	m := e.reserve(e.call(k, intPtr(100)))
-	if _, err := e.meter.Reserve(e.ctx, e.call(k, intPtr(100))); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+	m := e.reserve(e.call(k, new(100)))
+	if _, err := e.meter.Reserve(e.ctx, e.call(k, new(100))); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
 		t.Fatalf("a second call while the first holds the whole limit: %v, want EPAYMENT", err)
 	}
 	cancelled, cancel := context.WithCancel(e.ctx)
@@ -263,7 +261,7 @@ func TestMeterReleaseChargesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.wantGone(m)
-	m = e.reserve(e.call(k, intPtr(100))) // the limit is free again
+	m = e.reserve(e.call(k, new(100))) // the limit is free again
 	if err := e.meter.Settle(cancelled, m, gatehouse.Completion{UsageKnown: true, PromptTokens: 1, CompletionTokens: 1}, nil); err != nil {
 		t.Fatalf("Settle with the client gone: %v", err)
 	}

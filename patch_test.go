@@ -2,10 +2,11 @@ package gatehouse_test
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 type patchBody struct {
@@ -39,8 +40,8 @@ func TestPatchJSON(t *testing.T) {
 			t.Errorf("json.Unmarshal(%s): %v", tc.in, err)
 			continue
 		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("json.Unmarshal(%s) = %+v, want %+v", tc.in, got, tc.want)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("json.Unmarshal(%s) (-want +got):\n%s", tc.in, diff)
 		}
 	}
 }

@@ -11,9 +11,6 @@ var tokenEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithP
 // randomToken returns n random bytes from crypto/rand as lower-case base32.
 func randomToken(n int) string { return tokenEncoding.EncodeToString(randomBytes(n)) }
 
-// newUUID returns a random (version 4) UUID.
-func newUUID() string { return uuid.NewString() }
-
 // newTimeUUID returns a version 7 UUID: ordered by creation time, so that
 // rows made in the same millisecond still sort in the order they were made
 // by one process.

@@ -1,10 +1,11 @@
 package gatehouse_test
 
 import (
-	"reflect"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestCheckWorkspaceDeletion: the rule both engines apply to the counts
@@ -37,8 +38,8 @@ func TestCheckWorkspaceDeletion(t *testing.T) {
 		if err != nil {
 			got = err.(*gatehouse.Error)
 		}
-		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
 		}
 	}
 }

@@ -4,17 +4,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // auditLog fetches GET /api/v1/audit-log with the query and returns the
 // entries and the total.
-func auditLog(e *testEnv, key, query string) ([]map[string]any, int) {
+func (e *testEnv) auditLog(key, query string) ([]map[string]any, int) {
 	e.t.Helper()
 	return resList(e.t, e.do("GET", "/api/v1/audit-log"+query, key, nil).want(e.t, http.StatusOK))
 }
@@ -45,8 +46,8 @@ func auditWant(t *testing.T, got map[string]any, s auditStep, keyHash string, us
 	if s.clientRequestID != "" {
 		want["client_request_id"] = s.clientRequestID
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s entry:\ngot  %v\nwant %v", s.op, got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s entry (-want +got):\n%s", s.op, diff)
 	}
 	if id, _ := got["id"].(string); id == "" {
 		t.Errorf("%s entry without id", s.op)
@@ -68,7 +69,7 @@ func TestAuditLog(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	mgmtHash := gatehouse.HashKey(e.mgmt)
-	_, setup := auditLog(e, e.mgmt, "")
+	_, setup := e.auditLog(e.mgmt, "")
 	if setup != 2 { // the organization and its management key, from outside the API
 		t.Fatalf("%d entries before any request, want 2", setup)
 	}
@@ -76,10 +77,10 @@ func TestAuditLog(t *testing.T) {
 	var steps []auditStep
 	step := func(r *response, op, typ string, ids []string, details map[string]any) {
 		t.Helper()
-		steps = append(steps, auditStep{at: resNow(e), requestID: r.Header.Get("X-Request-Id"), op: op, typ: typ, ids: ids, details: details})
-		resTick(e)
+		steps = append(steps, auditStep{at: e.now(), requestID: r.Header.Get("X-Request-Id"), op: op, typ: typ, ids: ids, details: details})
+		e.tick()
 	}
-	resTick(e)
+	e.tick()
 	r := e.do("POST", "/api/v1/workspaces", e.mgmt, map[string]any{"name": "Team", "slug": "team"}).want(t, http.StatusCreated)
 	ws := resData(t, r)["id"].(string)
 	step(r, "workspace.create", "workspace", []string{ws}, nil)
@@ -105,7 +106,7 @@ func TestAuditLog(t *testing.T) {
 	step(r, "key.delete", "key", []string{hash}, nil)
 	steps[len(steps)-1].clientRequestID = "client-req-42"
 
-	items, total := auditLog(e, e.mgmt, "")
+	items, total := e.auditLog(e.mgmt, "")
 	if total != setup+len(steps) || len(items) != total {
 		t.Fatalf("total %d, %d items; want %d", total, len(items), setup+len(steps))
 	}
@@ -118,8 +119,8 @@ func TestAuditLog(t *testing.T) {
 		}
 	}
 	// Both at one instant, so in either order.
-	if got := resSorted(resField(items[len(steps):], "operation")); !reflect.DeepEqual(got, []string{"management_key.create", "organization.create"}) {
-		t.Errorf("setup entries = %v", got)
+	if diff := cmp.Diff([]string{"management_key.create", "organization.create"}, resSorted(resField(items[len(steps):], "operation"))); diff != "" {
+		t.Errorf("setup entries (-want +got):\n%s", diff)
 	}
 	if body := string(e.do("GET", "/api/v1/audit-log", e.mgmt, nil).Body); strings.Contains(body, "sk-gh-") {
 		t.Errorf("the audit log holds a plaintext key: %s", body)
@@ -133,15 +134,15 @@ func TestAuditLogActorOfRegularKey(t *testing.T) {
 	e := newEnv(t)
 	member := e.addMember(e.mgmt, "ada@example.com")
 	hash, regular := e.createKey(e.mgmt, map[string]any{"name": "ada's", "creator_user_id": member})
-	resTick(e)
+	e.tick()
 	r := e.do("POST", "/api/v1/auth/keys/code", regular, map[string]any{"callback_url": "https://app.example.com/cb"}).want(t, http.StatusOK)
 	code := resData(t, r)
-	items, _ := auditLog(e, e.mgmt, "?actor="+member)
+	items, _ := e.auditLog(e.mgmt, "?actor="+member)
 	if len(items) != 1 {
 		t.Fatalf("entries of %s: %v", member, items)
 	}
 	auditWant(t, items[0], auditStep{
-		at: resNow(e), requestID: r.Header.Get("X-Request-Id"), op: "auth_code.create", typ: "auth_code",
+		at: e.now(), requestID: r.Header.Get("X-Request-Id"), op: "auth_code.create", typ: "auth_code",
 		ids:     []string{gatehouse.HashKey(code["id"].(string))},
 		details: map[string]any{"app_id": code["app_id"], "workspace_id": items[0]["details"].(map[string]any)["workspace_id"]},
 	}, hash, member)
@@ -159,10 +160,10 @@ func TestAuditLogFilters(t *testing.T) {
 	start := e.clock.Now()
 	ids := []string{}
 	for _, slug := range []string{"one", "two", "three"} {
-		resTick(e)
+		e.tick()
 		ids = append(ids, e.createWorkspace(e.mgmt, slug))
 	}
-	resTick(e)
+	e.tick()
 	member := e.addMember(e.mgmt, "m@example.com")
 	at := func(i int) string { return url.QueryEscape(wireTime(start.Add(time.Duration(i) * time.Second))) }
 
@@ -182,7 +183,7 @@ func TestAuditLogFilters(t *testing.T) {
 		{"?until=" + at(1), nil, 2}, // the organization and its management key, in one instant
 		{"?resource_type=workspace&limit=1&offset=1", []string{ids[1]}, 3},
 	} {
-		items, total := auditLog(e, e.mgmt, c.query)
+		items, total := e.auditLog(e.mgmt, c.query)
 		got := []string{}
 		for _, it := range items {
 			got = append(got, resStrings(t, it["resource_ids"])[0])
@@ -190,8 +191,8 @@ func TestAuditLogFilters(t *testing.T) {
 		if c.want == nil {
 			c.want = got // any order within one instant
 		}
-		if !reflect.DeepEqual(got, c.want) || total != c.total {
-			t.Errorf("%s: %v (total %d), want %v (total %d)", c.query, got, total, c.want, c.total)
+		if diff := cmp.Diff(c.want, got); diff != "" || total != c.total {
+			t.Errorf("%s (total %d, want %d) (-want +got):\n%s", c.query, total, c.total, diff)
 		}
 	}
 
@@ -222,7 +223,7 @@ func TestAuditLogTenancy(t *testing.T) {
 	hash, _ := e.createKey(e.mgmt, map[string]any{"name": "alpha key"})
 	for _, q := range []string{"", "?resource_id=" + ws, "?resource_id=" + hash, "?actor=" + gatehouse.HashKey(e.mgmt),
 		"?resource_type=workspace", "?resource_type=key"} {
-		items, total := auditLog(e, mgmtB, q)
+		items, total := e.auditLog(mgmtB, q)
 		want := 0
 		if q == "" {
 			want = 2 // its own organization and management key
@@ -236,7 +237,7 @@ func TestAuditLogTenancy(t *testing.T) {
 			}
 		}
 	}
-	if _, total := auditLog(e, e.mgmt, ""); total != 4 {
+	if _, total := e.auditLog(e.mgmt, ""); total != 4 {
 		t.Errorf("org A total %d, want 4", total)
 	}
 }

@@ -118,7 +118,7 @@ func matrixOps(ids matrixIDs) []matrixOp {
 
 // doAuthorization sends a request with the raw Authorization header value
 // ("" for none).
-func doAuthorization(e *testEnv, method, path, authorization string, body any) *response {
+func (e *testEnv) doAuthorization(method, path, authorization string, body any) *response {
 	e.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -147,12 +147,12 @@ type matrixFixture struct {
 	defaultWorkspace, expiryTime string
 }
 
-func newMatrixFixture(e *testEnv) *matrixFixture {
+func (e *testEnv) matrixFixture() *matrixFixture {
 	e.t.Helper()
 	f := &matrixFixture{}
 	f.ids.member = e.addMember(e.mgmt, "member@example.com")
 	f.ids.workspace = e.createWorkspace(e.mgmt, "ws-a")
-	f.defaultWorkspace = workspaceIDOf(e, e.mgmt, "default")
+	f.defaultWorkspace = e.workspaceIDOf(e.mgmt, "default")
 	f.ids.keyHash, f.regular = e.createKey(e.mgmt, map[string]any{"name": "regular", "creator_user_id": f.ids.member})
 	var g, d struct {
 		Data struct {
@@ -184,7 +184,7 @@ func newMatrixFixture(e *testEnv) *matrixFixture {
 // no operation for it), and returns the two keys. The keys have never
 // authenticated, so the key cache cannot hold them; the deletion cascades
 // to them.
-func deletedOrganizationKeys(e *testEnv) (mgmt, regular string) {
+func (e *testEnv) deletedOrganizationKeys() (mgmt, regular string) {
 	e.t.Helper()
 	org, mgmt := e.newOrg("Org Gone")
 	_, regular, err := e.db.CreateKey(context.Background(), org.ID, gatehouse.KeyCreate{Name: "gone"})
@@ -207,9 +207,9 @@ func deletedOrganizationKeys(e *testEnv) (mgmt, regular string) {
 func TestAuthenticationMatrix(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	f := newMatrixFixture(e)
+	f := e.matrixFixture()
 	ops := matrixOps(f.ids)
-	goneMgmt, goneRegular := deletedOrganizationKeys(e)
+	goneMgmt, goneRegular := e.deletedOrganizationKeys()
 
 	t.Run("rejected credentials", func(t *testing.T) {
 		// One snapshot around the whole pass: any call that wrote shows up.
@@ -233,7 +233,7 @@ func TestAuthenticationMatrix(t *testing.T) {
 			} {
 				for _, o := range ops {
 					method := strings.Fields(o.pattern)[0]
-					res := doAuthorization(e, method, o.path, c.authorization, o.body)
+					res := e.doAuthorization(method, o.path, c.authorization, o.body)
 					switch o.access {
 					case opsEndpoint, openRead:
 						if res.Status != http.StatusOK {
@@ -324,7 +324,7 @@ func TestAuthenticationMatrix(t *testing.T) {
 	// Last, the same ids work for A's management key, so every 401, 403 and
 	// 404 above was about the credential, not a wrong id.
 	t.Run("own management key", func(t *testing.T) {
-		code := createCode(e, e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb"})
+		code := e.createCode(e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb"})
 		ids := f.ids
 		ids.code = code.ID
 		ops := matrixOps(ids)

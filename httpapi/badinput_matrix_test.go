@@ -203,9 +203,9 @@ func TestBadInputMatrix(t *testing.T) {
 	// nothing, so they run in parallel on it; the valid ones run after them,
 	// in one pass ordered as TestAuthenticationMatrix orders it.
 	e := newEnv(t)
-	f := newMatrixFixture(e)
+	f := e.matrixFixture()
 	verifier := strings.Repeat("v", 43) + "-matrix._~"
-	code := createCode(e, e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb",
+	code := e.createCode(e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb",
 		"code_challenge": mxPkceS256(verifier), "code_challenge_method": "S256"}).ID
 	bodies := matrixBodies(f, code, verifier)
 
@@ -229,9 +229,9 @@ func TestBadInputMatrix(t *testing.T) {
 			}
 			t.Run(o.pattern, func(t *testing.T) {
 				t.Parallel()
-				e := resSub(e, t)
+				e := e.sub(t)
 				cases := matrixCases(t, doc, o, op, params, f, bodies[o.pattern])
-				mxRunBadCases(t, e, method, o.path, cases)
+				e.runBadCases(t, method, o.path, cases)
 				mu.Lock()
 				counts[o.pattern] = len(cases)
 				mu.Unlock()
@@ -248,7 +248,7 @@ func TestBadInputMatrix(t *testing.T) {
 	// Then every operation accepts its valid body (sent without a
 	// Content-Type, which means JSON), and the bodies at the limits.
 	t.Run("accepted", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		ids := f.ids
 		ids.member = e.addMember(e.mgmt, "keyless@example.com") // removable: no key
 		ops := matrixOps(ids)
@@ -270,7 +270,7 @@ func TestBadInputMatrix(t *testing.T) {
 				if i == 0 {
 					ct = mxNoContentType
 				}
-				if res := mxSendCase(e, method, o.path, body, ct); res.Status != o.success {
+				if res := e.sendCase(method, o.path, body, ct); res.Status != o.success {
 					t.Errorf("%s with %s: status %d, want %d: %s", o.pattern, mxTruncate(mxMustJSON(body), 200),
 						res.Status, o.success, truncateBody(res.Body))
 				}
@@ -308,10 +308,10 @@ func mxHasParams(params openapi3.Parameters, in string) bool {
 	return false
 }
 
-// mxRunBadCases sends every case and checks its status, its message, and
+// runBadCases sends every case and checks its status, its message, and
 // that the database did not change: one snapshot before, compared after
 // each case.
-func mxRunBadCases(t *testing.T, e *testEnv, method, path string, cases []badCase) {
+func (e *testEnv) runBadCases(t *testing.T, method, path string, cases []badCase) {
 	t.Helper()
 	before := e.snapshot()
 	for _, c := range cases {
@@ -323,7 +323,7 @@ func mxRunBadCases(t *testing.T, e *testEnv, method, path string, cases []badCas
 		if c.body != nil {
 			body = *c.body
 		}
-		res := mxSendCase(e, method, p, body, c.ct)
+		res := e.sendCase(method, p, body, c.ct)
 		if res.Status != c.status {
 			t.Errorf("%s: status %d, want %d; body %s", c.name, res.Status, c.status, truncateBody(res.Body))
 		} else {
@@ -342,10 +342,10 @@ func mxRunBadCases(t *testing.T, e *testEnv, method, path string, cases []badCas
 	}
 }
 
-// mxSendCase sends a request with the management key. body is nil (none), a
+// sendCase sends a request with the management key. body is nil (none), a
 // string (verbatim) or a value (as JSON); ct is the Content-Type: "" for
 // application/json when there is a body, mxNoContentType for none.
-func mxSendCase(e *testEnv, method, path string, body any, ct string) *response {
+func (e *testEnv) sendCase(method, path string, body any, ct string) *response {
 	e.t.Helper()
 	var text string
 	switch b := body.(type) {

@@ -59,13 +59,13 @@ func TestChatOverspendAdversarial(t *testing.T) {
 	t.Parallel()
 	t.Run("key limit", func(t *testing.T) {
 		t.Parallel()
-		overspend(t, newChatEnv(t, adversarialUpstream, map[string]any{"limit": 1, "limit_reset": "daily"}))
+		newChatEnv(t, adversarialUpstream, map[string]any{"limit": 1, "limit_reset": "daily"}).overspend(t)
 	})
 	t.Run("guardrail budget", func(t *testing.T) {
 		t.Parallel()
 		e := newChatEnv(t, adversarialUpstream, nil)
 		e.assign(e.guardrail(map[string]any{"limit_usd": 1, "reset_interval": "daily"}), "keys", e.hash)
-		overspend(t, e)
+		e.overspend(t)
 	})
 }
 
@@ -75,7 +75,7 @@ func adversarialUpstream(u *fakeUpstream) {
 	u.completionTokens, u.uncapped, u.overbill, u.delay = 0, 4096, 400, 20*time.Millisecond
 }
 
-func overspend(t *testing.T, e *chatEnv) {
+func (e *chatEnv) overspend(t *testing.T) {
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)
 	honest := `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`
@@ -206,8 +206,8 @@ func TestOAuthMintedKeysShareCreatorLimit(t *testing.T) {
 	e := newChatEnv(t, adversarialUpstream, map[string]any{"limit": 1})
 	var minted []string
 	for range 5 {
-		code := createCode(e.testEnv, e.key, map[string]any{"callback_url": "https://app.example.com/cb"})
-		minted = append(minted, exchange(e.testEnv, map[string]any{"code": code.ID}).Key)
+		code := e.createCode(e.key, map[string]any{"callback_url": "https://app.example.com/cb"})
+		minted = append(minted, e.exchange(map[string]any{"code": code.ID}).Key)
 	}
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)

@@ -70,7 +70,7 @@ func TestConcurrentMixedOperations(t *testing.T) {
 		}
 	}
 	t.Logf("engine %s, seed %d (replay the choices with %s=%d)", testEngine, seed, concSeedEnv, seed)
-	s := newConcState(newEnv(t))
+	s := newEnv(t).concState()
 
 	ctx, cancel := context.WithTimeout(context.Background(), concDuration)
 	defer cancel()
@@ -105,9 +105,9 @@ func TestConcurrentMixedOperations(t *testing.T) {
 	}
 }
 
-// newConcState prepares the shared pools: members, keys that carry usage,
+// concState prepares the shared pools: members, keys that carry usage,
 // workspaces and guardrails for the workers to start from.
-func newConcState(e *testEnv) *concState {
+func (e *testEnv) concState() *concState {
 	s := &concState{e: e}
 	for i := range 40 {
 		s.users = append(s.users, e.addMember(e.mgmt, fmt.Sprintf("conc%d@example.com", i)))

@@ -50,7 +50,7 @@ func TestCurrentKeyRegular(t *testing.T) {
 		"byok_usage": 1.0, "byok_usage_daily": 1.0, "byok_usage_weekly": 1.0, "byok_usage_monthly": 1.0,
 		"creator_user_id": user, "expires_at": wireTime(expires),
 		"is_management_key": false, "is_provisioning_key": false, "is_free_tier": false,
-		"organization_id": e.org.ID, "workspace_id": workspaceIDOf(e, e.mgmt, "default"),
+		"organization_id": e.org.ID, "workspace_id": e.workspaceIDOf(e.mgmt, "default"),
 		"allowed_data_regions":      []any{"global", "europe", "us"},
 		"free_model_daily_requests": map[string]any{"limit": 0.0, "remaining": 0.0, "used": 0.0},
 		"rate_limit":                map[string]any{"requests": -1.0, "interval": "10s", "note": "deprecated"},
@@ -97,7 +97,7 @@ func TestKeyUsagePeriods(t *testing.T) {
 	type counters struct{ total, daily, weekly, monthly, byok, byokDaily, byokWeekly, byokMonthly, remaining float64 }
 	expect := func(when string, want counters) {
 		t.Helper()
-		k := getKeyView(e, hash)
+		k := e.getKeyView(hash)
 		got := counters{k.Usage, k.UsageDaily, k.UsageWeekly, k.UsageMonthly,
 			k.BYOKUsage, k.BYOKUsageDaily, k.BYOKUsageWeekly, k.BYOKUsageMonthly, -1}
 		if k.LimitRemaining != nil {
@@ -111,7 +111,7 @@ func TestKeyUsagePeriods(t *testing.T) {
 	record(3, false)
 	record(2, true)
 	expect("start, byok excluded", counters{3, 3, 3, 3, 2, 2, 2, 2, 7})
-	patchKeyView(e, hash, map[string]any{"include_byok_in_limit": true})
+	e.patchKeyView(hash, map[string]any{"include_byok_in_limit": true})
 	expect("start, byok included", counters{3, 3, 3, 3, 2, 2, 2, 2, 5})
 
 	// The last millisecond of Wednesday, then midnight UTC.
@@ -121,11 +121,11 @@ func TestKeyUsagePeriods(t *testing.T) {
 	expect("Thursday 00:00", counters{3, 0, 3, 3, 2, 0, 2, 2, 10})
 	record(1, false)
 	expect("Thursday after spend", counters{4, 1, 4, 4, 2, 0, 2, 2, 9})
-	patchKeyView(e, hash, map[string]any{"include_byok_in_limit": false})
+	e.patchKeyView(hash, map[string]any{"include_byok_in_limit": false})
 	expect("Thursday, byok excluded", counters{4, 1, 4, 4, 2, 0, 2, 2, 9})
 
 	// Weekly: the week runs Monday to Sunday.
-	patchKeyView(e, hash, map[string]any{"limit_reset": "weekly", "include_byok_in_limit": true})
+	e.patchKeyView(hash, map[string]any{"limit_reset": "weekly", "include_byok_in_limit": true})
 	expect("weekly limit", counters{4, 1, 4, 4, 2, 0, 2, 2, 4})
 	e.clock.Set(time.Date(2027, 3, 21, 23, 59, 59, 999e6, time.UTC)) // Sunday
 	expect("Sunday 23:59:59.999", counters{4, 0, 4, 4, 2, 0, 2, 2, 4})
@@ -135,7 +135,7 @@ func TestKeyUsagePeriods(t *testing.T) {
 	expect("Monday overspend", counters{15, 11, 11, 15, 2, 0, 0, 2, 0})
 
 	// Monthly, and all time when limit_reset is null.
-	patchKeyView(e, hash, map[string]any{"limit_reset": "monthly", "limit": 20})
+	e.patchKeyView(hash, map[string]any{"limit_reset": "monthly", "limit": 20})
 	expect("monthly limit", counters{15, 11, 11, 15, 2, 0, 0, 2, 3})
 	e.clock.Set(time.Date(2027, 3, 28, 23, 59, 59, 999e6, time.UTC)) // Sunday
 	expect("Sunday March 28", counters{15, 0, 11, 15, 2, 0, 0, 2, 3})
@@ -143,7 +143,7 @@ func TestKeyUsagePeriods(t *testing.T) {
 	expect("March 31 23:59:59.999", counters{15, 0, 0, 15, 2, 0, 0, 2, 3})
 	e.clock.Set(time.Date(2027, 4, 1, 0, 0, 0, 0, time.UTC))
 	expect("April 1 00:00", counters{15, 0, 0, 0, 2, 0, 0, 0, 20})
-	patchKeyView(e, hash, map[string]any{"limit_reset": nil})
+	e.patchKeyView(hash, map[string]any{"limit_reset": nil})
 	expect("all-time limit", counters{15, 0, 0, 0, 2, 0, 0, 0, 3})
 }
 
@@ -151,7 +151,7 @@ func TestRejectedKeysOnCurrentKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	disabledHash, disabled := e.createKey(e.mgmt, map[string]any{"name": "off"})
-	patchKeyView(e, disabledHash, map[string]any{"disabled": true})
+	e.patchKeyView(disabledHash, map[string]any{"disabled": true})
 	expires := testStart.Add(time.Hour)
 	_, expiring := e.createKey(e.mgmt, map[string]any{"name": "brief", "expires_at": expires.Format(time.RFC3339)})
 	deletedHash, deleted := e.createKey(e.mgmt, map[string]any{"name": "gone"})
@@ -169,6 +169,6 @@ func TestRejectedKeysOnCurrentKey(t *testing.T) {
 		})
 	}
 	// Re-enabling the disabled key makes it work again.
-	patchKeyView(e, disabledHash, map[string]any{"disabled": false})
+	e.patchKeyView(disabledHash, map[string]any{"disabled": false})
 	e.do("GET", "/api/v1/key", disabled, nil).want(t, http.StatusOK)
 }

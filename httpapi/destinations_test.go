@@ -4,15 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
-// resCreateDestination creates a destination and returns it.
-func resCreateDestination(e *testEnv, key string, body map[string]any) map[string]any {
+// createDestination creates a destination and returns it.
+func (e *testEnv) createDestination(key string, body map[string]any) map[string]any {
 	e.t.Helper()
 	return resData(e.t, e.do("POST", "/api/v1/observability/destinations", key, body).want(e.t, http.StatusCreated))
 }
@@ -49,9 +50,9 @@ func resMaskedWhole(t testing.TB, field string, got any) {
 	}
 }
 
-// resStoredConfig returns the plaintext configuration of a destination, as
+// storedConfig returns the plaintext configuration of a destination, as
 // the store holds it.
-func resStoredConfig(e *testEnv, id string) gatehouse.DestinationConfig {
+func (e *testEnv) storedConfig(id string) gatehouse.DestinationConfig {
 	e.t.Helper()
 	d, err := e.db.FindDestination(context.Background(), e.org.ID, id)
 	if err != nil {
@@ -90,11 +91,11 @@ var resDestinationTypes = []struct {
 func TestDestinationCreate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	def := resWorkspace(e, e.mgmt, "default")["id"].(string)
+	def := e.workspace(e.mgmt, "default")["id"].(string)
 
 	for _, tt := range resDestinationTypes {
 		t.Run(tt.typ, func(t *testing.T) {
-			e := resSub(e, t)
+			e := e.sub(t)
 			config := map[string]any{}
 			for k, v := range tt.plain {
 				config[k] = v
@@ -103,16 +104,16 @@ func TestDestinationCreate(t *testing.T) {
 				config[k] = v
 			}
 			config["headers"] = map[string]any{"Authorization": "Bearer hdr-0123456789abcdef", "X-Short": "abc"}
-			d := resCreateDestination(e, e.mgmt, map[string]any{"name": tt.typ + " sink", "type": tt.typ, "config": config})
+			d := e.createDestination(e.mgmt, map[string]any{"name": tt.typ + " sink", "type": tt.typ, "config": config})
 			resWantFields(t, "destination", d, destinationFields)
 			want := map[string]any{
 				"id": d["id"], "workspace_id": def, "name": tt.typ + " sink", "type": tt.typ, "config": d["config"],
 				"enabled": true, "privacy_mode": false, "sampling_rate": 1.0, "api_key_hashes": nil, "filter_rules": nil,
 				"regions": []any{"global"}, "broadcast_generation_cost": false, "broadcast_generation_identity": false,
-				"broadcast_generation_request_context": false, "created_at": resNow(e), "updated_at": resNow(e),
+				"broadcast_generation_request_context": false, "created_at": e.now(), "updated_at": e.now(),
 			}
-			if !reflect.DeepEqual(d, want) {
-				t.Errorf("created\n got %v\nwant %v", d, want)
+			if diff := cmp.Diff(want, d); diff != "" {
+				t.Errorf("created (-want +got):\n%s", diff)
 			}
 			checkConfig := func(what string, d map[string]any) {
 				t.Helper()
@@ -135,12 +136,12 @@ func TestDestinationCreate(t *testing.T) {
 			checkConfig("create", d)
 			id := d["id"].(string)
 			got := resData(t, e.do("GET", "/api/v1/observability/destinations/"+id, e.mgmt, nil).want(t, http.StatusOK))
-			if !reflect.DeepEqual(got, d) {
-				t.Errorf("GET\n got %v\nwant %v", got, d)
+			if diff := cmp.Diff(d, got); diff != "" {
+				t.Errorf("GET (-want +got):\n%s", diff)
 			}
 			checkConfig("get", got)
 			// The store holds the plaintext.
-			stored := resStoredConfig(e, id)
+			stored := e.storedConfig(id)
 			for k, v := range tt.secrets {
 				if stored.Values[k] != v {
 					t.Errorf("stored config.%s = %q, want the plaintext", k, stored.Values[k])
@@ -153,7 +154,7 @@ func TestDestinationCreate(t *testing.T) {
 	}
 
 	t.Run("list masks secrets", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		r := e.do("GET", "/api/v1/observability/destinations?limit=100", e.mgmt, nil).want(t, http.StatusOK)
 		items, total := resList(t, r)
 		if total != len(resDestinationTypes) {
@@ -173,13 +174,13 @@ func TestDestinationCreate(t *testing.T) {
 	})
 
 	t.Run("defaults filled", func(t *testing.T) {
-		e := resSub(e, t)
-		d := resCreateDestination(e, e.mgmt, map[string]any{"name": "hook", "type": "webhook",
+		e := e.sub(t)
+		d := e.createDestination(e.mgmt, map[string]any{"name": "hook", "type": "webhook",
 			"config": map[string]any{"url": "https://example.com/a"}})
-		if want := map[string]any{"url": "https://example.com/a", "method": "POST"}; !reflect.DeepEqual(d["config"], want) {
-			t.Errorf("webhook config = %v, want %v", d["config"], want)
+		if diff := cmp.Diff(map[string]any{"url": "https://example.com/a", "method": "POST"}, d["config"]); diff != "" {
+			t.Errorf("webhook config (-want +got):\n%s", diff)
 		}
-		d = resCreateDestination(e, e.mgmt, map[string]any{"name": "lf", "type": "langfuse",
+		d = e.createDestination(e.mgmt, map[string]any{"name": "lf", "type": "langfuse",
 			"config": map[string]any{"publicKey": "pk", "secretKey": "sk"}})
 		if cfg := d["config"].(map[string]any); cfg["baseUrl"] != "https://us.cloud.langfuse.com" || cfg["publicKey"] != "pk" {
 			t.Errorf("langfuse config = %v", cfg)
@@ -187,7 +188,7 @@ func TestDestinationCreate(t *testing.T) {
 	})
 
 	t.Run("every field", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		team := e.createWorkspace(e.mgmt, "team")
 		k, _ := e.createKey(e.mgmt, map[string]any{"name": "k"})
 		rules := map[string]any{"enabled": false, "groups": []any{
@@ -204,35 +205,35 @@ func TestDestinationCreate(t *testing.T) {
 			"filter_rules": rules, "regions": []any{"eu", "us"},
 			"broadcast_generation_cost": true, "broadcast_generation_identity": true, "broadcast_generation_request_context": true,
 		}
-		d := resCreateDestination(e, e.mgmt, body)
+		d := e.createDestination(e.mgmt, body)
 		want := resCopy(body)
-		want["id"], want["created_at"], want["updated_at"] = d["id"], resNow(e), resNow(e)
+		want["id"], want["created_at"], want["updated_at"] = d["id"], e.now(), e.now()
 		want["config"] = map[string]any{"url": "https://hooks.example.com/hook", "method": "POST"}
 		want["regions"] = []any{"europe", "us"}
-		if !reflect.DeepEqual(d, want) {
-			t.Errorf("created\n got %v\nwant %v", d, want)
+		if diff := cmp.Diff(want, d); diff != "" {
+			t.Errorf("created (-want +got):\n%s", diff)
 		}
 		items, total := resList(t, e.do("GET", "/api/v1/observability/destinations?workspace_id="+team, e.mgmt, nil).want(t, http.StatusOK))
-		if total != 1 || !reflect.DeepEqual(items[0], d) {
-			t.Errorf("team list = %v (total %d)", items, total)
+		if diff := cmp.Diff([]map[string]any{d}, items); diff != "" || total != 1 {
+			t.Errorf("team list (total %d, want 1) (-want +got):\n%s", total, diff)
 		}
 	})
 
 	t.Run("filter rule defaults", func(t *testing.T) {
-		e := resSub(e, t)
-		d := resCreateDestination(e, e.mgmt, map[string]any{"name": "f", "type": "otel-collector",
+		e := e.sub(t)
+		d := e.createDestination(e.mgmt, map[string]any{"name": "f", "type": "otel-collector",
 			"config": map[string]any{"endpoint": "https://otel.example.com"},
 			"filter_rules": map[string]any{"groups": []any{map[string]any{"rules": []any{
 				map[string]any{"field": "provider", "operator": "equals", "value": "openai"}}}}}})
 		want := map[string]any{"enabled": true, "groups": []any{map[string]any{"logic": "and", "rules": []any{
 			map[string]any{"field": "provider", "operator": "equals", "value": "openai"}}}}}
-		if !reflect.DeepEqual(d["filter_rules"], want) {
-			t.Errorf("filter_rules = %v, want %v", d["filter_rules"], want)
+		if diff := cmp.Diff(want, d["filter_rules"]); diff != "" {
+			t.Errorf("filter_rules (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("refused", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		hook := func(extra map[string]any) map[string]any {
 			b := map[string]any{"name": "x", "type": "webhook", "config": map[string]any{"url": "https://example.com"}}
 			for k, v := range extra {
@@ -280,7 +281,7 @@ func TestDestinationCreate(t *testing.T) {
 			{"no groups", hook(map[string]any{"filter_rules": map[string]any{"enabled": true}}), "filter_rules.groups"},
 			{"name 201", hook(map[string]any{"name": strings.Repeat("n", 201)}), "name"},
 		} {
-			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
+			e.runUnchanged(t, c.name, func(t *testing.T, e *testEnv) {
 				resWantError(t, e.do("POST", "/api/v1/observability/destinations", e.mgmt, c.body), http.StatusBadRequest, c.field)
 			})
 		}
@@ -297,12 +298,12 @@ func TestDestinationList(t *testing.T) {
 	team := e.createWorkspace(e.mgmt, "team")
 	var names []string
 	for i := range 4 {
-		resTick(e)
+		e.tick()
 		name := fmt.Sprintf("d%d", i)
-		resCreateDestination(e, e.mgmt, map[string]any{"name": name, "type": "webhook", "config": map[string]any{"url": "https://e.com"}})
+		e.createDestination(e.mgmt, map[string]any{"name": name, "type": "webhook", "config": map[string]any{"url": "https://e.com"}})
 		names = append(names, name)
 	}
-	resCreateDestination(e, e.mgmt, map[string]any{"name": "team", "type": "webhook", "workspace_id": team,
+	e.createDestination(e.mgmt, map[string]any{"name": "team", "type": "webhook", "workspace_id": team,
 		"config": map[string]any{"url": "https://e.com"}})
 	for _, p := range []struct {
 		query string
@@ -315,8 +316,8 @@ func TestDestinationList(t *testing.T) {
 		{"limit=100&offset=0", names},
 	} {
 		items, total := resList(t, e.do("GET", "/api/v1/observability/destinations?"+p.query, e.mgmt, nil).want(t, http.StatusOK))
-		if got := resField(items, "name"); !reflect.DeepEqual(got, p.want) || total != 4 {
-			t.Errorf("?%s = %v (total %d), want %v (total 4)", p.query, got, total, p.want)
+		if diff := cmp.Diff(p.want, resField(items, "name")); diff != "" || total != 4 {
+			t.Errorf("?%s (total %d, want 4) (-want +got):\n%s", p.query, total, diff)
 		}
 	}
 	items, total := resList(t, e.do("GET", "/api/v1/observability/destinations?workspace_id="+team, e.mgmt, nil).want(t, http.StatusOK))
@@ -336,22 +337,22 @@ func TestDestinationLimitPerType(t *testing.T) {
 	hook := map[string]any{"name": "h", "type": "webhook", "config": map[string]any{"url": "https://e.com"}}
 	var ids []string
 	for range 5 {
-		ids = append(ids, resCreateDestination(e, e.mgmt, hook)["id"].(string))
+		ids = append(ids, e.createDestination(e.mgmt, hook)["id"].(string))
 	}
 	e.unchanged("sixth", func() {
 		resWantError(t, e.do("POST", "/api/v1/observability/destinations", e.mgmt, hook), http.StatusConflict, "webhook")
 	})
 	// Other types and other workspaces have their own count.
-	resCreateDestination(e, e.mgmt, map[string]any{"name": "o", "type": "otel-collector", "config": map[string]any{"endpoint": "https://o.com"}})
+	e.createDestination(e.mgmt, map[string]any{"name": "o", "type": "otel-collector", "config": map[string]any{"endpoint": "https://o.com"}})
 	e.createWorkspace(e.mgmt, "team")
-	resCreateDestination(e, e.mgmt, with(hook, "workspace_id", "team"))
+	e.createDestination(e.mgmt, with(hook, "workspace_id", "team"))
 	// A disabled destination still counts; a deleted one does not.
 	e.do("PATCH", "/api/v1/observability/destinations/"+ids[0], e.mgmt, map[string]any{"enabled": false}).want(t, http.StatusOK)
 	e.unchanged("sixth with one disabled", func() {
 		resWantError(t, e.do("POST", "/api/v1/observability/destinations", e.mgmt, hook), http.StatusConflict, "webhook")
 	})
 	resWantDeleted(t, e.do("DELETE", "/api/v1/observability/destinations/"+ids[1], e.mgmt, nil))
-	resCreateDestination(e, e.mgmt, hook)
+	e.createDestination(e.mgmt, hook)
 	e.unchanged("sixth again", func() {
 		resWantError(t, e.do("POST", "/api/v1/observability/destinations", e.mgmt, hook), http.StatusConflict, "webhook")
 	})

@@ -3,16 +3,17 @@ package httpapi_test
 import (
 	"database/sql"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestDestinationUpdate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const secret, public = "sk-lf-original-secret-0123", "pk-lf-public"
-	d := resCreateDestination(e, e.mgmt, map[string]any{"name": "lf", "type": "langfuse",
+	d := e.createDestination(e.mgmt, map[string]any{"name": "lf", "type": "langfuse",
 		"config": map[string]any{"publicKey": public, "secretKey": secret, "headers": map[string]any{"X-Team": "team-secret-header-value"}}})
 	id := d["id"].(string)
 	path := "/api/v1/observability/destinations/" + id
@@ -23,7 +24,7 @@ func TestDestinationUpdate(t *testing.T) {
 	cfg := func(d map[string]any) map[string]any { return d["config"].(map[string]any) }
 
 	t.Run("masked value sent back keeps the secret", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		masked := cfg(d)["secretKey"].(string)
 		got := patch(map[string]any{"config": map[string]any{"secretKey": masked}})
 		if cfg(got)["secretKey"] != masked {
@@ -31,31 +32,31 @@ func TestDestinationUpdate(t *testing.T) {
 		}
 		// The whole configuration as GET shows it, sent back unchanged.
 		got = patch(map[string]any{"config": cfg(resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK)))})
-		if !reflect.DeepEqual(cfg(got), cfg(d)) {
-			t.Errorf("config after sending it back = %v, want %v", cfg(got), cfg(d))
+		if diff := cmp.Diff(cfg(d), cfg(got)); diff != "" {
+			t.Errorf("config after sending it back (-want +got):\n%s", diff)
 		}
-		stored := resStoredConfig(e, id)
+		stored := e.storedConfig(id)
 		if stored.Values["secretKey"] != secret || stored.Headers["X-Team"] != "team-secret-header-value" || stored.Values["publicKey"] != public {
 			t.Errorf("stored config = %v %v: the masked values replaced the secrets", stored.Values, stored.Headers)
 		}
 	})
 
 	t.Run("new value replaces the secret", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		const next = "sk-lf-replacement-9876543210"
 		got := patch(map[string]any{"config": map[string]any{"secretKey": next}})
 		resMasked(t, "secretKey", next, cfg(got)["secretKey"])
 		if cfg(got)["publicKey"] != public {
 			t.Errorf("publicKey changed: %v", cfg(got)["publicKey"])
 		}
-		if s := resStoredConfig(e, id).Values["secretKey"]; s != next {
+		if s := e.storedConfig(id).Values["secretKey"]; s != next {
 			t.Errorf("stored secretKey = %q, want %q", s, next)
 		}
 		// A short secret is fully masked, and its mask sent back keeps it too.
 		got = patch(map[string]any{"config": map[string]any{"secretKey": "tiny"}})
 		resMasked(t, "secretKey", "tiny", cfg(got)["secretKey"])
 		patch(map[string]any{"config": map[string]any{"secretKey": cfg(got)["secretKey"]}})
-		if s := resStoredConfig(e, id).Values["secretKey"]; s != "tiny" {
+		if s := e.storedConfig(id).Values["secretKey"]; s != "tiny" {
 			t.Errorf("stored secretKey = %q, want tiny", s)
 		}
 		// Masks count characters, not bytes, so that they survive JSON and
@@ -64,13 +65,13 @@ func TestDestinationUpdate(t *testing.T) {
 		got = patch(map[string]any{"config": map[string]any{"secretKey": wide}})
 		resMasked(t, "secretKey", wide, cfg(got)["secretKey"])
 		patch(map[string]any{"config": map[string]any{"secretKey": cfg(got)["secretKey"]}})
-		if s := resStoredConfig(e, id).Values["secretKey"]; s != wide {
+		if s := e.storedConfig(id).Values["secretKey"]; s != wide {
 			t.Errorf("stored secretKey = %q, want %q", s, wide)
 		}
 	})
 
 	t.Run("config merges key by key", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		// Moving the destination needs its secrets again, in clear.
 		again := map[string]any{"secretKey": secret, "headers": map[string]any{"X-Team": "team-secret-header-value"}}
 		got := patch(map[string]any{"config": merged(again, "baseUrl", "https://eu.cloud.langfuse.com")})
@@ -86,14 +87,14 @@ func TestDestinationUpdate(t *testing.T) {
 		if _, ok := cfg(got)["headers"]; ok {
 			t.Errorf("headers after null = %v", cfg(got)["headers"])
 		}
-		if resStoredConfig(e, id).Headers != nil {
+		if e.storedConfig(id).Headers != nil {
 			t.Errorf("stored headers remain")
 		}
 	})
 
 	t.Run("null removes an optional key without default", func(t *testing.T) {
-		e := resSub(e, t)
-		s3 := resCreateDestination(e, e.mgmt, map[string]any{"name": "s3", "type": "s3", "config": map[string]any{
+		e := e.sub(t)
+		s3 := e.createDestination(e.mgmt, map[string]any{"name": "s3", "type": "s3", "config": map[string]any{
 			"accessKeyId": "AKIA", "secretAccessKey": "secret-access-key-0123456789", "bucketName": "b",
 			"region": "eu-west-1", "sessionToken": "session-token-0123456789"}})
 		got := resData(t, e.do("PATCH", "/api/v1/observability/destinations/"+s3["id"].(string), e.mgmt,
@@ -108,13 +109,13 @@ func TestDestinationUpdate(t *testing.T) {
 		if c["bucketName"] != "b" || c["accessKeyId"] != "AKIA" {
 			t.Errorf("other keys changed: %v", c)
 		}
-		if _, ok := resStoredConfig(e, s3["id"].(string)).Values["sessionToken"]; ok {
+		if _, ok := e.storedConfig(s3["id"].(string)).Values["sessionToken"]; ok {
 			t.Errorf("stored sessionToken remains")
 		}
 	})
 
 	t.Run("other fields", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		k, _ := e.createKey(e.mgmt, map[string]any{"name": "k"})
 		cur := resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK))
 		for _, c := range []struct {
@@ -132,19 +133,19 @@ func TestDestinationUpdate(t *testing.T) {
 			{map[string]any{"broadcast_generation_cost": true, "broadcast_generation_identity": true, "broadcast_generation_request_context": true}, nil},
 			{map[string]any{}, nil},
 		} {
-			resTick(e)
+			e.tick()
 			got := patch(c.body)
 			want := resPatched(cur, c.body, c.want)
-			want["updated_at"] = resNow(e)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("PATCH %v\n got %v\nwant %v", c.body, got, want)
+			want["updated_at"] = e.now()
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("PATCH %v (-want +got):\n%s", c.body, diff)
 			}
 			cur = got
 		}
 	})
 
 	t.Run("refused", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		for _, c := range []struct {
 			name  string
 			body  map[string]any
@@ -165,7 +166,7 @@ func TestDestinationUpdate(t *testing.T) {
 			{"bad operator", map[string]any{"filter_rules": map[string]any{"groups": []any{map[string]any{"rules": []any{
 				map[string]any{"field": "model", "operator": "near", "value": "x"}}}}}}, "operator"},
 		} {
-			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
+			e.runUnchanged(t, c.name, func(t *testing.T, e *testEnv) {
 				resWantError(t, e.do("PATCH", path, e.mgmt, c.body), http.StatusBadRequest, c.field)
 			})
 		}
@@ -179,7 +180,7 @@ func TestDestinationSoftDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	hook := map[string]any{"name": "h", "type": "webhook", "config": map[string]any{"url": "https://e.com"}}
-	keep := resCreateDestination(e, e.mgmt, hook)["id"].(string)
+	keep := e.createDestination(e.mgmt, hook)["id"].(string)
 	for _, c := range []struct {
 		name string
 		send func(path string) *response
@@ -187,20 +188,20 @@ func TestDestinationSoftDelete(t *testing.T) {
 		{"empty JSON object", func(path string) *response { return e.do("DELETE", path, e.mgmt, map[string]any{}) }},
 		{"no body", func(path string) *response { return e.do("DELETE", path, e.mgmt, nil) }},
 		{"empty body with Content-Type", func(path string) *response {
-			return sendRawBody(e, "DELETE", path, e.mgmt, "application/json", "")
+			return e.sendRawBody("DELETE", path, e.mgmt, "application/json", "")
 		}},
 		{"whitespace body", func(path string) *response {
-			return sendRawBody(e, "DELETE", path, e.mgmt, "application/json", " \n")
+			return e.sendRawBody("DELETE", path, e.mgmt, "application/json", " \n")
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := resSub(e, t)
-			id := resCreateDestination(e, e.mgmt, hook)["id"].(string)
+			e := e.sub(t)
+			id := e.createDestination(e.mgmt, hook)["id"].(string)
 			path := "/api/v1/observability/destinations/" + id
-			resTick(e)
+			e.tick()
 			resWantDeleted(t, c.send(path))
 			deletedAt := e.clock.Now().UnixMilli()
-			resTick(e)
+			e.tick()
 			e.unchanged("after delete", func() {
 				resWantError(t, e.do("GET", path, e.mgmt, nil), http.StatusNotFound, "not found")
 				resWantError(t, e.do("PATCH", path, e.mgmt, map[string]any{"name": "back"}), http.StatusNotFound, "not found")
@@ -208,8 +209,8 @@ func TestDestinationSoftDelete(t *testing.T) {
 				resWantError(t, e.do("DELETE", path, e.mgmt, map[string]any{}), http.StatusNotFound, "not found")
 			})
 			items, total := resList(t, e.do("GET", "/api/v1/observability/destinations", e.mgmt, nil).want(t, http.StatusOK))
-			if total != 1 || !reflect.DeepEqual(resField(items, "id"), []string{keep}) {
-				t.Errorf("list after delete = %v (total %d), want only %s", resField(items, "id"), total, keep)
+			if diff := cmp.Diff([]string{keep}, resField(items, "id")); diff != "" || total != 1 {
+				t.Errorf("list after delete (total %d, want 1) (-want +got):\n%s", total, diff)
 			}
 			var at sql.NullInt64
 			var name string
@@ -224,10 +225,10 @@ func TestDestinationSoftDelete(t *testing.T) {
 	e.unchanged("refused deletes", func() {
 		path := "/api/v1/observability/destinations/" + keep
 		resWantError(t, e.do("DELETE", path, e.mgmt, map[string]any{"force": true}), http.StatusBadRequest, "force")
-		resWantError(t, sendRawBody(e, "DELETE", path, e.mgmt, "application/json", "{"), http.StatusBadRequest, "malformed JSON")
-		resWantError(t, sendRawBody(e, "DELETE", path, e.mgmt, "application/json", "[]"), http.StatusBadRequest, "JSON object")
-		resWantError(t, sendRawBody(e, "DELETE", path, e.mgmt, "text/plain", "{}"), http.StatusUnsupportedMediaType, "Content-Type")
-		resWantError(t, sendRawBody(e, "DELETE", path, e.mgmt, "application/json", `{"a":"`+strings.Repeat("x", 1<<20)+`"}`),
+		resWantError(t, e.sendRawBody("DELETE", path, e.mgmt, "application/json", "{"), http.StatusBadRequest, "malformed JSON")
+		resWantError(t, e.sendRawBody("DELETE", path, e.mgmt, "application/json", "[]"), http.StatusBadRequest, "JSON object")
+		resWantError(t, e.sendRawBody("DELETE", path, e.mgmt, "text/plain", "{}"), http.StatusUnsupportedMediaType, "Content-Type")
+		resWantError(t, e.sendRawBody("DELETE", path, e.mgmt, "application/json", `{"a":"`+strings.Repeat("x", 1<<20)+`"}`),
 			http.StatusRequestEntityTooLarge, "bytes")
 		for _, bad := range []string{"nope", "123", "00000000-0000-4000-8000-000000000000"} {
 			for _, m := range []string{"GET", "DELETE"} {
@@ -243,12 +244,12 @@ func TestDestinationSoftDelete(t *testing.T) {
 func TestDestinationBadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	id := resCreateDestination(e, e.mgmt, map[string]any{"name": "h", "type": "webhook", "config": map[string]any{"url": "https://e.com"}})["id"].(string)
+	id := e.createDestination(e.mgmt, map[string]any{"name": "h", "type": "webhook", "config": map[string]any{"url": "https://e.com"}})["id"].(string)
 	const create = "/api/v1/observability/destinations"
 	dp := create + "/" + id
 	hook := `"name":"h","type":"webhook","config":{"url":"https://e.com"}`
 	rules := func(inner string) string { return `{` + hook + `,"filter_rules":` + inner + `}` }
-	resRunBadInput(t, e, []resBadInput{
+	e.runBadInput(t, []resBadInput{
 		resBad("malformed", "POST", create, `{"name":"h",`, 400, "malformed JSON"),
 		resBad("not an object", "POST", create, `null`, 400, "JSON object"),
 		resBad("empty body", "POST", create, ``, 400, "request body"),
@@ -320,11 +321,11 @@ func merged(m map[string]any, key string, v any) map[string]any {
 func TestDestinationMoveNeedsSecrets(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	hook := resCreateDestination(e, e.mgmt, map[string]any{"name": "hook", "type": "webhook",
+	hook := e.createDestination(e.mgmt, map[string]any{"name": "hook", "type": "webhook",
 		"config": map[string]any{"url": "https://hooks.example.com/in", "headers": map[string]any{"Authorization": "Bearer hook-secret-0123456789"}}})
-	lf := resCreateDestination(e, e.mgmt, map[string]any{"name": "lf", "type": "langfuse",
+	lf := e.createDestination(e.mgmt, map[string]any{"name": "lf", "type": "langfuse",
 		"config": map[string]any{"publicKey": "pk-lf-1", "secretKey": "sk-lf-secret-0123456789"}})
-	s3 := resCreateDestination(e, e.mgmt, map[string]any{"name": "s3", "type": "s3",
+	s3 := e.createDestination(e.mgmt, map[string]any{"name": "s3", "type": "s3",
 		"config": map[string]any{"accessKeyId": "AKIA", "secretAccessKey": "s3-secret-0123456789", "bucketName": "b", "region": "eu-west-1"}})
 	path := func(d map[string]any) string { return "/api/v1/observability/destinations/" + d["id"].(string) }
 	for _, c := range []struct {
@@ -355,7 +356,7 @@ func TestDestinationMoveNeedsSecrets(t *testing.T) {
 	// With the secrets given again, the move is allowed, and they are stored.
 	e.do("PATCH", path(hook), e.mgmt, map[string]any{"config": map[string]any{"url": "https://hooks2.example.com/in",
 		"headers": map[string]any{"Authorization": "Bearer new-hook-secret-0123"}}}).want(t, http.StatusOK)
-	if h := resStoredConfig(e, hook["id"].(string)).Headers["Authorization"]; h != "Bearer new-hook-secret-0123" {
+	if h := e.storedConfig(hook["id"].(string)).Headers["Authorization"]; h != "Bearer new-hook-secret-0123" {
 		t.Errorf("stored header %q", h)
 	}
 	// Changes that do not move it need no secrets.

@@ -41,7 +41,7 @@ func TestDestinationEgress(t *testing.T) {
 		})
 	}
 	// An update cannot move a destination there either.
-	d := resCreateDestination(e, e.mgmt, webhook("https://hooks.example.com/in"))
+	d := e.createDestination(e.mgmt, webhook("https://hooks.example.com/in"))
 	e.do("PATCH", "/api/v1/observability/destinations/"+d["id"].(string), e.mgmt,
 		map[string]any{"config": map[string]any{"url": "http://169.254.169.254/"}}).want(t, http.StatusBadRequest)
 	// The operator opens a range for a local receiver.

@@ -40,7 +40,7 @@ func TestGetGeneration(t *testing.T) {
 	if cost := chatCost(11, 7); money.Data.TotalCost != cost || money.Data.Usage != cost {
 		t.Errorf("total_cost %s usage %s, want %s", money.Data.TotalCost, money.Data.Usage, cost)
 	}
-	wantWorkspace := workspaceIDOf(e.testEnv, e.mgmt, "default")
+	wantWorkspace := e.workspaceIDOf(e.mgmt, "default")
 	for k, want := range map[string]any{"workspace_id": wantWorkspace, "data_region": "global", "origin": "",
 		"native_tokens_prompt": 11.0, "native_tokens_completion": 7.0, "provider_responses": nil, "app_id": nil} {
 		if own.Data[k] != want {

@@ -3,15 +3,16 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
-// resAssigned posts an assignment body and returns the count field of the answer.
-func resAssigned(e *testEnv, key, path, field string, body map[string]any) int {
+// assigned posts an assignment body and returns the count field of the answer.
+func (e *testEnv) assigned(key, path, field string, body map[string]any) int {
 	e.t.Helper()
 	r := e.do("POST", path, key, body).want(e.t, http.StatusOK)
 	m := r.json(e.t)
@@ -23,8 +24,8 @@ func resAssigned(e *testEnv, key, path, field string, body map[string]any) int {
 	return int(n)
 }
 
-// resAssignments lists assignments and returns them.
-func resAssignments(e *testEnv, key, path string) []map[string]any {
+// assignments lists assignments and returns them.
+func (e *testEnv) assignments(key, path string) []map[string]any {
 	e.t.Helper()
 	items, total := resList(e.t, e.do("GET", path+"?limit=100", key, nil).want(e.t, http.StatusOK))
 	if total != len(items) {
@@ -48,17 +49,17 @@ func (a resAssignmentAPI) path(g string) string {
 
 // assign assigns ids to g and returns assigned_count.
 func (a resAssignmentAPI) assign(g string, ids ...string) int {
-	return resAssigned(a.e, a.e.mgmt, a.path(g), "assigned_count", map[string]any{a.body: ids})
+	return a.e.assigned(a.e.mgmt, a.path(g), "assigned_count", map[string]any{a.body: ids})
 }
 
 // unassign unassigns ids from g and returns unassigned_count.
 func (a resAssignmentAPI) unassign(g string, ids ...string) int {
-	return resAssigned(a.e, a.e.mgmt, a.path(g)+"/remove", "unassigned_count", map[string]any{a.body: ids})
+	return a.e.assigned(a.e.mgmt, a.path(g)+"/remove", "unassigned_count", map[string]any{a.body: ids})
 }
 
 // ids returns the ids assigned to g, sorted.
 func (a resAssignmentAPI) ids(g string) []string {
-	return resSorted(resField(resAssignments(a.e, a.e.mgmt, a.path(g)), a.field))
+	return resSorted(resField(a.e.assignments(a.e.mgmt, a.path(g)), a.field))
 }
 
 func TestGuardrailKeyAssignments(t *testing.T) {
@@ -68,16 +69,16 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 	k1, _ := e.createKey(e.mgmt, map[string]any{"name": "key one"})
 	k2, _ := e.createKey(e.mgmt, map[string]any{"name": "key two"})
 	k3, _ := e.createKey(e.mgmt, map[string]any{"name": "team key", "workspace_id": team})
-	a := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "A"})["id"].(string)
-	b := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "B"})["id"].(string)
-	c := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "C", "workspace_id": team})["id"].(string)
+	a := e.createGuardrail(e.mgmt, map[string]any{"name": "A"})["id"].(string)
+	b := e.createGuardrail(e.mgmt, map[string]any{"name": "B"})["id"].(string)
+	c := e.createGuardrail(e.mgmt, map[string]any{"name": "C", "workspace_id": team})["id"].(string)
 	api := resAssignmentAPI{e: e, kind: "keys", body: "key_hashes", field: "key_hash"}
 	keys, assign, unassign, hashesOf := api.path, api.assign, api.unassign, api.ids
 
 	if n := assign(a, k1, k2); n != 2 {
 		t.Errorf("assign 2 keys: assigned_count %d", n)
 	}
-	list := resAssignments(e, e.mgmt, keys(a))
+	list := e.assignments(e.mgmt, keys(a))
 	if len(list) != 2 {
 		t.Fatalf("assignments of A: %v", list)
 	}
@@ -85,7 +86,7 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 		resWantFields(t, "key assignment", it, "id guardrail_id key_hash key_name key_label assigned_by created_at")
 		name := map[string]string{k1: "key one", k2: "key two"}[it["key_hash"].(string)]
 		if it["guardrail_id"] != a || it["key_name"] != name || it["key_label"] != name || it["assigned_by"] != nil ||
-			it["created_at"] != resNow(e) {
+			it["created_at"] != e.now() {
 			t.Errorf("assignment %v", it)
 		}
 	}
@@ -95,22 +96,22 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 	if n := assign(a, k2, k2); n != 0 {
 		t.Errorf("re-assign duplicate: assigned_count %d, want 0", n)
 	}
-	resTick(e)
+	e.tick()
 	if n := assign(b, k1); n != 1 {
 		t.Errorf("move k1 to B: assigned_count %d, want 1", n)
 	}
-	if got := hashesOf(a); !reflect.DeepEqual(got, []string{k2}) {
-		t.Errorf("A after move: %v", got)
+	if diff := cmp.Diff([]string{k2}, hashesOf(a)); diff != "" {
+		t.Errorf("A after move (-want +got):\n%s", diff)
 	}
-	if got := hashesOf(b); !reflect.DeepEqual(got, []string{k1}) {
-		t.Errorf("B after move: %v", got)
+	if diff := cmp.Diff([]string{k1}, hashesOf(b)); diff != "" {
+		t.Errorf("B after move (-want +got):\n%s", diff)
 	}
 	if n := assign(c, k3); n != 1 {
 		t.Errorf("assign in team: %d", n)
 	}
 
 	t.Run("refused keys assign nothing", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		mgmt := gatehouse.HashKey(e.mgmt)
 		_, otherKey := e.newOrg("Other")
 		fk, _ := e.createKey(otherKey, map[string]any{"name": "foreign"})
@@ -126,10 +127,10 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 			{"management key", []string{mgmt}, []string{mgmt}},
 			{"several", []string{k3, k2, unknown}, []string{k3, unknown}},
 		} {
-			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
+			e.runUnchanged(t, c.name, func(t *testing.T, e *testEnv) {
 				er := resWantError(t, e.do("POST", keys(b), e.mgmt, map[string]any{"key_hashes": c.hashes}), http.StatusBadRequest, "key_hashes")
-				if got := resStrings(t, er.Metadata["key_hashes"]); !reflect.DeepEqual(got, c.bad) {
-					t.Errorf("metadata.key_hashes = %v, want %v", got, c.bad)
+				if diff := cmp.Diff(c.bad, resStrings(t, er.Metadata["key_hashes"])); diff != "" {
+					t.Errorf("metadata.key_hashes (-want +got):\n%s", diff)
 				}
 			})
 		}
@@ -144,7 +145,7 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 			{"missing", map[string]any{}, "key_hashes"},
 			{"101", map[string]any{"key_hashes": resHashes(101)}, "key_hashes"},
 		} {
-			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
+			e.runUnchanged(t, c.name, func(t *testing.T, e *testEnv) {
 				resWantError(t, e.do("POST", keys(b), e.mgmt, c.body), http.StatusBadRequest, c.field)
 				resWantError(t, e.do("POST", keys(b)+"/remove", e.mgmt, c.body), http.StatusBadRequest, c.field)
 			})
@@ -155,8 +156,8 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 		if n := unassign(a, k1); n != 0 {
 			t.Errorf("unassign a key held by another guardrail: %d, want 0", n)
 		}
-		if got := hashesOf(b); !reflect.DeepEqual(got, []string{k1}) {
-			t.Errorf("B after a no-op unassign: %v", got)
+		if diff := cmp.Diff([]string{k1}, hashesOf(b)); diff != "" {
+			t.Errorf("B after a no-op unassign (-want +got):\n%s", diff)
 		}
 		if n := unassign(a, k2, k2, gatehouse.HashKey("sk-gh-v1-unknown")); n != 1 {
 			t.Errorf("unassign: %d, want 1", n)
@@ -171,15 +172,15 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 	})
 
 	t.Run("global list is not captured by /guardrails/{id}", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		r := e.do("GET", "/api/v1/guardrails/assignments/keys", e.mgmt, nil).want(t, http.StatusOK)
 		items, total := resList(t, r)
 		got := map[string]string{}
 		for _, it := range items {
 			got[it["key_hash"].(string)] = it["guardrail_id"].(string)
 		}
-		if want := map[string]string{k1: b, k2: a, k3: c}; total != 3 || !reflect.DeepEqual(got, want) {
-			t.Errorf("all key assignments = %v (total %d), want %v", got, total, want)
+		if diff := cmp.Diff(map[string]string{k1: b, k2: a, k3: c}, got); diff != "" || total != 3 {
+			t.Errorf("all key assignments (total %d, want 3) (-want +got):\n%s", total, diff)
 		}
 		page, total := resList(t, e.do("GET", "/api/v1/guardrails/assignments/keys?offset=1&limit=1", e.mgmt, nil).want(t, http.StatusOK))
 		if len(page) != 1 || total != 3 || page[0]["key_hash"] != items[1]["key_hash"] {
@@ -190,9 +191,9 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 	})
 
 	t.Run("key renamed and deleted", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.do("PATCH", "/api/v1/keys/"+k1, e.mgmt, map[string]any{"name": "renamed"}).want(t, http.StatusOK)
-		list := resAssignments(e, e.mgmt, keys(b))
+		list := e.assignments(e.mgmt, keys(b))
 		if len(list) != 1 || list[0]["key_name"] != "renamed" || list[0]["key_label"] != "renamed" {
 			t.Errorf("after rename: %v", list)
 		}
@@ -200,7 +201,7 @@ func TestGuardrailKeyAssignments(t *testing.T) {
 		if got := hashesOf(b); len(got) != 0 {
 			t.Errorf("a deleted key's assignment remains: %v", got)
 		}
-		for _, it := range resAssignments(e, e.mgmt, "/api/v1/guardrails/assignments/keys") {
+		for _, it := range e.assignments(e.mgmt, "/api/v1/guardrails/assignments/keys") {
 			if it["key_hash"] == k1 {
 				t.Errorf("a deleted key's assignment is listed: %v", it)
 			}
@@ -224,17 +225,17 @@ func TestGuardrailMemberAssignments(t *testing.T) {
 	m2 := e.addMember(e.mgmt, "m2@example.com")
 	m3 := e.addMember(e.mgmt, "m3@example.com")
 	team := e.createWorkspace(e.mgmt, "team")
-	a := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "A"})["id"].(string)
-	b := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "B", "workspace_id": team})["id"].(string)
+	a := e.createGuardrail(e.mgmt, map[string]any{"name": "A"})["id"].(string)
+	b := e.createGuardrail(e.mgmt, map[string]any{"name": "B", "workspace_id": team})["id"].(string)
 	api := resAssignmentAPI{e: e, kind: "members", body: "member_user_ids", field: "user_id"}
 	members, assign, unassign, usersOf := api.path, api.assign, api.unassign, api.ids
 
 	if n := assign(a, m1, m2, m1); n != 2 {
 		t.Errorf("assign: %d, want 2", n)
 	}
-	for _, it := range resAssignments(e, e.mgmt, members(a)) {
+	for _, it := range e.assignments(e.mgmt, members(a)) {
 		resWantFields(t, "member assignment", it, "id guardrail_id user_id organization_id assigned_by created_at")
-		if it["guardrail_id"] != a || it["organization_id"] != e.org.ID || it["assigned_by"] != nil || it["created_at"] != resNow(e) {
+		if it["guardrail_id"] != a || it["organization_id"] != e.org.ID || it["assigned_by"] != nil || it["created_at"] != e.now() {
 			t.Errorf("assignment %v", it)
 		}
 	}
@@ -245,20 +246,20 @@ func TestGuardrailMemberAssignments(t *testing.T) {
 	if n := assign(b, m1, m3); n != 2 {
 		t.Errorf("move: %d, want 2", n)
 	}
-	if got := usersOf(a); !reflect.DeepEqual(got, []string{m2}) {
-		t.Errorf("A = %v", got)
+	if diff := cmp.Diff([]string{m2}, usersOf(a)); diff != "" {
+		t.Errorf("A (-want +got):\n%s", diff)
 	}
-	if got := usersOf(b); !reflect.DeepEqual(got, resSorted([]string{m1, m3})) {
-		t.Errorf("B = %v", got)
+	if diff := cmp.Diff(resSorted([]string{m1, m3}), usersOf(b)); diff != "" {
+		t.Errorf("B (-want +got):\n%s", diff)
 	}
 
 	t.Run("non-members assign nothing", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.unchanged("non-member", func() {
 			er := resWantError(t, e.do("POST", members(a), e.mgmt, map[string]any{"member_user_ids": []string{m3, "user_ghost"}}),
 				http.StatusBadRequest, "member_user_ids")
-			if got := resStrings(t, er.Metadata["member_user_ids"]); !reflect.DeepEqual(got, []string{"user_ghost"}) {
-				t.Errorf("metadata.member_user_ids = %v", got)
+			if diff := cmp.Diff([]string{"user_ghost"}, resStrings(t, er.Metadata["member_user_ids"])); diff != "" {
+				t.Errorf("metadata.member_user_ids (-want +got):\n%s", diff)
 			}
 		})
 		for _, c := range []struct {
@@ -272,7 +273,7 @@ func TestGuardrailMemberAssignments(t *testing.T) {
 			{"101", map[string]any{"member_user_ids": resIDs(101, "u")}, "member_user_ids"},
 			{"user_ids instead", map[string]any{"user_ids": []string{m1}}, "user_ids"},
 		} {
-			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
+			e.runUnchanged(t, c.name, func(t *testing.T, e *testEnv) {
 				resWantError(t, e.do("POST", members(a), e.mgmt, c.body), http.StatusBadRequest, c.field)
 				resWantError(t, e.do("POST", members(a)+"/remove", e.mgmt, c.body), http.StatusBadRequest, c.field)
 			})
@@ -286,25 +287,25 @@ func TestGuardrailMemberAssignments(t *testing.T) {
 		if n := unassign(b, m1, m1); n != 1 {
 			t.Errorf("unassign: %d, want 1", n)
 		}
-		if got := usersOf(b); !reflect.DeepEqual(got, []string{m3}) {
-			t.Errorf("B = %v", got)
+		if diff := cmp.Diff([]string{m3}, usersOf(b)); diff != "" {
+			t.Errorf("B (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("global list", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		items, total := resList(t, e.do("GET", "/api/v1/guardrails/assignments/members", e.mgmt, nil).want(t, http.StatusOK))
 		got := map[string]string{}
 		for _, it := range items {
 			got[it["user_id"].(string)] = it["guardrail_id"].(string)
 		}
-		if want := map[string]string{m2: a, m3: b}; total != 2 || !reflect.DeepEqual(got, want) {
-			t.Errorf("all member assignments = %v (total %d), want %v", got, total, want)
+		if diff := cmp.Diff(map[string]string{m2: a, m3: b}, got); diff != "" || total != 2 {
+			t.Errorf("all member assignments (total %d, want 2) (-want +got):\n%s", total, diff)
 		}
 	})
 
 	t.Run("a removed member's assignment disappears", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		resWantDeleted(t, e.do("DELETE", "/api/v1/organization/members/"+m2, e.mgmt, nil))
 		if got := usersOf(a); len(got) != 0 {
 			t.Errorf("A = %v", got)
@@ -317,12 +318,12 @@ func TestGuardrailMemberAssignments(t *testing.T) {
 func TestGuardrailBadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "g"})["id"].(string)
+	g := e.createGuardrail(e.mgmt, map[string]any{"name": "g"})["id"].(string)
 	k, _ := e.createKey(e.mgmt, map[string]any{"name": "k"})
 	m := e.addMember(e.mgmt, "m@example.com")
 	gp := "/api/v1/guardrails/" + g
 	long := strings.Repeat("a", 100_001)
-	resRunBadInput(t, e, []resBadInput{
+	e.runBadInput(t, []resBadInput{
 		resBad("malformed", "POST", "/api/v1/guardrails", `{"name":"x"`, 400, "malformed JSON"),
 		resBad("not an object", "POST", "/api/v1/guardrails", `[{"name":"x"}]`, 400, "JSON object"),
 		resBad("empty body", "POST", "/api/v1/guardrails", ``, 400, "request body"),

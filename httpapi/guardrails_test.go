@@ -3,15 +3,16 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
-// resCreateGuardrail creates a guardrail and returns it.
-func resCreateGuardrail(e *testEnv, key string, body map[string]any) map[string]any {
+// createGuardrail creates a guardrail and returns it.
+func (e *testEnv) createGuardrail(key string, body map[string]any) map[string]any {
 	e.t.Helper()
 	return resData(e.t, e.do("POST", "/api/v1/guardrails", key, body).want(e.t, http.StatusCreated))
 }
@@ -36,16 +37,16 @@ func TestGuardrailList(t *testing.T) {
 	team := e.createWorkspace(e.mgmt, "team")
 	var names []string
 	for i := range 3 {
-		resTick(e)
+		e.tick()
 		name := fmt.Sprintf("g%d", i)
-		resCreateGuardrail(e, e.mgmt, map[string]any{"name": name})
+		e.createGuardrail(e.mgmt, map[string]any{"name": name})
 		names = append(names, name)
 	}
-	inTeam := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "team only", "workspace_id": team})
+	inTeam := e.createGuardrail(e.mgmt, map[string]any{"name": "team only", "workspace_id": team})
 
 	items, total = resList(t, e.do("GET", "/api/v1/guardrails", e.mgmt, nil).want(t, http.StatusOK))
-	if total != 3 || !reflect.DeepEqual(resField(items, "name"), names) {
-		t.Errorf("default list = %v (total %d), want %v", resField(items, "name"), total, names)
+	if diff := cmp.Diff(names, resField(items, "name")); diff != "" || total != 3 {
+		t.Errorf("default list (total %d, want 3) (-want +got):\n%s", total, diff)
 	}
 	for _, it := range items {
 		resWantFields(t, "guardrail", it, guardrailFields)
@@ -54,10 +55,10 @@ func TestGuardrailList(t *testing.T) {
 	if total != 1 || items[0]["id"] != inTeam["id"] {
 		t.Errorf("team list = %v (total %d)", resField(items, "name"), total)
 	}
-	def := resWorkspace(e, e.mgmt, "default")["id"].(string)
+	def := e.workspace(e.mgmt, "default")["id"].(string)
 	items, _ = resList(t, e.do("GET", "/api/v1/guardrails?workspace_id="+def, e.mgmt, nil).want(t, http.StatusOK))
-	if !reflect.DeepEqual(resField(items, "name"), names) {
-		t.Errorf("workspace_id=default id lists %v", resField(items, "name"))
+	if diff := cmp.Diff(names, resField(items, "name")); diff != "" {
+		t.Errorf("workspace_id=default id lists (-want +got):\n%s", diff)
 	}
 	for _, p := range []struct {
 		query string
@@ -71,8 +72,8 @@ func TestGuardrailList(t *testing.T) {
 		{"limit=2&offset=2", names[2:]},
 	} {
 		items, total := resList(t, e.do("GET", "/api/v1/guardrails?"+p.query, e.mgmt, nil).want(t, http.StatusOK))
-		if got := resField(items, "name"); !reflect.DeepEqual(got, p.want) || total != 3 {
-			t.Errorf("?%s = %v (total %d), want %v (total 3)", p.query, got, total, p.want)
+		if diff := cmp.Diff(p.want, resField(items, "name")); diff != "" || total != 3 {
+			t.Errorf("?%s (total %d, want 3) (-want +got):\n%s", p.query, total, diff)
 		}
 	}
 	for _, q := range []string{"offset=-1", "offset=x", "offset=0.5", "limit=0", "limit=-1", "limit=101",
@@ -93,10 +94,10 @@ func TestGuardrailCreate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	team := e.createWorkspace(e.mgmt, "team")
-	def := resWorkspace(e, e.mgmt, "default")["id"].(string)
+	def := e.workspace(e.mgmt, "default")["id"].(string)
 
 	t.Run("every field round-trips", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		body := map[string]any{
 			"name": "Full", "description": "every field",
 			"allowed_models":    []any{"openai/gpt-4o", "anthropic/claude-3.5-sonnet"},
@@ -117,41 +118,41 @@ func TestGuardrailCreate(t *testing.T) {
 				map[string]any{"slug": "credit-card", "action": "block"},
 			},
 		}
-		g := resCreateGuardrail(e, e.mgmt, with(body, "workspace_id", team))
+		g := e.createGuardrail(e.mgmt, with(body, "workspace_id", team))
 		resWantFields(t, "guardrail", g, guardrailFields)
 		want := resCopy(body)
-		want["id"], want["workspace_id"], want["created_at"], want["updated_at"] = g["id"], team, resNow(e), resNow(e)
+		want["id"], want["workspace_id"], want["created_at"], want["updated_at"] = g["id"], team, e.now(), e.now()
 		want["content_filter_builtins"] = []any{
 			map[string]any{"slug": "email", "action": "redact", "scan_scope": "user_only", "label": "[EMAIL]"},
 			map[string]any{"slug": "credit-card", "action": "block", "label": "[CREDIT_CARD]"},
 		}
-		if !reflect.DeepEqual(g, want) {
-			t.Errorf("created\n got %v\nwant %v", g, want)
+		if diff := cmp.Diff(want, g); diff != "" {
+			t.Errorf("created (-want +got):\n%s", diff)
 		}
 		got := resData(t, e.do("GET", "/api/v1/guardrails/"+g["id"].(string), e.mgmt, nil).want(t, http.StatusOK))
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("GET\n got %v\nwant %v", got, want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("GET (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("defaults", func(t *testing.T) {
-		e := resSub(e, t)
-		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "Minimal"})
+		e := e.sub(t)
+		g := e.createGuardrail(e.mgmt, map[string]any{"name": "Minimal"})
 		want := map[string]any{"id": g["id"], "name": "Minimal", "workspace_id": def, "include_byok_in_budgets": false,
-			"created_at": resNow(e), "updated_at": resNow(e)}
+			"created_at": e.now(), "updated_at": e.now()}
 		for _, f := range strings.Fields(guardrailFields) {
 			if _, ok := want[f]; !ok {
 				want[f] = nil
 			}
 		}
-		if !reflect.DeepEqual(g, want) {
-			t.Errorf("defaults\n got %v\nwant %v", g, want)
+		if diff := cmp.Diff(want, g); diff != "" {
+			t.Errorf("defaults (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("enforce_zdr fills the unset enforce_zdr_*", func(t *testing.T) {
-		e := resSub(e, t)
-		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "zdr", "enforce_zdr": true, "enforce_zdr_openai": false})
+		e := e.sub(t)
+		g := e.createGuardrail(e.mgmt, map[string]any{"name": "zdr", "enforce_zdr": true, "enforce_zdr_openai": false})
 		for f, want := range map[string]any{"enforce_zdr": true, "enforce_zdr_anthropic": true, "enforce_zdr_openai": false,
 			"enforce_zdr_google": true, "enforce_zdr_xai": true, "enforce_zdr_other": true} {
 			if g[f] != want {
@@ -161,7 +162,7 @@ func TestGuardrailCreate(t *testing.T) {
 	})
 
 	t.Run("builtin labels are the system's", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		builtins := []any{}
 		want := []any{}
 		for slug, label := range map[string]string{"email": "[EMAIL]", "phone": "[PHONE]", "ssn": "[SSN]",
@@ -170,23 +171,23 @@ func TestGuardrailCreate(t *testing.T) {
 			builtins = append(builtins, map[string]any{"slug": slug, "action": "flag", "label": "mine", "scan_scope": "all_messages"})
 			want = append(want, map[string]any{"slug": slug, "action": "flag", "label": label, "scan_scope": "all_messages"})
 		}
-		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "builtins", "content_filter_builtins": builtins})
-		if !reflect.DeepEqual(g["content_filter_builtins"], want) {
-			t.Errorf("builtins = %v, want %v", g["content_filter_builtins"], want)
+		g := e.createGuardrail(e.mgmt, map[string]any{"name": "builtins", "content_filter_builtins": builtins})
+		if diff := cmp.Diff(want, g["content_filter_builtins"]); diff != "" {
+			t.Errorf("builtins (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("region alias", func(t *testing.T) {
-		e := resSub(e, t)
-		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "eu", "allowed_data_regions": []any{"eu", "global"}})
-		if !reflect.DeepEqual(g["allowed_data_regions"], []any{"europe", "global"}) {
-			t.Errorf("allowed_data_regions = %v", g["allowed_data_regions"])
+		e := e.sub(t)
+		g := e.createGuardrail(e.mgmt, map[string]any{"name": "eu", "allowed_data_regions": []any{"eu", "global"}})
+		if diff := cmp.Diff([]any{"europe", "global"}, g["allowed_data_regions"]); diff != "" {
+			t.Errorf("allowed_data_regions (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("longest pattern and name", func(t *testing.T) {
-		e := resSub(e, t)
-		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": strings.Repeat("n", 200),
+		e := e.sub(t)
+		g := e.createGuardrail(e.mgmt, map[string]any{"name": strings.Repeat("n", 200),
 			"content_filters": []any{map[string]any{"pattern": strings.Repeat("a", 100_000), "action": "flag"}}})
 		if len(g["content_filters"].([]any)[0].(map[string]any)["pattern"].(string)) != 100_000 {
 			t.Errorf("100 000-character pattern not stored")
@@ -194,8 +195,8 @@ func TestGuardrailCreate(t *testing.T) {
 	})
 
 	t.Run("refused", func(t *testing.T) {
-		e := resSub(e, t)
-		resCreateGuardrail(e, e.mgmt, map[string]any{"name": "taken"})
+		e := e.sub(t)
+		e.createGuardrail(e.mgmt, map[string]any{"name": "taken"})
 		for _, c := range []struct {
 			name  string
 			body  map[string]any
@@ -230,7 +231,7 @@ func TestGuardrailCreate(t *testing.T) {
 			{"description 1001", map[string]any{"name": "x", "description": strings.Repeat("d", 1001)}, "description"},
 			{"reserved name", map[string]any{"name": gatehouse.DefaultGuardrailName(def)}, "name"},
 		} {
-			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
+			e.runUnchanged(t, c.name, func(t *testing.T, e *testEnv) {
 				resWantError(t, e.do("POST", "/api/v1/guardrails", e.mgmt, c.body), http.StatusBadRequest, c.field)
 			})
 		}
@@ -241,9 +242,9 @@ func TestGuardrailCreate(t *testing.T) {
 	})
 
 	t.Run("same name in another workspace", func(t *testing.T) {
-		e := resSub(e, t)
-		resCreateGuardrail(e, e.mgmt, map[string]any{"name": "shared"})
-		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "shared", "workspace_id": "team"})
+		e := e.sub(t)
+		e.createGuardrail(e.mgmt, map[string]any{"name": "shared"})
+		g := e.createGuardrail(e.mgmt, map[string]any{"name": "shared", "workspace_id": "team"})
 		if g["workspace_id"] != team {
 			t.Errorf("workspace_id by slug: %v, want %s", g["workspace_id"], team)
 		}
@@ -253,10 +254,10 @@ func TestGuardrailCreate(t *testing.T) {
 func TestGuardrailGet(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "g"})
+	g := e.createGuardrail(e.mgmt, map[string]any{"name": "g"})
 	id := g["id"].(string)
-	if got := resData(t, e.do("GET", "/api/v1/guardrails/"+id, e.mgmt, nil).want(t, http.StatusOK)); !reflect.DeepEqual(got, g) {
-		t.Errorf("GET = %v, want %v", got, g)
+	if diff := cmp.Diff(g, resData(t, e.do("GET", "/api/v1/guardrails/"+id, e.mgmt, nil).want(t, http.StatusOK))); diff != "" {
+		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{"nope", "123", strings.TrimSuffix(id, id[len(id)-1:]), id + "0",
 		"00000000-0000-4000-8000-000000000000", "{" + id + "}", "urn:uuid:" + id} {
@@ -267,13 +268,13 @@ func TestGuardrailGet(t *testing.T) {
 func TestGuardrailUpdate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "g", "description": "d",
+	g := e.createGuardrail(e.mgmt, map[string]any{"name": "g", "description": "d",
 		"allowed_models": []any{"a/one", "a/two"}, "allowed_providers": []any{"openai"},
 		"limit_usd": 5, "reset_interval": "daily",
 		"content_filters":         []any{map[string]any{"pattern": "x+", "action": "flag"}},
 		"content_filter_builtins": []any{map[string]any{"slug": "ssn", "action": "block"}},
 		"allowed_data_regions":    []any{"us"}})
-	resCreateGuardrail(e, e.mgmt, map[string]any{"name": "other"})
+	e.createGuardrail(e.mgmt, map[string]any{"name": "other"})
 	id := g["id"].(string)
 	path := "/api/v1/guardrails/" + id
 	cur := g
@@ -300,24 +301,24 @@ func TestGuardrailUpdate(t *testing.T) {
 		{"booleans", map[string]any{"include_byok_in_budgets": true, "enable_paid_model_training": false}, nil},
 		{"empty patch", map[string]any{}, nil},
 	} {
-		resTick(e)
+		e.tick()
 		got := resData(t, e.do("PATCH", path, e.mgmt, c.body).want(t, http.StatusOK))
 		want := resPatched(cur, c.body, c.apply)
 		if b, ok := want["limit_usd"].(int); ok {
 			want["limit_usd"] = float64(b)
 		}
-		want["updated_at"] = resNow(e)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s\n got %v\nwant %v", c.name, got, want)
+		want["updated_at"] = e.now()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
 		}
 		cur = got
 	}
-	if got := resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK)); !reflect.DeepEqual(got, cur) {
-		t.Errorf("GET after updates\n got %v\nwant %v", got, cur)
+	if diff := cmp.Diff(cur, resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK))); diff != "" {
+		t.Errorf("GET after updates (-want +got):\n%s", diff)
 	}
 
 	t.Run("refused", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		for _, c := range []struct {
 			name   string
 			body   map[string]any
@@ -334,7 +335,7 @@ func TestGuardrailUpdate(t *testing.T) {
 			{"null include_byok", map[string]any{"include_byok_in_budgets": nil}, 400, "include_byok_in_budgets"},
 			{"reserved name", map[string]any{"name": gatehouse.DefaultGuardrailName(g["workspace_id"].(string))}, 400, "name"},
 		} {
-			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
+			e.runUnchanged(t, c.name, func(t *testing.T, e *testEnv) {
 				resWantError(t, e.do("PATCH", path, e.mgmt, c.body), c.status, c.field)
 			})
 		}
@@ -351,10 +352,10 @@ func TestGuardrailDelete(t *testing.T) {
 	e := newEnv(t)
 	m := e.addMember(e.mgmt, "m@example.com")
 	k, _ := e.createKey(e.mgmt, map[string]any{"name": "k"})
-	g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "doomed"})["id"].(string)
-	other := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "other"})["id"].(string)
-	resAssigned(e, e.mgmt, "/api/v1/guardrails/"+g+"/assignments/keys", "assigned_count", map[string]any{"key_hashes": []string{k}})
-	resAssigned(e, e.mgmt, "/api/v1/guardrails/"+g+"/assignments/members", "assigned_count", map[string]any{"member_user_ids": []string{m}})
+	g := e.createGuardrail(e.mgmt, map[string]any{"name": "doomed"})["id"].(string)
+	other := e.createGuardrail(e.mgmt, map[string]any{"name": "other"})["id"].(string)
+	e.assigned(e.mgmt, "/api/v1/guardrails/"+g+"/assignments/keys", "assigned_count", map[string]any{"key_hashes": []string{k}})
+	e.assigned(e.mgmt, "/api/v1/guardrails/"+g+"/assignments/members", "assigned_count", map[string]any{"member_user_ids": []string{m}})
 
 	resWantDeleted(t, e.do("DELETE", "/api/v1/guardrails/"+g, e.mgmt, nil))
 	e.unchanged("after delete", func() {
@@ -365,17 +366,17 @@ func TestGuardrailDelete(t *testing.T) {
 		resWantError(t, e.do("GET", "/api/v1/guardrails/"+g+"/assignments/keys", e.mgmt, nil), http.StatusNotFound, "not found")
 		resWantError(t, e.do("DELETE", "/api/v1/guardrails/nope", e.mgmt, nil), http.StatusNotFound, "not found")
 	})
-	if a := resAssignments(e, e.mgmt, "/api/v1/guardrails/assignments/keys"); len(a) != 0 {
+	if a := e.assignments(e.mgmt, "/api/v1/guardrails/assignments/keys"); len(a) != 0 {
 		t.Errorf("key assignments remain: %v", a)
 	}
-	if a := resAssignments(e, e.mgmt, "/api/v1/guardrails/assignments/members"); len(a) != 0 {
+	if a := e.assignments(e.mgmt, "/api/v1/guardrails/assignments/members"); len(a) != 0 {
 		t.Errorf("member assignments remain: %v", a)
 	}
 	// The key and the member are free for another guardrail.
-	if n := resAssigned(e, e.mgmt, "/api/v1/guardrails/"+other+"/assignments/keys", "assigned_count", map[string]any{"key_hashes": []string{k}}); n != 1 {
+	if n := e.assigned(e.mgmt, "/api/v1/guardrails/"+other+"/assignments/keys", "assigned_count", map[string]any{"key_hashes": []string{k}}); n != 1 {
 		t.Errorf("assigned_count = %d", n)
 	}
-	if n := resAssigned(e, e.mgmt, "/api/v1/guardrails/"+other+"/assignments/members", "assigned_count", map[string]any{"member_user_ids": []string{m}}); n != 1 {
+	if n := e.assigned(e.mgmt, "/api/v1/guardrails/"+other+"/assignments/members", "assigned_count", map[string]any{"member_user_ids": []string{m}}); n != 1 {
 		t.Errorf("assigned_count = %d", n)
 	}
 }
@@ -385,7 +386,7 @@ func TestGuardrailDelete(t *testing.T) {
 func TestDefaultGuardrail(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ws := resWorkspace(e, e.mgmt, "default")
+	ws := e.workspace(e.mgmt, "default")
 	wsID, id := ws["id"].(string), ws["default_guardrail_id"].(string)
 	path := "/api/v1/guardrails/" + id
 	fixed := "Workspace " + wsID + " Default"
@@ -407,12 +408,12 @@ func TestDefaultGuardrail(t *testing.T) {
 	if g["id"] != id || g["name"] != fixed || g["workspace_id"] != wsID || g["limit_usd"] != 10.0 {
 		t.Errorf("materialized default guardrail = %v", g)
 	}
-	if got := resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK)); !reflect.DeepEqual(got, g) {
-		t.Errorf("GET = %v, want %v", got, g)
+	if diff := cmp.Diff(g, resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK))); diff != "" {
+		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	items, _ := resList(t, e.do("GET", "/api/v1/guardrails", e.mgmt, nil).want(t, http.StatusOK))
-	if !reflect.DeepEqual(resField(items, "id"), []string{id}) {
-		t.Errorf("list = %v", resField(items, "id"))
+	if diff := cmp.Diff([]string{id}, resField(items, "id")); diff != "" {
+		t.Errorf("list (-want +got):\n%s", diff)
 	}
 	e.unchanged("rename default guardrail", func() {
 		resWantError(t, e.do("PATCH", path, e.mgmt, map[string]any{"name": "Renamed"}), http.StatusBadRequest, "name")
@@ -420,14 +421,14 @@ func TestDefaultGuardrail(t *testing.T) {
 	e.do("PATCH", path, e.mgmt, map[string]any{"name": fixed, "description": "ours"}).want(t, http.StatusOK)
 
 	// Another guardrail cannot take the name.
-	other := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "other"})["id"].(string)
+	other := e.createGuardrail(e.mgmt, map[string]any{"name": "other"})["id"].(string)
 	e.unchanged("rename to the default name", func() {
 		resWantError(t, e.do("PATCH", "/api/v1/guardrails/"+other, e.mgmt, map[string]any{"name": fixed}), http.StatusBadRequest, "name")
 	})
 
 	// Assignments work on it like on any guardrail.
 	k, _ := e.createKey(e.mgmt, map[string]any{"name": "k"})
-	if n := resAssigned(e, e.mgmt, path+"/assignments/keys", "assigned_count", map[string]any{"key_hashes": []string{k}}); n != 1 {
+	if n := e.assigned(e.mgmt, path+"/assignments/keys", "assigned_count", map[string]any{"key_hashes": []string{k}}); n != 1 {
 		t.Errorf("assigned_count = %d", n)
 	}
 
@@ -440,7 +441,7 @@ func TestDefaultGuardrail(t *testing.T) {
 	}
 
 	// Each workspace has its own.
-	team := resWorkspace(e, e.mgmt, e.createWorkspace(e.mgmt, "team"))
+	team := e.workspace(e.mgmt, e.createWorkspace(e.mgmt, "team"))
 	tg := resData(t, e.do("PATCH", "/api/v1/guardrails/"+team["default_guardrail_id"].(string), e.mgmt,
 		map[string]any{"allowed_providers": []any{"openai"}}).want(t, http.StatusOK))
 	if tg["workspace_id"] != team["id"] || tg["name"] != "Workspace "+team["id"].(string)+" Default" {

@@ -19,7 +19,7 @@ type inputCase struct {
 // its status and a message naming the problem, and that together they
 // change nothing. (One snapshot around the table keeps the suite fast; a
 // failing request that wrote anything shows up as a changed database.)
-func checkInputCases(t *testing.T, e *testEnv, method, path, key string, cases []inputCase) {
+func (e *testEnv) checkInputCases(t *testing.T, method, path, key string, cases []inputCase) {
 	t.Helper()
 	e.unchanged(method+" "+path+" with bad input", func() {
 		for _, c := range cases {
@@ -31,7 +31,7 @@ func checkInputCases(t *testing.T, e *testEnv, method, path, key string, cases [
 			if want == 0 {
 				want = http.StatusBadRequest
 			}
-			res := sendRawBody(e, method, path, key, ct, c.body)
+			res := e.sendRawBody(method, path, key, ct, c.body)
 			if res.Status != want {
 				t.Errorf("%s: status %d, want %d; body %s", c.name, res.Status, want, truncateBody(res.Body))
 				continue
@@ -54,7 +54,7 @@ func TestKeysBadInput(t *testing.T) {
 	hash, _ := e.createKey(e.mgmt, map[string]any{"name": "target", "limit": 1})
 	long := strings.Repeat("n", 201)
 	t.Run("create", func(t *testing.T) {
-		checkInputCases(t, e, "POST", "/api/v1/keys", e.mgmt, []inputCase{
+		e.checkInputCases(t, "POST", "/api/v1/keys", e.mgmt, []inputCase{
 			{name: "malformed JSON", body: `{"name": `, message: "malformed JSON"},
 			{name: "malformed JSON token", body: `{"name": nope}`, message: "malformed JSON"},
 			{name: "empty body", body: ``, message: "request body is required"},
@@ -95,7 +95,7 @@ func TestKeysBadInput(t *testing.T) {
 		})
 	})
 	t.Run("update", func(t *testing.T) {
-		checkInputCases(t, e, "PATCH", "/api/v1/keys/"+hash, e.mgmt, []inputCase{
+		e.checkInputCases(t, "PATCH", "/api/v1/keys/"+hash, e.mgmt, []inputCase{
 			{name: "malformed JSON", body: `{"limit": 1`, message: "malformed JSON"},
 			{name: "empty body", body: ``, message: "request body is required"},
 			{name: "not an object", body: `"limit"`, message: "JSON object"},
@@ -123,7 +123,7 @@ func TestKeysBadInput(t *testing.T) {
 	})
 	t.Run("malformed ids", func(t *testing.T) {
 		for _, id := range []string{"abc", strings.Repeat("z", 64), strings.ToUpper(hash), hash + "ff"} {
-			checkInputCases(t, e, "PATCH", "/api/v1/keys/"+id, e.mgmt, []inputCase{
+			e.checkInputCases(t, "PATCH", "/api/v1/keys/"+id, e.mgmt, []inputCase{
 				{name: "PATCH " + id, body: `{"name": "x"}`, status: 404, message: "key not found"},
 			})
 		}

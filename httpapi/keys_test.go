@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // keyView is the API-key object of /keys, decoded.
@@ -43,18 +44,8 @@ type keyView struct {
 // wireTime formats t as the API renders timestamps.
 func wireTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-func fptr(f float64) *float64 { return &f }
-func sptr(s string) *string   { return &s }
-
 func eqF(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 func eqS(a, b *string) bool  { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-
-func showF(p *float64) string {
-	if p == nil {
-		return "null"
-	}
-	return fmt.Sprint(*p)
-}
 
 func showS(p *string) string {
 	if p == nil {
@@ -64,20 +55,20 @@ func showS(p *string) string {
 }
 
 // getKeyView fetches a key through GET /keys/{hash}.
-func getKeyView(e *testEnv, hash string) keyView {
+func (e *testEnv) getKeyView(hash string) keyView {
 	e.t.Helper()
-	return keyViewAnswer(e, "GET", hash, nil)
+	return e.keyViewAnswer("GET", hash, nil)
 }
 
 // patchKeyView updates a key and returns the answer's key object.
-func patchKeyView(e *testEnv, hash string, body any) keyView {
+func (e *testEnv) patchKeyView(hash string, body any) keyView {
 	e.t.Helper()
-	return keyViewAnswer(e, "PATCH", hash, body)
+	return e.keyViewAnswer("PATCH", hash, body)
 }
 
 // keyViewAnswer sends method to /keys/{hash} and returns the key object of
 // its 200 answer.
-func keyViewAnswer(e *testEnv, method, hash string, body any) keyView {
+func (e *testEnv) keyViewAnswer(method, hash string, body any) keyView {
 	e.t.Helper()
 	var out struct {
 		Data keyView `json:"data"`
@@ -87,7 +78,7 @@ func keyViewAnswer(e *testEnv, method, hash string, body any) keyView {
 }
 
 // workspaceIDOf returns the UUID of a workspace named by UUID or slug.
-func workspaceIDOf(e *testEnv, mgmt, ref string) string {
+func (e *testEnv) workspaceIDOf(mgmt, ref string) string {
 	e.t.Helper()
 	var out struct {
 		Data struct {
@@ -122,15 +113,15 @@ func TestCreateKeyEveryField(t *testing.T) {
 		t.Errorf("hash %s is not the SHA-256 of the key", out.Data.Hash)
 	}
 	k := out.Data
-	if k.Name != "Everything" || k.Label != "Everything" || k.Disabled || !eqF(k.Limit, fptr(12.5)) ||
-		!eqF(k.LimitRemaining, fptr(12.5)) || !eqS(k.LimitReset, sptr("weekly")) || !k.IncludeBYOKInLimit ||
-		!eqS(k.ExpiresAt, sptr(wireTime(expires))) || !eqS(k.CreatorUserID, &user) || k.WorkspaceID != wsID ||
-		!eqS(k.ExternalUser, sptr("partner-user-1")) || k.CreatedAt != wireTime(testStart) || k.UpdatedAt != nil ||
+	if k.Name != "Everything" || k.Label != "Everything" || k.Disabled || !eqF(k.Limit, new(12.5)) ||
+		!eqF(k.LimitRemaining, new(12.5)) || !eqS(k.LimitReset, new("weekly")) || !k.IncludeBYOKInLimit ||
+		!eqS(k.ExpiresAt, new(wireTime(expires))) || !eqS(k.CreatorUserID, &user) || k.WorkspaceID != wsID ||
+		!eqS(k.ExternalUser, new("partner-user-1")) || k.CreatedAt != wireTime(testStart) || k.UpdatedAt != nil ||
 		k.Usage != 0 || k.BYOKUsage != 0 {
 		t.Errorf("created key = %+v", k)
 	}
-	if got := getKeyView(e, k.Hash); !reflect.DeepEqual(got, k) {
-		t.Errorf("GET = %+v\nwant %+v", got, k)
+	if diff := cmp.Diff(k, e.getKeyView(k.Hash)); diff != "" {
+		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	if strings.Contains(e.snapshot(), strings.Repeat("x", 32)) {
 		t.Error("external.api_key is stored in plaintext")
@@ -149,7 +140,7 @@ func TestCreateKeyDefaults(t *testing.T) {
 	k := out.Data
 	if k.Limit != nil || k.LimitRemaining != nil || k.LimitReset != nil || k.IncludeBYOKInLimit || k.Disabled ||
 		k.ExpiresAt != nil || k.CreatorUserID != nil || k.ExternalUser != nil || k.UpdatedAt != nil ||
-		k.WorkspaceID != workspaceIDOf(e, e.mgmt, "default") || k.Label != "plain" {
+		k.WorkspaceID != e.workspaceIDOf(e.mgmt, "default") || k.Label != "plain" {
 		t.Errorf("defaults: %+v", k)
 	}
 	// The workspace may be named by UUID too.
@@ -207,7 +198,7 @@ func TestListKeys(t *testing.T) {
 		h, _ := e.createKey(e.mgmt, body)
 		hashes = append(hashes, h)
 	}
-	patchKeyView(e, hashes[2], map[string]any{"disabled": true})
+	e.patchKeyView(hashes[2], map[string]any{"disabled": true})
 
 	list := func(query string) []string {
 		t.Helper()
@@ -304,8 +295,8 @@ func TestGetKey(t *testing.T) {
 		Data keyView `json:"data"`
 	}
 	e.do("POST", "/api/v1/keys", e.mgmt, map[string]any{"name": "g", "limit": 1}).want(t, http.StatusCreated).decode(t, &created)
-	if got := getKeyView(e, created.Data.Hash); !reflect.DeepEqual(got, created.Data) {
-		t.Errorf("GET = %+v, want %+v", got, created.Data)
+	if diff := cmp.Diff(created.Data, e.getKeyView(created.Data.Hash)); diff != "" {
+		t.Errorf("GET (-want +got):\n%s", diff)
 	}
 	mgmtHash := gatehouse.HashKey(e.mgmt)
 	_, mgmtB := e.newOrg("Org B")
@@ -348,8 +339,8 @@ func TestUpdateKeySeedRules(t *testing.T) {
 
 	// Label follows name after a rename.
 	e.clock.Set(testStart.Add(time.Minute))
-	k := patchKeyView(e, hash, map[string]any{"name": "after"})
-	if k.Name != "after" || k.Label != "after" || !eqS(k.UpdatedAt, sptr(wireTime(testStart.Add(time.Minute)))) {
+	k := e.patchKeyView(hash, map[string]any{"name": "after"})
+	if k.Name != "after" || k.Label != "after" || !eqS(k.UpdatedAt, new(wireTime(testStart.Add(time.Minute)))) {
 		t.Errorf("rename: %+v", k)
 	}
 	if cur := e.do("GET", "/api/v1/key", key, nil).want(t, http.StatusOK).json(t)["data"].(map[string]any); cur["label"] != "after" {
@@ -361,10 +352,10 @@ func TestUpdateKeySeedRules(t *testing.T) {
 		body  map[string]any
 		check func(k keyView) bool
 	}{
-		{map[string]any{"limit": 20}, func(k keyView) bool { return eqF(k.Limit, fptr(20)) && eqF(k.LimitRemaining, fptr(17)) }},
-		{map[string]any{"limit_reset": "weekly"}, func(k keyView) bool { return eqS(k.LimitReset, sptr("weekly")) && eqF(k.LimitRemaining, fptr(17)) }},
+		{map[string]any{"limit": 20}, func(k keyView) bool { return eqF(k.Limit, new(20.0)) && eqF(k.LimitRemaining, new(17.0)) }},
+		{map[string]any{"limit_reset": "weekly"}, func(k keyView) bool { return eqS(k.LimitReset, new("weekly")) && eqF(k.LimitRemaining, new(17.0)) }},
 		{map[string]any{"limit_reset": "monthly", "limit": 2.5}, func(k keyView) bool {
-			return eqS(k.LimitReset, sptr("monthly")) && eqF(k.Limit, fptr(2.5)) && eqF(k.LimitRemaining, fptr(0))
+			return eqS(k.LimitReset, new("monthly")) && eqF(k.Limit, new(2.5)) && eqF(k.LimitRemaining, new(0.0))
 		}},
 		{map[string]any{"include_byok_in_limit": true}, func(k keyView) bool { return k.IncludeBYOKInLimit }},
 		{map[string]any{"include_byok_in_limit": false}, func(k keyView) bool { return !k.IncludeBYOKInLimit }},
@@ -373,18 +364,18 @@ func TestUpdateKeySeedRules(t *testing.T) {
 		{map[string]any{"limit": nil, "limit_reset": nil}, func(k keyView) bool {
 			return k.Limit == nil && k.LimitRemaining == nil && k.LimitReset == nil
 		}},
-		{map[string]any{"limit": 0}, func(k keyView) bool { return eqF(k.Limit, fptr(0)) && eqF(k.LimitRemaining, fptr(0)) }},
+		{map[string]any{"limit": 0}, func(k keyView) bool { return eqF(k.Limit, new(0.0)) && eqF(k.LimitRemaining, new(0.0)) }},
 		{map[string]any{"limit": 100, "limit_reset": nil}, func(k keyView) bool {
-			return eqF(k.Limit, fptr(100)) && k.LimitReset == nil && eqF(k.LimitRemaining, fptr(97))
+			return eqF(k.Limit, new(100.0)) && k.LimitReset == nil && eqF(k.LimitRemaining, new(97.0))
 		}},
 	}
 	for i, s := range steps {
-		got := patchKeyView(e, hash, s.body)
+		got := e.patchKeyView(hash, s.body)
 		if !s.check(got) {
 			t.Errorf("step %d %v: answer %+v", i, s.body, got)
 		}
-		if again := getKeyView(e, hash); !reflect.DeepEqual(again, got) {
-			t.Errorf("step %d: GET %+v differs from PATCH answer %+v", i, again, got)
+		if diff := cmp.Diff(got, e.getKeyView(hash)); diff != "" {
+			t.Errorf("step %d: GET against the PATCH answer (-PATCH +GET):\n%s", i, diff)
 		}
 		if got.Usage != 3 || got.UsageDaily != 3 || got.UsageWeekly != 3 || got.UsageMonthly != 3 {
 			t.Errorf("step %d %v: usage reset: %+v", i, s.body, got)
@@ -392,11 +383,11 @@ func TestUpdateKeySeedRules(t *testing.T) {
 	}
 
 	// {} is valid and changes nothing.
-	before := getKeyView(e, hash)
+	before := e.getKeyView(hash)
 	e.clock.Set(testStart.Add(time.Hour))
 	e.unchanged("PATCH {}", func() {
-		if got := patchKeyView(e, hash, map[string]any{}); !reflect.DeepEqual(got, before) {
-			t.Errorf("PATCH {} = %+v, want %+v", got, before)
+		if diff := cmp.Diff(before, e.patchKeyView(hash, map[string]any{})); diff != "" {
+			t.Errorf("PATCH {} (-want +got):\n%s", diff)
 		}
 	})
 

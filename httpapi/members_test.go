@@ -3,10 +3,11 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // memberView is an organization member, decoded.
@@ -58,8 +59,8 @@ func TestListMembers(t *testing.T) {
 		for _, m := range p.Data {
 			got = append(got, m.ID)
 		}
-		if !reflect.DeepEqual(got, c.want) || p.TotalCount != 5 {
-			t.Errorf("GET /organization/members%s = %v (total %d), want %v (total 5)", c.query, got, p.TotalCount, c.want)
+		if diff := cmp.Diff(c.want, got); diff != "" || p.TotalCount != 5 {
+			t.Errorf("GET /organization/members%s (total %d, want 5) (-want +got):\n%s", c.query, p.TotalCount, diff)
 		}
 	}
 	for _, c := range []struct{ query, field string }{
@@ -96,14 +97,14 @@ func TestAddMember(t *testing.T) {
 	e.do("POST", "/api/v1/organization/members", e.mgmt, map[string]any{
 		"id": "user_grace", "email": "Grace@Example.com", "first_name": "Grace", "last_name": "Hopper", "role": "org:admin",
 	}).want(t, http.StatusCreated).decode(t, &out)
-	want := memberView{ID: "user_grace", Email: "Grace@Example.com", FirstName: sptr("Grace"), LastName: sptr("Hopper"), Role: "org:admin"}
-	if !reflect.DeepEqual(out.Data, want) {
-		t.Errorf("explicit member = %+v, want %+v", out.Data, want)
+	want := memberView{ID: "user_grace", Email: "Grace@Example.com", FirstName: new("Grace"), LastName: new("Hopper"), Role: "org:admin"}
+	if diff := cmp.Diff(want, out.Data); diff != "" {
+		t.Errorf("explicit member (-want +got):\n%s", diff)
 	}
 	var p memberPage
 	e.do("GET", "/api/v1/organization/members", e.mgmt, nil).want(t, http.StatusOK).decode(t, &p)
-	if p.TotalCount != 2 || !reflect.DeepEqual(p.Data, []memberView{generated, want}) {
-		t.Errorf("list = %+v", p)
+	if diff := cmp.Diff([]memberView{generated, want}, p.Data); diff != "" || p.TotalCount != 2 {
+		t.Errorf("list (total %d, want 2) (-want +got):\n%s", p.TotalCount, diff)
 	}
 
 	e.unchanged("rejected members", func() {
@@ -172,7 +173,7 @@ func TestRemoveMember(t *testing.T) {
 		}
 	})
 	// A disabled key no longer blocks; neither does an expired one.
-	patchKeyView(e, hash, map[string]any{"disabled": true})
+	e.patchKeyView(hash, map[string]any{"disabled": true})
 	res := e.do("DELETE", "/api/v1/organization/members/"+leaver, e.mgmt, nil).want(t, http.StatusOK)
 	compareJSONObjects(t, "DELETE member", res.json(t), map[string]any{"deleted": true})
 	e.clock.Set(testStart.Add(time.Hour))
@@ -192,7 +193,7 @@ func TestMembersBadInput(t *testing.T) {
 	e := newEnv(t)
 	e.addMember(e.mgmt, "taken@example.com")
 	em := `"email": "new@example.com"`
-	checkInputCases(t, e, "POST", "/api/v1/organization/members", e.mgmt, []inputCase{
+	e.checkInputCases(t, "POST", "/api/v1/organization/members", e.mgmt, []inputCase{
 		{name: "malformed JSON", body: `{` + em, message: "malformed JSON"},
 		{name: "empty body", body: ``, message: "request body is required"},
 		{name: "not an object", body: `"new@example.com"`, message: "JSON object"},

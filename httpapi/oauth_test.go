@@ -31,7 +31,7 @@ type authCodeView struct {
 }
 
 // createCode creates an authorization code with key and returns it.
-func createCode(e *testEnv, key string, body map[string]any) authCodeView {
+func (e *testEnv) createCode(key string, body map[string]any) authCodeView {
 	e.t.Helper()
 	var out struct {
 		Data authCodeView `json:"data"`
@@ -52,7 +52,7 @@ type exchangeView struct {
 }
 
 // exchange exchanges a code (no credential) and returns the answer.
-func exchange(e *testEnv, body map[string]any) exchangeView {
+func (e *testEnv) exchange(body map[string]any) exchangeView {
 	e.t.Helper()
 	var out exchangeView
 	e.do("POST", "/api/v1/auth/keys", "", body).want(e.t, http.StatusOK).decode(e.t, &out)
@@ -65,7 +65,7 @@ func TestCreateAuthCode(t *testing.T) {
 	_, regular := e.createKey(e.mgmt, map[string]any{"name": "app-creator"})
 	_, mgmtB := e.newOrg("Org B")
 
-	a := createCode(e, e.mgmt, map[string]any{"callback_url": "https://app.example.com/callback"})
+	a := e.createCode(e.mgmt, map[string]any{"callback_url": "https://app.example.com/callback"})
 	if len(a.ID) < 22 || a.CreatedAt != wireTime(testStart) {
 		t.Errorf("code = %+v", a)
 	}
@@ -86,7 +86,7 @@ func TestCreateAuthCode(t *testing.T) {
 		{e.mgmt, "https://other.example.com/again", "A https://other.example.com"},
 		{mgmtB, "https://app.example.com/again", "B https://app.example.com"},
 	} {
-		b := createCode(e, c.key, map[string]any{"callback_url": c.url})
+		b := e.createCode(c.key, map[string]any{"callback_url": c.url})
 		if seen[b.ID] {
 			t.Errorf("code %s issued twice", b.ID)
 		}
@@ -125,7 +125,7 @@ func TestExchangeAuthCodeMethods(t *testing.T) {
 		if c.method != nil {
 			body["code_challenge_method"] = c.method
 		}
-		code := createCode(e, e.mgmt, body)
+		code := e.createCode(e.mgmt, body)
 		x := map[string]any{"code": code.ID, "code_verifier": verifier}
 		switch c.send {
 		case nil:
@@ -134,15 +134,15 @@ func TestExchangeAuthCodeMethods(t *testing.T) {
 		default:
 			x["code_challenge_method"] = c.send
 		}
-		got := exchange(e, x)
+		got := e.exchange(x)
 		if !strings.HasPrefix(got.Key, gatehouse.KeyPrefix) || got.UserID != nil {
 			t.Errorf("%s: %+v", c.name, got)
 		}
 		e.do("GET", "/api/v1/key", got.Key, nil).want(t, http.StatusOK)
 	}
 	// A code without a challenge needs no verifier.
-	code := createCode(e, e.mgmt, map[string]any{"callback_url": cb})
-	got := exchange(e, map[string]any{"code": code.ID})
+	code := e.createCode(e.mgmt, map[string]any{"callback_url": cb})
+	got := e.exchange(map[string]any{"code": code.ID})
 	e.do("GET", "/api/v1/key", got.Key, nil).want(t, http.StatusOK)
 }
 
@@ -154,7 +154,7 @@ func TestOAuthKeyProperties(t *testing.T) {
 	_, creator := e.createKey(e.mgmt, map[string]any{"name": "creator", "creator_user_id": user, "workspace_id": "apps"})
 	expires := time.Date(2027, 6, 30, 12, 0, 0, 0, time.UTC)
 	verifier, challenge := pkcePair("props")
-	code := createCode(e, creator, map[string]any{
+	code := e.createCode(creator, map[string]any{
 		"callback_url": "http://127.0.0.1:8976/callback", "code_challenge": challenge, "code_challenge_method": "S256",
 		"limit": 5.5, "usage_limit_type": "weekly", "expires_at": "2027-06-30T12:00:00Z",
 		"key_label": "My App", "workspace_id": "apps",
@@ -178,7 +178,7 @@ func TestOAuthKeyProperties(t *testing.T) {
 			t.Errorf("new key %s = %v, want %v", field, cur[field], want)
 		}
 	}
-	k := getKeyView(e, gatehouse.HashKey(got.Key))
+	k := e.getKeyView(gatehouse.HashKey(got.Key))
 	if k.Name != "My App" || k.WorkspaceID != wsID {
 		t.Errorf("GET /keys/{hash} = %+v", k)
 	}
@@ -189,14 +189,14 @@ func TestOAuthKeyProperties(t *testing.T) {
 		e.do("POST", "/api/v1/auth/keys/code", creator, map[string]any{
 			"callback_url": "https://app.example.com/cb", "workspace_id": "default"}).want(t, http.StatusForbidden)
 	})
-	own := createCode(e, creator, map[string]any{"callback_url": "https://app.example.com/cb"})
-	if k := getKeyView(e, gatehouse.HashKey(exchange(e, map[string]any{"code": own.ID}).Key)); k.WorkspaceID != wsID {
+	own := e.createCode(creator, map[string]any{"callback_url": "https://app.example.com/cb"})
+	if k := e.getKeyView(gatehouse.HashKey(e.exchange(map[string]any{"code": own.ID}).Key)); k.WorkspaceID != wsID {
 		t.Errorf("code of a regular key without workspace_id: key in %s, want %s", k.WorkspaceID, wsID)
 	}
 
 	// Defaults: label "OAuth key", no limit, no expiry, default workspace;
 	// a management key has no creator_user_id, so user_id is null.
-	plain := createCode(e, e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb"})
+	plain := e.createCode(e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb"})
 	req = httptest.NewRequest("POST", "/api/v1/auth/keys", strings.NewReader(`{"code": "`+plain.ID+`"}`))
 	req.Header.Set("Authorization", "Basic Zm9vOmJhcg==") // a malformed credential is ignored too
 	var got2 exchangeView
@@ -204,9 +204,9 @@ func TestOAuthKeyProperties(t *testing.T) {
 	if got2.UserID != nil {
 		t.Errorf("user_id = %s, want null", showS(got2.UserID))
 	}
-	k2 := getKeyView(e, gatehouse.HashKey(got2.Key))
+	k2 := e.getKeyView(gatehouse.HashKey(got2.Key))
 	if k2.Name != "OAuth key" || k2.Limit != nil || k2.LimitReset != nil || k2.ExpiresAt != nil ||
-		k2.WorkspaceID != workspaceIDOf(e, e.mgmt, "default") || k2.CreatorUserID != nil {
+		k2.WorkspaceID != e.workspaceIDOf(e.mgmt, "default") || k2.CreatorUserID != nil {
 		t.Errorf("default OAuth key = %+v", k2)
 	}
 }
@@ -217,7 +217,7 @@ func TestExchangeAuthCodeErrors(t *testing.T) {
 	cb := "https://app.example.com/cb"
 	verifier, challenge := pkcePair("errors")
 	wrong, _ := pkcePair("wrong-verifier")
-	code := createCode(e, e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge})
+	code := e.createCode(e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge})
 
 	post := func(body any) *response {
 		t.Helper()
@@ -249,14 +249,14 @@ func TestExchangeAuthCodeErrors(t *testing.T) {
 	expect("missing verifier", post(map[string]any{"code": code.ID}), 403, "code_verifier")
 	expect("null verifier", post(map[string]any{"code": code.ID, "code_verifier": nil}), 400, "code_verifier")
 	expect("plain verifier on S256", post(map[string]any{"code": code.ID, "code_verifier": challenge}), 403, "code_verifier")
-	exchange(e, map[string]any{"code": code.ID, "code_verifier": verifier}) // the fifth attempt succeeds
+	e.exchange(map[string]any{"code": code.ID, "code_verifier": verifier}) // the fifth attempt succeeds
 	e.unchanged("used code", func() {
 		expect("used code", post(map[string]any{"code": code.ID, "code_verifier": verifier}), 403, "")
 	})
 
 	// Five failed attempts burn the code.
 	verifier2, challenge2 := pkcePair("burn")
-	burned := createCode(e, e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge2})
+	burned := e.createCode(e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge2})
 	for i := range gatehouse.MaxVerifierAttempts {
 		expect(fmt.Sprintf("failure %d", i+1), post(map[string]any{"code": burned.ID, "code_verifier": wrong}), 403, "")
 	}
@@ -268,11 +268,11 @@ func TestExchangeAuthCodeErrors(t *testing.T) {
 	start := testStart.Add(time.Hour)
 	e.clock.Set(start)
 	verifier3, challenge3 := pkcePair("expiry-a")
-	late := createCode(e, e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge3})
+	late := e.createCode(e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge3})
 	verifier4, challenge4 := pkcePair("expiry-b")
-	onTime := createCode(e, e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge4})
+	onTime := e.createCode(e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge4})
 	e.clock.Set(start.Add(gatehouse.AuthCodeTTL - time.Millisecond))
-	exchange(e, map[string]any{"code": onTime.ID, "code_verifier": verifier4})
+	e.exchange(map[string]any{"code": onTime.ID, "code_verifier": verifier4})
 	e.clock.Set(start.Add(gatehouse.AuthCodeTTL))
 	e.unchanged("expired code", func() {
 		expect("expired code", post(map[string]any{"code": late.ID, "code_verifier": verifier3}), 403, "")
@@ -284,7 +284,7 @@ func TestAuthCodeDuplicateChallenge(t *testing.T) {
 	e := newEnv(t)
 	cb := "https://app.example.com/cb"
 	verifier, challenge := pkcePair("dup")
-	code := createCode(e, e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge})
+	code := e.createCode(e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge})
 	e.unchanged("duplicate challenge", func() {
 		res := e.do("POST", "/api/v1/auth/keys/code", e.mgmt,
 			map[string]any{"callback_url": "https://other.example.com/cb", "code_challenge": challenge}).want(t, http.StatusConflict)
@@ -293,8 +293,8 @@ func TestAuthCodeDuplicateChallenge(t *testing.T) {
 		}
 	})
 	// Once the first code is used, the challenge is free again.
-	exchange(e, map[string]any{"code": code.ID, "code_verifier": verifier})
-	createCode(e, e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge})
+	e.exchange(map[string]any{"code": code.ID, "code_verifier": verifier})
+	e.createCode(e.mgmt, map[string]any{"callback_url": cb, "code_challenge": challenge})
 }
 
 func TestAuthCodeCallbackURL(t *testing.T) {
@@ -304,7 +304,7 @@ func TestAuthCodeCallbackURL(t *testing.T) {
 		"https://app.example.com/cb", "https://app.example.com:8443/a/b?c=d",
 		"http://localhost/cb", "http://localhost:3000/cb", "http://127.0.0.1:8080/cb", "http://127.0.0.1/",
 	} {
-		createCode(e, e.mgmt, map[string]any{"callback_url": ok})
+		e.createCode(e.mgmt, map[string]any{"callback_url": ok})
 	}
 	e.unchanged("bad callback URLs", func() {
 		for _, bad := range []any{
@@ -348,7 +348,7 @@ func TestExchangeIsAtomic(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	verifier, challenge := pkcePair("race")
-	code := createCode(e, e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb", "code_challenge": challenge})
+	code := e.createCode(e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb", "code_challenge": challenge})
 	body := map[string]any{"code": code.ID, "code_verifier": verifier}
 
 	const n = 10
@@ -397,7 +397,7 @@ func TestOAuthBadInput(t *testing.T) {
 	cb := `"callback_url": "https://app.example.com/cb"`
 	_, challenge := pkcePair("bad-input")
 	t.Run("create code", func(t *testing.T) {
-		checkInputCases(t, e, "POST", "/api/v1/auth/keys/code", e.mgmt, []inputCase{
+		e.checkInputCases(t, "POST", "/api/v1/auth/keys/code", e.mgmt, []inputCase{
 			{name: "malformed JSON", body: `{` + cb, message: "malformed JSON"},
 			{name: "empty body", body: ``, message: "request body is required"},
 			{name: "not an object", body: `[]`, message: "JSON object"},
@@ -426,7 +426,7 @@ func TestOAuthBadInput(t *testing.T) {
 		})
 	})
 	t.Run("exchange", func(t *testing.T) {
-		checkInputCases(t, e, "POST", "/api/v1/auth/keys", "", []inputCase{
+		e.checkInputCases(t, "POST", "/api/v1/auth/keys", "", []inputCase{
 			{name: "malformed JSON", body: `{"code": "x"`, message: "malformed JSON"},
 			{name: "empty body", body: ``, message: "request body is required"},
 			{name: "not an object", body: `"ghc_x"`, message: "JSON object"},
@@ -456,13 +456,13 @@ func TestOAuthCodeBoundByCreator(t *testing.T) {
 	g := e.guardrail(map[string]any{"allowed_models": []string{"acme/exact"}})
 	e.assign(g, "keys", creatorHash)
 
-	code := createCode(e.testEnv, creator, map[string]any{"callback_url": "https://app.example.com/cb",
+	code := e.createCode(creator, map[string]any{"callback_url": "https://app.example.com/cb",
 		"limit": 5, "usage_limit_type": "monthly", "expires_at": "2028-01-01T00:00:00Z"})
-	got := exchange(e.testEnv, map[string]any{"code": code.ID})
+	got := e.exchange(map[string]any{"code": code.ID})
 	hash := gatehouse.HashKey(got.Key)
-	k := getKeyView(e.testEnv, hash)
+	k := e.getKeyView(hash)
 	if k.Limit == nil || *k.Limit != 0.01 || k.LimitReset != nil || k.ExpiresAt == nil ||
-		*k.ExpiresAt != wireTime(creatorExpires) || k.WorkspaceID != workspaceIDOf(e.testEnv, e.mgmt, "default") ||
+		*k.ExpiresAt != wireTime(creatorExpires) || k.WorkspaceID != e.workspaceIDOf(e.mgmt, "default") ||
 		k.CreatorUserID == nil || *k.CreatorUserID != user {
 		t.Errorf("exchanged key = %+v, want limit 0.01 never reset, expiry %s", k, wireTime(creatorExpires))
 	}
@@ -497,7 +497,7 @@ func TestOAuthCodeDiesWithCreator(t *testing.T) {
 		name string
 		kill func(e *testEnv, hash string)
 	}{
-		{"disabled", func(e *testEnv, hash string) { patchKeyView(e, hash, map[string]any{"disabled": true}) }},
+		{"disabled", func(e *testEnv, hash string) { e.patchKeyView(hash, map[string]any{"disabled": true}) }},
 		{"deleted", func(e *testEnv, hash string) {
 			e.do("DELETE", "/api/v1/keys/"+hash, e.mgmt, nil).want(e.t, http.StatusOK)
 		}},
@@ -510,7 +510,7 @@ func TestOAuthCodeDiesWithCreator(t *testing.T) {
 			hash, creator := e.createKey(e.mgmt, map[string]any{"name": "creator", "creator_user_id": user,
 				"expires_at": wireTime(testStart.Add(time.Hour))})
 			e.clock.Set(testStart.Add(time.Hour - time.Minute))
-			code := createCode(e, creator, map[string]any{"callback_url": "https://app.example.com/cb"})
+			code := e.createCode(creator, map[string]any{"callback_url": "https://app.example.com/cb"})
 			c.kill(e, hash)
 			res := e.do("POST", "/api/v1/auth/keys", "", map[string]any{"code": code.ID}).want(t, http.StatusForbidden)
 			if msg := res.errorMessage(t); !strings.Contains(msg, "created this authorization code") {
@@ -539,13 +539,13 @@ func TestOAuthCodeOfRemovedMember(t *testing.T) {
 	e.createWorkspace(e.mgmt, "apps")
 	e.do("POST", "/api/v1/workspaces/apps/members/add", e.mgmt, map[string]any{"user_ids": []string{user}}).want(t, http.StatusOK)
 	hash, creator := e.createKey(e.mgmt, map[string]any{"name": "creator", "creator_user_id": user, "workspace_id": "apps"})
-	code := createCode(e, creator, map[string]any{"callback_url": "https://app.example.com/cb"})
+	code := e.createCode(creator, map[string]any{"callback_url": "https://app.example.com/cb"})
 	e.unchanged("blocked removals", func() {
 		e.do("POST", "/api/v1/workspaces/apps/members/remove", e.mgmt, map[string]any{"user_ids": []string{user}}).
 			want(t, http.StatusBadRequest)
 		e.do("DELETE", "/api/v1/organization/members/"+user, e.mgmt, nil).want(t, http.StatusBadRequest)
 	})
-	patchKeyView(e, hash, map[string]any{"disabled": true})
+	e.patchKeyView(hash, map[string]any{"disabled": true})
 	e.do("POST", "/api/v1/workspaces/apps/members/remove", e.mgmt, map[string]any{"user_ids": []string{user}}).want(t, http.StatusOK)
 	e.do("DELETE", "/api/v1/organization/members/"+user, e.mgmt, nil).want(t, http.StatusOK)
 	e.do("POST", "/api/v1/auth/keys", "", map[string]any{"code": code.ID}).want(t, http.StatusForbidden)

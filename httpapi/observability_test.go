@@ -16,7 +16,7 @@ import (
 )
 
 // sendWithID sends a request carrying an X-Request-Id header ("" for none).
-func sendWithID(e *testEnv, method, path, key, requestID string, body any) *response {
+func (e *testEnv) sendWithID(method, path, key, requestID string, body any) *response {
 	e.t.Helper()
 	var rd *strings.Reader
 	if body != nil {
@@ -67,7 +67,7 @@ func TestRequestID(t *testing.T) {
 		{"DELETE", "/api/v1/keys", e.mgmt, nil, 405},
 	} {
 		id := "Req-" + fmt.Sprint(c.status) + "_a.b"
-		res := sendWithID(e, c.method, c.path, c.key, id, c.body).want(t, c.status)
+		res := e.sendWithID(c.method, c.path, c.key, id, c.body).want(t, c.status)
 		if got := res.Header.Get("X-Request-Id"); got == id || !generatedID.MatchString(got) {
 			t.Errorf("%s %s: X-Request-Id %q, want the server's own id", c.method, c.path, got)
 		}
@@ -104,7 +104,7 @@ type logLine struct {
 }
 
 // logLines parses the log buffer, one JSON object per line.
-func logLines(t *testing.T, e *testEnv) []logLine {
+func (e *testEnv) logLines(t *testing.T) []logLine {
 	t.Helper()
 	var out []logLine
 	sc := bufio.NewScanner(strings.NewReader(e.logs.String()))
@@ -144,9 +144,9 @@ func TestRequestLog(t *testing.T) {
 	}
 	serverIDs := make([]string, len(cases))
 	for i, c := range cases {
-		serverIDs[i] = sendWithID(e, c.method, c.path, c.key, fmt.Sprintf("log-%d", i), c.body).want(t, c.status).Header.Get("X-Request-Id")
+		serverIDs[i] = e.sendWithID(c.method, c.path, c.key, fmt.Sprintf("log-%d", i), c.body).want(t, c.status).Header.Get("X-Request-Id")
 	}
-	lines := logLines(t, e)
+	lines := e.logLines(t)
 	if len(lines) != len(cases) {
 		t.Fatalf("%d log lines for %d requests:\n%s", len(lines), len(cases), e.logs)
 	}
@@ -180,9 +180,9 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	e.do("GET", "/api/v1/key", unknown, nil).want(t, http.StatusUnauthorized)
 
 	verifier, challenge := pkcePair("logs")
-	code := createCode(e, k1, map[string]any{"callback_url": "https://app.example.com/cb", "code_challenge": challenge})
+	code := e.createCode(k1, map[string]any{"callback_url": "https://app.example.com/cb", "code_challenge": challenge})
 	e.do("POST", "/api/v1/auth/keys", "", map[string]any{"code": code.ID, "code_verifier": "W" + verifier[1:]}).want(t, http.StatusForbidden)
-	x := exchange(e, map[string]any{"code": code.ID, "code_verifier": verifier})
+	x := e.exchange(map[string]any{"code": code.ID, "code_verifier": verifier})
 	e.do("GET", "/api/v1/key", x.Key, nil).want(t, http.StatusOK)
 	e.do("POST", "/api/v1/auth/keys", "", map[string]any{"code": code.ID, "code_verifier": verifier}).want(t, http.StatusForbidden)
 
@@ -303,7 +303,7 @@ func TestUnavailableLogsItsCause(t *testing.T) {
 	if strings.Contains(rec.Body.String(), "closed") {
 		t.Errorf("the client reads the cause: %s", rec.Body)
 	}
-	lines := logLines(t, e)
+	lines := e.logLines(t)
 	if len(lines) != 1 {
 		t.Fatalf("%d log lines, want 1:\n%s", len(lines), e.logs)
 	}

@@ -34,7 +34,7 @@ func (c *limiterClock) advance(d time.Duration) {
 
 // sendFrom sends a request from a client address with a raw Authorization
 // header value ("" for none).
-func sendFrom(e *testEnv, remote, method, path, authorization, body string) *response {
+func (e *testEnv) sendFrom(remote, method, path, authorization, body string) *response {
 	e.t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	req.RemoteAddr = remote
@@ -98,17 +98,17 @@ func TestRateLimit(t *testing.T) {
 	// One key: three requests pass, the fourth is refused.
 	t0 := lc.now()
 	for i := range 3 {
-		res := sendFrom(e, client, "GET", "/api/v1/key", bearer(k1), "")
+		res := e.sendFrom(client, "GET", "/api/v1/key", bearer(k1), "")
 		wantRate(t, "k1 request "+strconv.Itoa(i+1), res, http.StatusOK, 2-i, t0.Add(time.Duration(i+1)*time.Second))
 	}
-	wantLimited(t, "k1 request 4", sendFrom(e, client, "GET", "/api/v1/key", bearer(k1), ""), 1, t0.Add(3*time.Second))
+	wantLimited(t, "k1 request 4", e.sendFrom(client, "GET", "/api/v1/key", bearer(k1), ""), 1, t0.Add(3*time.Second))
 	// Half a second later one token is still half a second away: Retry-After
 	// rounds up to whole seconds.
 	lc.advance(500 * time.Millisecond)
-	wantLimited(t, "k1 after 0.5 s", sendFrom(e, client, "GET", "/api/v1/key", bearer(k1), ""), 1, t0.Add(3*time.Second))
+	wantLimited(t, "k1 after 0.5 s", e.sendFrom(client, "GET", "/api/v1/key", bearer(k1), ""), 1, t0.Add(3*time.Second))
 
 	// Another key, from the same address, has its own bucket.
-	wantRate(t, "k2", sendFrom(e, client, "GET", "/api/v1/key", bearer(k2), ""), http.StatusOK, 2, lc.now().Add(time.Second))
+	wantRate(t, "k2", e.sendFrom(client, "GET", "/api/v1/key", bearer(k2), ""), http.StatusOK, 2, lc.now().Add(time.Second))
 
 	// A 429 changes nothing.
 	for range 3 {
@@ -123,40 +123,40 @@ func TestRateLimit(t *testing.T) {
 	bogus := bearer("sk-gh-v1-" + strings.Repeat("0", 64))
 	tIP := lc.now()
 	for i := range 3 {
-		res := sendFrom(e, "198.51.100.7:1000", "GET", "/api/v1/keys", bogus, "")
+		res := e.sendFrom("198.51.100.7:1000", "GET", "/api/v1/keys", bogus, "")
 		wantRate(t, "bad credential "+strconv.Itoa(i+1), res, http.StatusUnauthorized, 2-i, tIP.Add(time.Duration(i+1)*time.Second))
 	}
 	for _, auth := range []string{bogus, "", "Basic x", bearer(k2[:len(k2)-1] + "x")} {
-		res := sendFrom(e, "198.51.100.7:2000", "GET", "/api/v1/keys", auth, "") // another port, same address
+		res := e.sendFrom("198.51.100.7:2000", "GET", "/api/v1/keys", auth, "") // another port, same address
 		wantLimited(t, "bad credential "+auth, res, 1, tIP.Add(3*time.Second))
 	}
 	// Another address has its own bucket, and a valid key from the limited
 	// address uses the key's bucket.
-	wantRate(t, "other address", sendFrom(e, "198.51.100.8:1000", "GET", "/api/v1/keys", bogus, ""),
+	wantRate(t, "other address", e.sendFrom("198.51.100.8:1000", "GET", "/api/v1/keys", bogus, ""),
 		http.StatusUnauthorized, 2, tIP.Add(time.Second))
-	sendFrom(e, "198.51.100.7:1000", "GET", "/api/v1/key", bearer(k2), "").want(t, http.StatusOK)
+	e.sendFrom("198.51.100.7:1000", "GET", "/api/v1/key", bearer(k2), "").want(t, http.StatusOK)
 
 	// The code exchange is limited per address, whatever credential it carries.
 	tX := lc.now()
 	exchange := `{"code": "ghc_unknown"}`
 	for i := range 3 {
-		res := sendFrom(e, "203.0.113.5:1", "POST", "/api/v1/auth/keys", "", exchange)
+		res := e.sendFrom("203.0.113.5:1", "POST", "/api/v1/auth/keys", "", exchange)
 		wantRate(t, "exchange "+strconv.Itoa(i+1), res, http.StatusForbidden, 2-i, tX.Add(time.Duration(i+1)*time.Second))
 	}
 	e.unchanged("limited exchange", func() {
-		wantLimited(t, "exchange 4", sendFrom(e, "203.0.113.5:1", "POST", "/api/v1/auth/keys", "", exchange), 1, tX.Add(3*time.Second))
-		wantLimited(t, "exchange with a key", sendFrom(e, "203.0.113.5:1", "POST", "/api/v1/auth/keys", bearer(e.mgmt), exchange), 1, tX.Add(3*time.Second))
+		wantLimited(t, "exchange 4", e.sendFrom("203.0.113.5:1", "POST", "/api/v1/auth/keys", "", exchange), 1, tX.Add(3*time.Second))
+		wantLimited(t, "exchange with a key", e.sendFrom("203.0.113.5:1", "POST", "/api/v1/auth/keys", bearer(e.mgmt), exchange), 1, tX.Add(3*time.Second))
 	})
-	sendFrom(e, "203.0.113.6:1", "POST", "/api/v1/auth/keys", "", exchange).want(t, http.StatusForbidden)
+	e.sendFrom("203.0.113.6:1", "POST", "/api/v1/auth/keys", "", exchange).want(t, http.StatusForbidden)
 
 	// After the refill time requests pass again: one token per second.
 	lc.advance(time.Second) // k1 is now 1.5 s past its fourth request's refusal
 	tR := lc.now()
-	wantRate(t, "k1 after refill", sendFrom(e, client, "GET", "/api/v1/key", bearer(k1), ""), http.StatusOK, 0, t0.Add(4*time.Second))
-	wantLimited(t, "k1 again", sendFrom(e, client, "GET", "/api/v1/key", bearer(k1), ""), 1, t0.Add(4*time.Second))
+	wantRate(t, "k1 after refill", e.sendFrom(client, "GET", "/api/v1/key", bearer(k1), ""), http.StatusOK, 0, t0.Add(4*time.Second))
+	wantLimited(t, "k1 again", e.sendFrom(client, "GET", "/api/v1/key", bearer(k1), ""), 1, t0.Add(4*time.Second))
 	lc.advance(3 * time.Second)
 	for i := range 3 {
-		res := sendFrom(e, client, "GET", "/api/v1/key", bearer(k1), "")
+		res := e.sendFrom(client, "GET", "/api/v1/key", bearer(k1), "")
 		wantRate(t, "k1 full bucket "+strconv.Itoa(i+1), res, http.StatusOK, 2-i, tR.Add(3*time.Second).Add(time.Duration(i+1)*time.Second))
 	}
 	// The limited PATCH can now go through.
@@ -172,18 +172,18 @@ func TestBogusTokenFloodSparesCodeExchanges(t *testing.T) {
 	e := newEnv(t, withLimiter(ratelimit.NewMemory(ratelimit.Config{RPS: 1, Burst: 10}, lc.now)))
 	codes := make([]string, 10)
 	for i := range codes {
-		codes[i] = createCode(e, e.mgmt, map[string]any{"callback_url": "https://app.example/cb"}).ID
+		codes[i] = e.createCode(e.mgmt, map[string]any{"callback_url": "https://app.example/cb"}).ID
 		lc.advance(time.Second)
 	}
 	lc.advance(time.Hour)
 	const addr = "192.0.2.77:5000"
 	for i := range 200 {
 		bogus := "Bearer sk-gh-v1-" + strings.Repeat(strconv.Itoa(i%10), 64)
-		sendFrom(e, addr, "GET", "/api/v1/key", bogus, "")
+		e.sendFrom(addr, "GET", "/api/v1/key", bogus, "")
 	}
-	sendFrom(e, addr, "GET", "/api/v1/key", "Bearer sk-gh-v1-"+strings.Repeat("f", 64), "").want(t, http.StatusTooManyRequests)
+	e.sendFrom(addr, "GET", "/api/v1/key", "Bearer sk-gh-v1-"+strings.Repeat("f", 64), "").want(t, http.StatusTooManyRequests)
 	for i, code := range codes {
-		res := sendFrom(e, addr, "POST", "/api/v1/auth/keys", "", `{"code":"`+code+`"}`)
+		res := e.sendFrom(addr, "POST", "/api/v1/auth/keys", "", `{"code":"`+code+`"}`)
 		if res.Status != http.StatusOK {
 			t.Errorf("exchange %d after the flood: %d %s", i+1, res.Status, res.Body)
 		}

@@ -5,47 +5,40 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Helpers shared by the workspace, guardrail, destination and tenancy tests.
-// Their names start with "res" so that they cannot collide with the helpers
-// of other test files of the package.
 
-// resSub returns e bound to the subtest t, so that its checks fail t.
-func resSub(e *testEnv, t testing.TB) *testEnv {
+// sub returns e bound to the subtest t, so that its checks fail t.
+func (e *testEnv) sub(t testing.TB) *testEnv {
 	c := *e
 	c.t = t
 	return &c
 }
 
-// resUnchanged runs fn as the subtest name, with e bound to it, and fails
+// runUnchanged runs fn as the subtest name, with e bound to it, and fails
 // if fn changed the database.
-func resUnchanged(t *testing.T, e *testEnv, name string, fn func(t *testing.T, e *testEnv)) {
+func (e *testEnv) runUnchanged(t *testing.T, name string, fn func(t *testing.T, e *testEnv)) {
 	t.Helper()
 	t.Run(name, func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.unchanged(name, func() { fn(t, e) })
 	})
 }
 
-// resSame is e.unchanged, by the name the tenancy tests call it.
-func resSame(e *testEnv, name string, fn func()) {
-	e.t.Helper()
-	e.unchanged(name, fn)
-}
-
-// resTick advances the test clock by a second, so that what is created next
+// tick advances the test clock by a second, so that what is created next
 // sorts after what was created before.
-func resTick(e *testEnv) { e.clock.Set(e.clock.Now().Add(time.Second)) }
+func (e *testEnv) tick() { e.clock.Set(e.clock.Now().Add(time.Second)) }
 
-// resNow is the test clock as the API renders it.
-func resNow(e *testEnv) string { return wireTime(e.clock.Now()) }
+// now is the test clock as the API renders it.
+func (e *testEnv) now() string { return wireTime(e.clock.Now()) }
 
 // resErr is a decoded error body.
 type resErr struct {
@@ -154,13 +147,13 @@ func resKeys(m map[string]any) []string {
 func resWantFields(t testing.TB, what string, obj map[string]any, fields string) {
 	t.Helper()
 	want := resSorted(strings.Fields(fields))
-	if got := resKeys(obj); !reflect.DeepEqual(got, want) {
-		t.Errorf("%s fields = %v, want %v", what, got, want)
+	if diff := cmp.Diff(want, resKeys(obj)); diff != "" {
+		t.Errorf("%s fields (-want +got):\n%s", what, diff)
 	}
 }
 
 // sendRawBody sends body verbatim with the given Content-Type ("" for none).
-func sendRawBody(e *testEnv, method, path, key, contentType, body string) *response {
+func (e *testEnv) sendRawBody(method, path, key, contentType, body string) *response {
 	e.t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	if contentType != "" {
@@ -172,34 +165,34 @@ func sendRawBody(e *testEnv, method, path, key, contentType, body string) *respo
 	return e.send(req)
 }
 
-// resCreateWorkspace creates a workspace from a full body and returns it.
-func resCreateWorkspace(e *testEnv, key string, body map[string]any) map[string]any {
+// postWorkspace creates a workspace from a full body and returns it.
+func (e *testEnv) postWorkspace(key string, body map[string]any) map[string]any {
 	e.t.Helper()
 	return resData(e.t, e.do("POST", "/api/v1/workspaces", key, body).want(e.t, http.StatusCreated))
 }
 
-// resWorkspace returns a workspace by reference.
-func resWorkspace(e *testEnv, key, ref string) map[string]any {
+// workspace returns a workspace by reference.
+func (e *testEnv) workspace(key, ref string) map[string]any {
 	e.t.Helper()
 	return resData(e.t, e.do("GET", "/api/v1/workspaces/"+ref, key, nil).want(e.t, http.StatusOK))
 }
 
-// resMember adds an organization member with a given role and returns its id.
-func resMember(e *testEnv, key, email, role string) string {
+// addMemberAs adds an organization member with a given role and returns its id.
+func (e *testEnv) addMemberAs(key, email, role string) string {
 	e.t.Helper()
 	r := e.do("POST", "/api/v1/organization/members", key, map[string]any{"email": email, "role": role}).
 		want(e.t, http.StatusCreated)
 	return resData(e.t, r)["id"].(string)
 }
 
-// resAddToWorkspace adds organization members to a workspace.
-func resAddToWorkspace(e *testEnv, key, ws string, ids ...string) {
+// addToWorkspace adds organization members to a workspace.
+func (e *testEnv) addToWorkspace(key, ws string, ids ...string) {
 	e.t.Helper()
 	e.do("POST", "/api/v1/workspaces/"+ws+"/members/add", key, map[string]any{"user_ids": ids}).want(e.t, http.StatusOK)
 }
 
-// resWorkspaceMembers returns the user ids of a workspace's members.
-func resWorkspaceMembers(e *testEnv, key, ws string) []string {
+// workspaceMembers returns the user ids of a workspace's members.
+func (e *testEnv) workspaceMembers(key, ws string) []string {
 	e.t.Helper()
 	items, total := resList(e.t, e.do("GET", "/api/v1/workspaces/"+ws+"/members?limit=100", key, nil).want(e.t, http.StatusOK))
 	if total != len(items) {
@@ -208,8 +201,8 @@ func resWorkspaceMembers(e *testEnv, key, ws string) []string {
 	return resSorted(resField(items, "user_id"))
 }
 
-// resCount counts rows of a query.
-func resCount(e *testEnv, query string, args ...any) int {
+// count counts rows of a query.
+func (e *testEnv) count(query string, args ...any) int {
 	e.t.Helper()
 	var n int
 	if err := e.readDB().QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
@@ -270,7 +263,7 @@ type resBadInput struct {
 	contentType string // "" means application/json (none when the body is empty)
 }
 
-func resRunBadInput(t *testing.T, e *testEnv, cases []resBadInput) {
+func (e *testEnv) runBadInput(t *testing.T, cases []resBadInput) {
 	t.Helper()
 	before := e.snapshot()
 	for _, c := range cases {
@@ -279,8 +272,8 @@ func resRunBadInput(t *testing.T, e *testEnv, cases []resBadInput) {
 			ct = "application/json"
 		}
 		t.Run(c.name, func(t *testing.T) {
-			e := resSub(e, t)
-			resWantError(t, sendRawBody(e, c.method, c.path, e.mgmt, ct, c.body), c.status, c.substr)
+			e := e.sub(t)
+			resWantError(t, e.sendRawBody(c.method, c.path, e.mgmt, ct, c.body), c.status, c.substr)
 			// Each snapshot is the "before" of the next case.
 			if after := e.snapshot(); after != before {
 				t.Errorf("%s changed the database:\nbefore:\n%s\nafter:\n%s", c.name, before, after)

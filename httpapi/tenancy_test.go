@@ -2,11 +2,12 @@ package httpapi_test
 
 import (
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // resTenant is an organization with one of everything.
@@ -26,28 +27,28 @@ type resTenant struct {
 	destination string // in ws
 }
 
-// resNewTenant fills an organization whose management key is mgmt.
-func resNewTenant(e *testEnv, name, orgID, mgmt, slug string) resTenant {
+// newTenant fills an organization whose management key is mgmt.
+func (e *testEnv) newTenant(name, orgID, mgmt, slug string) resTenant {
 	e.t.Helper()
 	tn := resTenant{name: name, orgID: orgID, mgmt: mgmt, slug: slug}
-	def := resWorkspace(e, mgmt, "default")
+	def := e.workspace(mgmt, "default")
 	tn.def = def["id"].(string)
 	tn.defGuard = def["default_guardrail_id"].(string)
 	e.do("PATCH", "/api/v1/guardrails/"+tn.defGuard, mgmt, map[string]any{"allowed_providers": []any{"openai"}}).want(e.t, http.StatusOK)
-	w := resCreateWorkspace(e, mgmt, map[string]any{"name": name + " team", "slug": slug})
+	w := e.postWorkspace(mgmt, map[string]any{"name": name + " team", "slug": slug})
 	tn.ws, tn.wsGuard = w["id"].(string), w["default_guardrail_id"].(string)
 	tn.member = e.addMember(mgmt, slug+"-member@example.com")
 	tn.other = e.addMember(mgmt, slug+"-other@example.com")
-	resAddToWorkspace(e, mgmt, tn.ws, tn.member)
+	e.addToWorkspace(mgmt, tn.ws, tn.member)
 	tn.key, _ = e.createKey(mgmt, map[string]any{"name": name + " key", "workspace_id": tn.ws, "creator_user_id": tn.member})
 	tn.defKey, _ = e.createKey(mgmt, map[string]any{"name": name + " default key"})
-	tn.guardrail = resCreateGuardrail(e, mgmt, map[string]any{"name": name + " guardrail", "workspace_id": tn.ws})["id"].(string)
+	tn.guardrail = e.createGuardrail(mgmt, map[string]any{"name": name + " guardrail", "workspace_id": tn.ws})["id"].(string)
 	gp := "/api/v1/guardrails/" + tn.guardrail + "/assignments/"
 	e.do("POST", gp+"keys", mgmt, map[string]any{"key_hashes": []string{tn.key}}).want(e.t, http.StatusOK)
 	e.do("POST", gp+"members", mgmt, map[string]any{"member_user_ids": []string{tn.member}}).want(e.t, http.StatusOK)
 	e.do("POST", "/api/v1/guardrails/"+tn.defGuard+"/assignments/keys", mgmt, map[string]any{"key_hashes": []string{tn.defKey}}).
 		want(e.t, http.StatusOK)
-	tn.destination = resCreateDestination(e, mgmt, map[string]any{"name": name + " sink", "type": "langfuse", "workspace_id": tn.ws,
+	tn.destination = e.createDestination(mgmt, map[string]any{"name": name + " sink", "type": "langfuse", "workspace_id": tn.ws,
 		"config": map[string]any{"publicKey": "pk-" + slug, "secretKey": "sk-lf-" + slug + "-0123456789"}})["id"].(string)
 	return tn
 }
@@ -65,16 +66,16 @@ func TestTenancy(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	orgB, mgmtB := e.newOrg("Org B")
-	a := resNewTenant(e, "Alpha", e.org.ID, e.mgmt, "alpha")
-	b := resNewTenant(e, "Beta", orgB.ID, mgmtB, "beta")
+	a := e.newTenant("Alpha", e.org.ID, e.mgmt, "alpha")
+	b := e.newTenant("Beta", orgB.ID, mgmtB, "beta")
 
 	for _, pair := range []struct{ attacker, victim resTenant }{{b, a}, {a, b}} {
 		attacker, victim := pair.attacker, pair.victim
 		t.Run(attacker.name+" on "+victim.name, func(t *testing.T) {
-			e := resSub(e, t)
-			resTenancyByID(t, e, attacker, victim)
-			resTenancyLists(t, e, attacker, victim)
-			resTenancyCrossLinks(t, e, attacker, victim)
+			e := e.sub(t)
+			e.tenancyByID(t, attacker, victim)
+			e.tenancyLists(t, attacker, victim)
+			e.tenancyCrossLinks(t, attacker, victim)
 		})
 	}
 	// Both organizations still have everything.
@@ -82,18 +83,18 @@ func TestTenancy(t *testing.T) {
 		e.do("GET", "/api/v1/keys/"+tn.key, tn.mgmt, nil).want(t, http.StatusOK)
 		e.do("GET", "/api/v1/guardrails/"+tn.guardrail, tn.mgmt, nil).want(t, http.StatusOK)
 		e.do("GET", "/api/v1/observability/destinations/"+tn.destination, tn.mgmt, nil).want(t, http.StatusOK)
-		if got := resWorkspaceMembers(e, tn.mgmt, tn.slug); !reflect.DeepEqual(got, []string{tn.member}) {
-			t.Errorf("%s members = %v", tn.name, got)
+		if diff := cmp.Diff([]string{tn.member}, e.workspaceMembers(tn.mgmt, tn.slug)); diff != "" {
+			t.Errorf("%s members (-want +got):\n%s", tn.name, diff)
 		}
-		if n := len(resAssignments(e, tn.mgmt, "/api/v1/guardrails/"+tn.guardrail+"/assignments/members")); n != 1 {
+		if n := len(e.assignments(tn.mgmt, "/api/v1/guardrails/"+tn.guardrail+"/assignments/members")); n != 1 {
 			t.Errorf("%s member assignments: %d", tn.name, n)
 		}
 	}
 }
 
-// resTenancyByID sends every operation that names a resource by id, with
+// tenancyByID sends every operation that names a resource by id, with
 // the attacker's key and the victim's ids: each is 404 and changes nothing.
-func resTenancyByID(t *testing.T, e *testEnv, attacker, victim resTenant) {
+func (e *testEnv) tenancyByID(t *testing.T, attacker, victim resTenant) {
 	t.Helper()
 	type op struct {
 		method, path string
@@ -157,11 +158,11 @@ func resTenancyByID(t *testing.T, e *testEnv, attacker, victim resTenant) {
 	})
 }
 
-// resTenancyLists checks that no list the attacker calls shows the victim's
+// tenancyLists checks that no list the attacker calls shows the victim's
 // rows, and that filtering by the victim's workspace is 404.
-func resTenancyLists(t *testing.T, e *testEnv, attacker, victim resTenant) {
+func (e *testEnv) tenancyLists(t *testing.T, attacker, victim resTenant) {
 	t.Helper()
-	resSame(e, "foreign lists", func() {
+	e.unchanged("foreign lists", func() {
 		for _, path := range []string{
 			"/api/v1/keys", "/api/v1/keys?include_disabled=true", "/api/v1/workspaces", "/api/v1/workspaces/default/members",
 			"/api/v1/workspaces/" + attacker.slug + "/members", "/api/v1/guardrails", "/api/v1/guardrails?workspace_id=" + attacker.ws,
@@ -184,35 +185,35 @@ func resTenancyLists(t *testing.T, e *testEnv, attacker, victim resTenant) {
 	})
 	// The attacker's own lists hold exactly its own rows.
 	items, _ := resList(t, e.do("GET", "/api/v1/guardrails/assignments/keys", attacker.mgmt, nil).want(t, http.StatusOK))
-	if got, want := resSorted(resField(items, "key_hash")), resSorted([]string{attacker.key, attacker.defKey}); !reflect.DeepEqual(got, want) {
-		t.Errorf("%s key assignments = %v, want %v", attacker.name, got, want)
+	if diff := cmp.Diff(resSorted([]string{attacker.key, attacker.defKey}), resSorted(resField(items, "key_hash"))); diff != "" {
+		t.Errorf("%s key assignments (-want +got):\n%s", attacker.name, diff)
 	}
 	items, _ = resList(t, e.do("GET", "/api/v1/organization/members", attacker.mgmt, nil).want(t, http.StatusOK))
-	if got, want := resSorted(resField(items, "id")), resSorted([]string{attacker.member, attacker.other}); !reflect.DeepEqual(got, want) {
-		t.Errorf("%s organization members = %v, want %v", attacker.name, got, want)
+	if diff := cmp.Diff(resSorted([]string{attacker.member, attacker.other}), resSorted(resField(items, "id"))); diff != "" {
+		t.Errorf("%s organization members (-want +got):\n%s", attacker.name, diff)
 	}
 }
 
-// resTenancyCrossLinks checks that the attacker cannot link the victim's
+// tenancyCrossLinks checks that the attacker cannot link the victim's
 // keys, members or workspaces to its own resources.
-func resTenancyCrossLinks(t *testing.T, e *testEnv, attacker, victim resTenant) {
+func (e *testEnv) tenancyCrossLinks(t *testing.T, attacker, victim resTenant) {
 	t.Helper()
 	own := "/api/v1/guardrails/" + attacker.guardrail + "/assignments/"
-	resSame(e, "cross links", func() {
+	e.unchanged("cross links", func() {
 		er := resWantError(t, e.do("POST", own+"keys", attacker.mgmt, map[string]any{"key_hashes": []string{attacker.key, victim.key}}),
 			http.StatusBadRequest, "key_hashes")
-		if got := resStrings(t, er.Metadata["key_hashes"]); !reflect.DeepEqual(got, []string{victim.key}) {
-			t.Errorf("metadata.key_hashes = %v", got)
+		if diff := cmp.Diff([]string{victim.key}, resStrings(t, er.Metadata["key_hashes"])); diff != "" {
+			t.Errorf("metadata.key_hashes (-want +got):\n%s", diff)
 		}
 		er = resWantError(t, e.do("POST", own+"members", attacker.mgmt,
 			map[string]any{"member_user_ids": []string{attacker.other, victim.member}}), http.StatusBadRequest, "member_user_ids")
-		if got := resStrings(t, er.Metadata["member_user_ids"]); !reflect.DeepEqual(got, []string{victim.member}) {
-			t.Errorf("metadata.member_user_ids = %v", got)
+		if diff := cmp.Diff([]string{victim.member}, resStrings(t, er.Metadata["member_user_ids"])); diff != "" {
+			t.Errorf("metadata.member_user_ids (-want +got):\n%s", diff)
 		}
 		er = resWantError(t, e.do("POST", "/api/v1/workspaces/"+attacker.ws+"/members/add", attacker.mgmt,
 			map[string]any{"user_ids": []string{attacker.other, victim.other}}), http.StatusBadRequest, "user_ids")
-		if got := resStrings(t, er.Metadata["user_ids"]); !reflect.DeepEqual(got, []string{victim.other}) {
-			t.Errorf("metadata.user_ids = %v", got)
+		if diff := cmp.Diff([]string{victim.other}, resStrings(t, er.Metadata["user_ids"])); diff != "" {
+			t.Errorf("metadata.user_ids (-want +got):\n%s", diff)
 		}
 		resWantError(t, e.do("POST", "/api/v1/workspaces/default/members/add", attacker.mgmt,
 			map[string]any{"user_ids": []string{victim.member}}), http.StatusBadRequest, "user_ids")
@@ -240,7 +241,7 @@ func resTenancyCrossLinks(t *testing.T, e *testEnv, attacker, victim resTenant) 
 	var out struct {
 		RemovedCount int `json:"removed_count"`
 	}
-	resSame(e, "remove a foreign member", func() {
+	e.unchanged("remove a foreign member", func() {
 		e.do("POST", "/api/v1/workspaces/"+attacker.ws+"/members/remove", attacker.mgmt,
 			map[string]any{"user_ids": []string{victim.member}}).want(t, http.StatusOK).decode(t, &out)
 	})
@@ -261,12 +262,12 @@ func TestTenancySharedUserID(t *testing.T) {
 	}
 	wsA := e.createWorkspace(e.mgmt, "team")
 	wsB := e.createWorkspace(mgmtB, "team")
-	resAddToWorkspace(e, e.mgmt, wsA, "user_shared")
-	resAddToWorkspace(e, mgmtB, wsB, "user_shared")
-	gA := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "g"})["id"].(string)
-	gB := resCreateGuardrail(e, mgmtB, map[string]any{"name": "g"})["id"].(string)
+	e.addToWorkspace(e.mgmt, wsA, "user_shared")
+	e.addToWorkspace(mgmtB, wsB, "user_shared")
+	gA := e.createGuardrail(e.mgmt, map[string]any{"name": "g"})["id"].(string)
+	gB := e.createGuardrail(mgmtB, map[string]any{"name": "g"})["id"].(string)
 	for _, c := range []struct{ key, g string }{{e.mgmt, gA}, {mgmtB, gB}} {
-		if n := resAssigned(e, c.key, "/api/v1/guardrails/"+c.g+"/assignments/members", "assigned_count",
+		if n := e.assigned(c.key, "/api/v1/guardrails/"+c.g+"/assignments/members", "assigned_count",
 			map[string]any{"member_user_ids": []string{"user_shared"}}); n != 1 {
 			t.Errorf("assigned_count = %d, want 1 in each organization", n)
 		}
@@ -284,21 +285,21 @@ func TestTenancySharedUserID(t *testing.T) {
 		t.Errorf("B removed_count = %d", out.RemovedCount)
 	}
 	resWantDeleted(t, e.do("DELETE", "/api/v1/organization/members/user_shared", mgmtB, nil))
-	if got := resWorkspaceMembers(e, e.mgmt, "team"); !reflect.DeepEqual(got, []string{"user_shared"}) {
-		t.Errorf("A's workspace members = %v", got)
+	if diff := cmp.Diff([]string{"user_shared"}, e.workspaceMembers(e.mgmt, "team")); diff != "" {
+		t.Errorf("A's workspace members (-want +got):\n%s", diff)
 	}
-	if a := resAssignments(e, e.mgmt, "/api/v1/guardrails/"+gA+"/assignments/members"); len(a) != 1 {
+	if a := e.assignments(e.mgmt, "/api/v1/guardrails/"+gA+"/assignments/members"); len(a) != 1 {
 		t.Errorf("A's member assignments = %v", a)
 	}
-	if a := resAssignments(e, mgmtB, "/api/v1/guardrails/assignments/members"); len(a) != 0 {
+	if a := e.assignments(mgmtB, "/api/v1/guardrails/assignments/members"); len(a) != 0 {
 		t.Errorf("B's member assignments = %v", a)
 	}
 	items, _ := resList(t, e.do("GET", "/api/v1/organization/members", e.mgmt, nil).want(t, http.StatusOK))
-	if !reflect.DeepEqual(resField(items, "id"), []string{"user_shared"}) {
-		t.Errorf("A's members = %v", resField(items, "id"))
+	if diff := cmp.Diff([]string{"user_shared"}, resField(items, "id")); diff != "" {
+		t.Errorf("A's members (-want +got):\n%s", diff)
 	}
 	// In A the same id is still blocked by its key.
-	resSame(e, "A's member with a key", func() {
+	e.unchanged("A's member with a key", func() {
 		resWantError(t, e.do("POST", "/api/v1/workspaces/team/members/remove", e.mgmt,
 			map[string]any{"user_ids": []string{"user_shared"}}), http.StatusBadRequest, "user_shared")
 	})

@@ -3,28 +3,29 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestWorkspaceMembers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	admin := resMember(e, e.mgmt, "admin@example.com", "org:admin")
-	resTick(e)
+	admin := e.addMemberAs(e.mgmt, "admin@example.com", "org:admin")
+	e.tick()
 	m1 := e.addMember(e.mgmt, "m1@example.com")
-	resTick(e)
+	e.tick()
 	m2 := e.addMember(e.mgmt, "m2@example.com")
-	def := resWorkspace(e, e.mgmt, "default")["id"].(string)
+	def := e.workspace(e.mgmt, "default")["id"].(string)
 	ws := e.createWorkspace(e.mgmt, "team")
 
 	t.Run("default workspace lists every member", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		items, total := resList(t, e.do("GET", "/api/v1/workspaces/default/members", e.mgmt, nil).want(t, http.StatusOK))
-		if total != 3 || !reflect.DeepEqual(resField(items, "user_id"), []string{admin, m1, m2}) {
-			t.Fatalf("default members = %v (total %d)", resField(items, "user_id"), total)
+		if diff := cmp.Diff([]string{admin, m1, m2}, resField(items, "user_id")); diff != "" || total != 3 {
+			t.Fatalf("default members (total %d, want 3) (-want +got):\n%s", total, diff)
 		}
 		for _, it := range items {
 			resWantFields(t, "membership", it, "id workspace_id user_id role created_at")
@@ -37,13 +38,13 @@ func TestWorkspaceMembers(t *testing.T) {
 			}
 		}
 		items, total = resList(t, e.do("GET", "/api/v1/workspaces/"+def+"/members?offset=1&limit=1", e.mgmt, nil).want(t, http.StatusOK))
-		if total != 3 || !reflect.DeepEqual(resField(items, "user_id"), []string{m1}) {
-			t.Errorf("page 2 of default members = %v (total %d)", resField(items, "user_id"), total)
+		if diff := cmp.Diff([]string{m1}, resField(items, "user_id")); diff != "" || total != 3 {
+			t.Errorf("page 2 of default members (total %d, want 3) (-want +got):\n%s", total, diff)
 		}
 	})
 
 	t.Run("another workspace lists only its members", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		r := e.do("GET", "/api/v1/workspaces/team/members", e.mgmt, nil).want(t, http.StatusOK)
 		if items, total := resList(t, r); len(items) != 0 || total != 0 {
 			t.Errorf("members of a new workspace: %v (total %d)", items, total)
@@ -51,7 +52,7 @@ func TestWorkspaceMembers(t *testing.T) {
 	})
 
 	t.Run("bulk add", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		var out struct {
 			AddedCount int              `json:"added_count"`
 			Data       []map[string]any `json:"data"`
@@ -60,11 +61,11 @@ func TestWorkspaceMembers(t *testing.T) {
 			want(t, http.StatusOK)
 		resWantFields(t, "bulk add", r.json(t), "added_count data")
 		r.decode(t, &out)
-		if out.AddedCount != 2 || !reflect.DeepEqual(resSorted(resField(out.Data, "user_id")), resSorted([]string{admin, m1})) {
-			t.Errorf("add = %d %v", out.AddedCount, out.Data)
+		if diff := cmp.Diff(resSorted([]string{admin, m1}), resSorted(resField(out.Data, "user_id"))); diff != "" || out.AddedCount != 2 {
+			t.Errorf("add (added_count %d, want 2) (-want +got):\n%s", out.AddedCount, diff)
 		}
 		for _, it := range out.Data {
-			if it["workspace_id"] != ws || it["created_at"] != resNow(e) {
+			if it["workspace_id"] != ws || it["created_at"] != e.now() {
 				t.Errorf("membership %v", it)
 			}
 			if (it["user_id"] == admin) != (it["role"] == "admin") {
@@ -74,37 +75,37 @@ func TestWorkspaceMembers(t *testing.T) {
 		out.Data = nil
 		e.do("POST", "/api/v1/workspaces/"+ws+"/members/add", e.mgmt, map[string]any{"user_ids": []string{m1, m2, m2}}).
 			want(t, http.StatusOK).decode(t, &out)
-		if out.AddedCount != 1 || !reflect.DeepEqual(resSorted(resField(out.Data, "user_id")), resSorted([]string{m1, m2})) {
-			t.Errorf("add with one already a member = %d %v", out.AddedCount, resField(out.Data, "user_id"))
+		if diff := cmp.Diff(resSorted([]string{m1, m2}), resSorted(resField(out.Data, "user_id"))); diff != "" || out.AddedCount != 1 {
+			t.Errorf("add with one already a member (added_count %d, want 1) (-want +got):\n%s", out.AddedCount, diff)
 		}
 		out.Data = nil
 		e.do("POST", "/api/v1/workspaces/team/members/add", e.mgmt, map[string]any{"user_ids": []string{admin}}).
 			want(t, http.StatusOK).decode(t, &out)
-		if out.AddedCount != 0 || !reflect.DeepEqual(resField(out.Data, "user_id"), []string{admin}) {
-			t.Errorf("re-add = %d %v", out.AddedCount, out.Data)
+		if diff := cmp.Diff([]string{admin}, resField(out.Data, "user_id")); diff != "" || out.AddedCount != 0 {
+			t.Errorf("re-add (added_count %d, want 0) (-want +got):\n%s", out.AddedCount, diff)
 		}
-		if got := resWorkspaceMembers(e, e.mgmt, "team"); !reflect.DeepEqual(got, resSorted([]string{admin, m1, m2})) {
-			t.Errorf("members = %v", got)
+		if diff := cmp.Diff(resSorted([]string{admin, m1, m2}), e.workspaceMembers(e.mgmt, "team")); diff != "" {
+			t.Errorf("members (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("unknown users add nobody", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		fresh := e.createWorkspace(e.mgmt, "fresh")
 		e.unchanged("add unknown", func() {
 			er := resWantError(t, e.do("POST", "/api/v1/workspaces/fresh/members/add", e.mgmt,
 				map[string]any{"user_ids": []string{m1, "user_ghost", m2, "user_phantom"}}), http.StatusBadRequest, "user_ids")
-			if got := resStrings(t, er.Metadata["user_ids"]); !reflect.DeepEqual(got, []string{"user_ghost", "user_phantom"}) {
-				t.Errorf("metadata.user_ids = %v", got)
+			if diff := cmp.Diff([]string{"user_ghost", "user_phantom"}, resStrings(t, er.Metadata["user_ids"])); diff != "" {
+				t.Errorf("metadata.user_ids (-want +got):\n%s", diff)
 			}
 		})
-		if got := resWorkspaceMembers(e, e.mgmt, fresh); len(got) != 0 {
+		if got := e.workspaceMembers(e.mgmt, fresh); len(got) != 0 {
 			t.Errorf("members after a refused add = %v", got)
 		}
 	})
 
 	t.Run("adding to the default workspace counts 0", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		var out struct {
 			AddedCount int              `json:"added_count"`
 			Data       []map[string]any `json:"data"`
@@ -123,7 +124,7 @@ func TestWorkspaceMembers(t *testing.T) {
 	})
 
 	t.Run("unknown workspace", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.unchanged("unknown workspace", func() {
 			resWantError(t, e.do("GET", "/api/v1/workspaces/nope/members", e.mgmt, nil), http.StatusNotFound, "not found")
 			resWantError(t, e.do("POST", "/api/v1/workspaces/nope/members/add", e.mgmt,
@@ -134,7 +135,7 @@ func TestWorkspaceMembers(t *testing.T) {
 	})
 
 	t.Run("list bounds", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		for _, q := range []string{"offset=-1", "limit=0", "limit=101", "limit=a"} {
 			resWantError(t, e.do("GET", "/api/v1/workspaces/team/members?"+q, e.mgmt, nil), http.StatusBadRequest, strings.Split(q, "=")[0])
 		}
@@ -151,7 +152,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	m3 := e.addMember(e.mgmt, "m3@example.com")
 	m4 := e.addMember(e.mgmt, "m4@example.com") // never joins the workspace
 	ws := e.createWorkspace(e.mgmt, "team")
-	resAddToWorkspace(e, e.mgmt, ws, m1, m2, m3)
+	e.addToWorkspace(e.mgmt, ws, m1, m2, m3)
 	remove := func(ids ...string) *response {
 		return e.do("POST", "/api/v1/workspaces/"+ws+"/members/remove", e.mgmt, map[string]any{"user_ids": ids})
 	}
@@ -166,12 +167,12 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	call := []string{m1, m2, m1, m4, "user_ghost"}
 	e.unchanged("remove blocked", func() {
 		er := resWantError(t, remove(call...), http.StatusBadRequest, "active")
-		if got := resStrings(t, er.Metadata["user_ids"]); !reflect.DeepEqual(got, resSorted([]string{m1, m2})) {
-			t.Errorf("metadata.user_ids = %v, want the blocked %v", got, []string{m1, m2})
+		if diff := cmp.Diff(resSorted([]string{m1, m2}), resStrings(t, er.Metadata["user_ids"])); diff != "" {
+			t.Errorf("metadata.user_ids (-want +got):\n%s", diff)
 		}
 	})
-	if got := resWorkspaceMembers(e, e.mgmt, ws); !reflect.DeepEqual(got, resSorted([]string{m1, m2, m3})) {
-		t.Fatalf("members after a blocked remove = %v: nobody may be removed", got)
+	if diff := cmp.Diff(resSorted([]string{m1, m2, m3}), e.workspaceMembers(e.mgmt, ws)); diff != "" {
+		t.Fatalf("members after a blocked remove (-want +got):\n%s", diff)
 	}
 	// m3's key is in another workspace: removing m3 alone would work, but
 	// with m1 in the call nobody goes.
@@ -182,8 +183,8 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	e.do("PATCH", "/api/v1/keys/"+k1, e.mgmt, map[string]any{"disabled": true}).want(t, http.StatusOK)
 	e.unchanged("still blocked by m2", func() {
 		er := resWantError(t, remove(call...), http.StatusBadRequest, m2)
-		if got := resStrings(t, er.Metadata["user_ids"]); !reflect.DeepEqual(got, []string{m2}) {
-			t.Errorf("metadata.user_ids = %v, want [%s]", got, m2)
+		if diff := cmp.Diff([]string{m2}, resStrings(t, er.Metadata["user_ids"])); diff != "" {
+			t.Errorf("metadata.user_ids (-want +got):\n%s", diff)
 		}
 	})
 	// A deleted key does not count either.
@@ -198,8 +199,8 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	if out.RemovedCount != 2 {
 		t.Errorf("removed_count = %d, want 2 (duplicates once, non-members skipped)", out.RemovedCount)
 	}
-	if got := resWorkspaceMembers(e, e.mgmt, ws); !reflect.DeepEqual(got, []string{m3}) {
-		t.Errorf("members after remove = %v, want [%s]", got, m3)
+	if diff := cmp.Diff([]string{m3}, e.workspaceMembers(e.mgmt, ws)); diff != "" {
+		t.Errorf("members after remove (-want +got):\n%s", diff)
 	}
 	// Removing from the workspace does not remove from the organization.
 	items, _ := resList(t, e.do("GET", "/api/v1/organization/members", e.mgmt, nil).want(t, http.StatusOK))
@@ -213,7 +214,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	}
 
 	t.Run("expired key does not block", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.createKey(e.mgmt, map[string]any{"name": "m3 expiring", "creator_user_id": m3, "workspace_id": ws,
 			"expires_at": e.clock.Now().Add(time.Hour).Format(time.RFC3339)})
 		e.unchanged("blocked before expiry", func() {
@@ -228,8 +229,8 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	})
 
 	t.Run("bad id lists", func(t *testing.T) {
-		e := resSub(e, t)
-		resAddToWorkspace(e, e.mgmt, ws, m1)
+		e := e.sub(t)
+		e.addToWorkspace(e.mgmt, ws, m1)
 		for _, c := range []struct {
 			name  string
 			body  any
@@ -242,7 +243,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 			{"empty string", map[string]any{"user_ids": []string{m1, ""}}, "user_ids[1]"},
 			{"blank", map[string]any{"user_ids": []string{" "}}, "user_ids[0]"},
 		} {
-			resUnchanged(t, e, c.name, func(t *testing.T, e *testEnv) {
+			e.runUnchanged(t, c.name, func(t *testing.T, e *testEnv) {
 				resWantError(t, e.do("POST", "/api/v1/workspaces/team/members/remove", e.mgmt, c.body), http.StatusBadRequest, c.field)
 			})
 		}
@@ -254,7 +255,7 @@ func TestWorkspaceMembersRemove(t *testing.T) {
 	})
 
 	t.Run("default workspace", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.unchanged("remove from default", func() {
 			resWantError(t, e.do("POST", "/api/v1/workspaces/default/members/remove", e.mgmt,
 				map[string]any{"user_ids": []string{m4}}), http.StatusBadRequest, "default")
@@ -271,7 +272,7 @@ func TestWorkspaceBadInput(t *testing.T) {
 	e.createWorkspace(e.mgmt, "team")
 	m := e.addMember(e.mgmt, "m@example.com")
 	valid := `"name":"N","slug":"new-ws"`
-	resRunBadInput(t, e, []resBadInput{
+	e.runBadInput(t, []resBadInput{
 		// create
 		resBad("malformed", "POST", "/api/v1/workspaces", `{"name":"N",`, 400, "malformed JSON"),
 		resBad("not an object", "POST", "/api/v1/workspaces", `["name"]`, 400, "JSON object"),

@@ -4,12 +4,13 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestWorkspaceList(t *testing.T) {
@@ -21,14 +22,14 @@ func TestWorkspaceList(t *testing.T) {
 	}
 	slugs := []string{"default"}
 	for i := 1; i <= 4; i++ {
-		resTick(e)
+		e.tick()
 		slug := fmt.Sprintf("ws-%d", i)
 		e.createWorkspace(e.mgmt, slug)
 		slugs = append(slugs, slug)
 	}
 	items, total = resList(t, e.do("GET", "/api/v1/workspaces", e.mgmt, nil).want(t, http.StatusOK))
-	if total != 5 || !reflect.DeepEqual(resField(items, "slug"), slugs) {
-		t.Fatalf("list = %v (total %d), want %v: default first, then by creation", resField(items, "slug"), total, slugs)
+	if diff := cmp.Diff(slugs, resField(items, "slug")); diff != "" || total != 5 {
+		t.Fatalf("list, default first, then by creation (total %d, want 5) (-want +got):\n%s", total, diff)
 	}
 	for _, p := range []struct {
 		query string
@@ -44,8 +45,8 @@ func TestWorkspaceList(t *testing.T) {
 	} {
 		r := e.do("GET", "/api/v1/workspaces?"+p.query, e.mgmt, nil).want(t, http.StatusOK)
 		items, total := resList(t, r)
-		if got := resField(items, "slug"); !reflect.DeepEqual(got, p.want) || total != 5 {
-			t.Errorf("?%s: %v (total %d), want %v (total 5)", p.query, got, total, p.want)
+		if diff := cmp.Diff(p.want, resField(items, "slug")); diff != "" || total != 5 {
+			t.Errorf("?%s (total %d, want 5) (-want +got):\n%s", p.query, total, diff)
 		}
 	}
 	for _, q := range []struct{ query, field string }{
@@ -65,8 +66,8 @@ func TestWorkspaceCreate(t *testing.T) {
 		default_guardrail_id created_by created_at updated_at`
 
 	t.Run("defaults", func(t *testing.T) {
-		e := resSub(e, t)
-		w := resCreateWorkspace(e, e.mgmt, map[string]any{"name": "Team A", "slug": "team-a"})
+		e := e.sub(t)
+		w := e.postWorkspace(e.mgmt, map[string]any{"name": "Team A", "slug": "team-a"})
 		resWantFields(t, "workspace", w, fields)
 		id, _ := w["id"].(string)
 		want := map[string]any{
@@ -76,18 +77,18 @@ func TestWorkspaceCreate(t *testing.T) {
 			"is_data_discount_logging_enabled": false, "is_observability_broadcast_enabled": false,
 			"is_observability_io_logging_enabled": false, "include_byok_in_budgets": false,
 			"default_guardrail_id": gatehouse.DefaultGuardrailID(id), "created_by": nil,
-			"created_at": resNow(e), "updated_at": nil,
+			"created_at": e.now(), "updated_at": nil,
 		}
-		if !reflect.DeepEqual(w, want) {
-			t.Errorf("created workspace\n got %v\nwant %v", w, want)
+		if diff := cmp.Diff(want, w); diff != "" {
+			t.Errorf("created workspace (-want +got):\n%s", diff)
 		}
-		if got := resWorkspace(e, e.mgmt, id); !reflect.DeepEqual(got, want) {
-			t.Errorf("GET after create\n got %v\nwant %v", got, want)
+		if diff := cmp.Diff(want, e.workspace(e.mgmt, id)); diff != "" {
+			t.Errorf("GET after create (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("every field", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		body := map[string]any{
 			"name": "Full", "slug": "full", "description": "all the fields",
 			"default_text_model": "openai/gpt-4o", "default_image_model": "openai/dall-e-3",
@@ -96,21 +97,21 @@ func TestWorkspaceCreate(t *testing.T) {
 			"is_data_discount_logging_enabled": true, "is_observability_broadcast_enabled": true,
 			"is_observability_io_logging_enabled": true, "include_byok_in_budgets": true,
 		}
-		w := resCreateWorkspace(e, e.mgmt, body)
+		w := e.postWorkspace(e.mgmt, body)
 		for k, v := range body {
-			if !reflect.DeepEqual(w[k], v) {
-				t.Errorf("%s = %v, want %v", k, w[k], v)
+			if diff := cmp.Diff(v, w[k]); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", k, diff)
 			}
 		}
-		if got := resWorkspace(e, e.mgmt, "full"); !reflect.DeepEqual(got, w) {
-			t.Errorf("GET by slug\n got %v\nwant %v", got, w)
+		if diff := cmp.Diff(w, e.workspace(e.mgmt, "full")); diff != "" {
+			t.Errorf("GET by slug (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("slug rules", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		for _, slug := range []string{"a", "0", "a1-b2-c3", "team-b", strings.Repeat("z", 50)} {
-			w := resCreateWorkspace(e, e.mgmt, map[string]any{"name": "ok", "slug": slug})
+			w := e.postWorkspace(e.mgmt, map[string]any{"name": "ok", "slug": slug})
 			if w["slug"] != slug {
 				t.Errorf("slug %q stored as %v", slug, w["slug"])
 			}
@@ -125,7 +126,7 @@ func TestWorkspaceCreate(t *testing.T) {
 	})
 
 	t.Run("slug taken", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.createWorkspace(e.mgmt, "taken")
 		for _, slug := range []string{"taken", "default"} {
 			e.unchanged("slug "+slug, func() {
@@ -136,7 +137,7 @@ func TestWorkspaceCreate(t *testing.T) {
 	})
 
 	t.Run("name and slug required", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		for _, c := range []struct {
 			body  map[string]any
 			field string
@@ -154,7 +155,7 @@ func TestWorkspaceCreate(t *testing.T) {
 				resWantError(t, e.do("POST", "/api/v1/workspaces", e.mgmt, c.body), http.StatusBadRequest, c.field)
 			})
 		}
-		w := resCreateWorkspace(e, e.mgmt, map[string]any{"name": strings.Repeat("n", 100), "slug": "max-name"})
+		w := e.postWorkspace(e.mgmt, map[string]any{"name": strings.Repeat("n", 100), "slug": "max-name"})
 		if len(w["name"].(string)) != 100 {
 			t.Errorf("100-character name not stored")
 		}
@@ -165,12 +166,12 @@ func TestWorkspaceGet(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := e.createWorkspace(e.mgmt, "team")
-	byID := resWorkspace(e, e.mgmt, id)
-	bySlug := resWorkspace(e, e.mgmt, "team")
-	if !reflect.DeepEqual(byID, bySlug) || byID["id"] != id {
-		t.Errorf("by id %v, by slug %v", byID, bySlug)
+	byID := e.workspace(e.mgmt, id)
+	bySlug := e.workspace(e.mgmt, "team")
+	if diff := cmp.Diff(byID, bySlug); diff != "" || byID["id"] != id {
+		t.Errorf("by id (id %v, want %s) and by slug (-by id +by slug):\n%s", byID["id"], id, diff)
 	}
-	def := resWorkspace(e, e.mgmt, "default")
+	def := e.workspace(e.mgmt, "default")
 	if def["slug"] != "default" || def["default_guardrail_id"] != gatehouse.DefaultGuardrailID(def["id"].(string)) {
 		t.Errorf("default workspace = %v", def)
 	}
@@ -182,11 +183,11 @@ func TestWorkspaceGet(t *testing.T) {
 func TestWorkspaceUpdate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	w := resCreateWorkspace(e, e.mgmt, map[string]any{"name": "Team", "slug": "team", "description": "first"})
+	w := e.postWorkspace(e.mgmt, map[string]any{"name": "Team", "slug": "team", "description": "first"})
 	id := w["id"].(string)
 	path := "/api/v1/workspaces/" + id
 
-	resTick(e)
+	e.tick()
 	cur := w
 	for _, c := range []struct {
 		field string
@@ -222,30 +223,30 @@ func TestWorkspaceUpdate(t *testing.T) {
 		if c.want == "null" {
 			want[c.field] = nil
 		}
-		want["updated_at"] = resNow(e)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("PATCH %s=%v\n got %v\nwant %v", c.field, c.value, got, want)
+		want["updated_at"] = e.now()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("PATCH %s=%v (-want +got):\n%s", c.field, c.value, diff)
 		}
 		cur = got
 	}
-	if got := resWorkspace(e, e.mgmt, "team-renamed"); !reflect.DeepEqual(got, cur) {
-		t.Errorf("GET after updates\n got %v\nwant %v", got, cur)
+	if diff := cmp.Diff(cur, e.workspace(e.mgmt, "team-renamed")); diff != "" {
+		t.Errorf("GET after updates (-want +got):\n%s", diff)
 	}
 	resWantError(t, e.do("GET", "/api/v1/workspaces/team", e.mgmt, nil), http.StatusNotFound, "not found")
 
 	t.Run("empty patch changes nothing but updated_at", func(t *testing.T) {
-		e := resSub(e, t)
-		resTick(e)
+		e := e.sub(t)
+		e.tick()
 		got := resData(t, e.do("PATCH", "/api/v1/workspaces/team-renamed", e.mgmt, map[string]any{}).want(t, http.StatusOK))
 		want := resCopy(cur)
-		want["updated_at"] = resNow(e)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("PATCH {}\n got %v\nwant %v", got, want)
+		want["updated_at"] = e.now()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("PATCH {} (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("default workspace slug is fixed", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.unchanged("rename default slug", func() {
 			resWantError(t, e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{"slug": "main"}),
 				http.StatusBadRequest, "slug")
@@ -259,7 +260,7 @@ func TestWorkspaceUpdate(t *testing.T) {
 	})
 
 	t.Run("slug taken", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.createWorkspace(e.mgmt, "other")
 		for _, slug := range []string{"other", "default"} {
 			e.unchanged("slug "+slug, func() {
@@ -269,7 +270,7 @@ func TestWorkspaceUpdate(t *testing.T) {
 	})
 
 	t.Run("unknown workspace", func(t *testing.T) {
-		e := resSub(e, t)
+		e := e.sub(t)
 		e.unchanged("unknown", func() {
 			resWantError(t, e.do("PATCH", "/api/v1/workspaces/nope", e.mgmt, map[string]any{"name": "x"}), http.StatusNotFound, "not found")
 			resWantError(t, e.do("PATCH", "/api/v1/workspaces/00000000-0000-4000-8000-000000000000", e.mgmt,
@@ -296,8 +297,8 @@ func TestWorkspaceDelete(t *testing.T) {
 		resWantDeleted(t, e.do("DELETE", "/api/v1/workspaces/by-slug", e.mgmt, nil))
 		e.createWorkspace(e.mgmt, "by-slug")
 		items, total := resList(t, e.do("GET", "/api/v1/workspaces", e.mgmt, nil).want(t, http.StatusOK))
-		if total != 2 || !reflect.DeepEqual(resSorted(resField(items, "slug")), []string{"by-slug", "default"}) {
-			t.Errorf("workspaces after deletes: %v", resField(items, "slug"))
+		if diff := cmp.Diff([]string{"by-slug", "default"}, resSorted(resField(items, "slug"))); diff != "" || total != 2 {
+			t.Errorf("workspaces after deletes (total %d, want 2) (-want +got):\n%s", total, diff)
 		}
 	})
 
@@ -305,12 +306,12 @@ func TestWorkspaceDelete(t *testing.T) {
 		e := newEnv(t)
 		m1 := e.addMember(e.mgmt, "m1@example.com")
 		m2 := e.addMember(e.mgmt, "m2@example.com")
-		def := resWorkspace(e, e.mgmt, "default")
-		resTick(e)
+		def := e.workspace(e.mgmt, "default")
+		e.tick()
 		next := e.createWorkspace(e.mgmt, "next")
-		resTick(e)
+		e.tick()
 		e.createWorkspace(e.mgmt, "later")
-		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "in next", "workspace_id": next})
+		g := e.createGuardrail(e.mgmt, map[string]any{"name": "in next", "workspace_id": next})
 		for _, q := range []string{"", "?confirm_default_workspace_deletion=false", "?confirm_default_workspace_deletion=0"} {
 			e.unchanged("delete default"+q, func() {
 				resWantError(t, e.do("DELETE", "/api/v1/workspaces/default"+q, e.mgmt, nil), http.StatusBadRequest,
@@ -327,15 +328,15 @@ func TestWorkspaceDelete(t *testing.T) {
 		// The oldest remaining workspace is the default now: it holds every
 		// member, it is what an absent workspace_id means, and members cannot
 		// be removed from it.
-		if got := resWorkspaceMembers(e, e.mgmt, next); !reflect.DeepEqual(got, resSorted([]string{m1, m2})) {
-			t.Errorf("members of the new default workspace = %v, want every organization member", got)
+		if diff := cmp.Diff(resSorted([]string{m1, m2}), e.workspaceMembers(e.mgmt, next)); diff != "" {
+			t.Errorf("members of the new default workspace, want every organization member (-want +got):\n%s", diff)
 		}
-		if got := resWorkspaceMembers(e, e.mgmt, "later"); len(got) != 0 {
+		if got := e.workspaceMembers(e.mgmt, "later"); len(got) != 0 {
 			t.Errorf("members of a non-default workspace = %v, want none", got)
 		}
 		items, _ := resList(t, e.do("GET", "/api/v1/guardrails", e.mgmt, nil).want(t, http.StatusOK))
-		if got := resField(items, "id"); !reflect.DeepEqual(got, []string{g["id"].(string)}) {
-			t.Errorf("guardrails of the default workspace = %v, want those of %s", got, next)
+		if diff := cmp.Diff([]string{g["id"].(string)}, resField(items, "id")); diff != "" {
+			t.Errorf("guardrails of the default workspace, want those of %s (-want +got):\n%s", next, diff)
 		}
 		var key struct {
 			Data struct {
@@ -384,34 +385,34 @@ func TestWorkspaceDelete(t *testing.T) {
 		m := e.addMember(e.mgmt, "m@example.com")
 		ws := e.createWorkspace(e.mgmt, "full")
 		keep := e.createWorkspace(e.mgmt, "keep")
-		resAddToWorkspace(e, e.mgmt, ws, m)
-		resAddToWorkspace(e, e.mgmt, keep, m)
-		g := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "g", "workspace_id": ws})["id"].(string)
-		other := resCreateGuardrail(e, e.mgmt, map[string]any{"name": "g", "workspace_id": keep})["id"].(string)
+		e.addToWorkspace(e.mgmt, ws, m)
+		e.addToWorkspace(e.mgmt, keep, m)
+		g := e.createGuardrail(e.mgmt, map[string]any{"name": "g", "workspace_id": ws})["id"].(string)
+		other := e.createGuardrail(e.mgmt, map[string]any{"name": "g", "workspace_id": keep})["id"].(string)
 		e.do("POST", "/api/v1/guardrails/"+g+"/assignments/members", e.mgmt,
 			map[string]any{"member_user_ids": []string{m}}).want(t, http.StatusOK)
-		d := resCreateDestination(e, e.mgmt, map[string]any{"name": "d", "type": "webhook", "workspace_id": ws,
+		d := e.createDestination(e.mgmt, map[string]any{"name": "d", "type": "webhook", "workspace_id": ws,
 			"config": map[string]any{"url": "https://example.com/hook"}})["id"].(string)
-		dKeep := resCreateDestination(e, e.mgmt, map[string]any{"name": "d", "type": "webhook", "workspace_id": keep,
+		dKeep := e.createDestination(e.mgmt, map[string]any{"name": "d", "type": "webhook", "workspace_id": keep,
 			"config": map[string]any{"url": "https://example.com/hook"}})["id"].(string)
-		resTick(e)
+		e.tick()
 		resWantDeleted(t, e.do("DELETE", "/api/v1/workspaces/"+ws, e.mgmt, nil))
 
 		resWantError(t, e.do("GET", "/api/v1/guardrails/"+g, e.mgmt, nil), http.StatusNotFound, "not found")
 		resWantError(t, e.do("GET", "/api/v1/observability/destinations/"+d, e.mgmt, nil), http.StatusNotFound, "not found")
 		e.do("GET", "/api/v1/guardrails/"+other, e.mgmt, nil).want(t, http.StatusOK)
 		e.do("GET", "/api/v1/observability/destinations/"+dKeep, e.mgmt, nil).want(t, http.StatusOK)
-		if got := resWorkspaceMembers(e, e.mgmt, keep); !reflect.DeepEqual(got, []string{m}) {
-			t.Errorf("members of the other workspace = %v", got)
+		if diff := cmp.Diff([]string{m}, e.workspaceMembers(e.mgmt, keep)); diff != "" {
+			t.Errorf("members of the other workspace (-want +got):\n%s", diff)
 		}
 		items, _ := resList(t, e.do("GET", "/api/v1/guardrails/assignments/members", e.mgmt, nil).want(t, http.StatusOK))
 		if len(items) != 0 {
 			t.Errorf("member assignments of a deleted guardrail remain: %v", items)
 		}
-		if n := resCount(e, `SELECT count(*) FROM guardrails WHERE workspace_id = $1`, ws); n != 0 {
+		if n := e.count(`SELECT count(*) FROM guardrails WHERE workspace_id = $1`, ws); n != 0 {
 			t.Errorf("%d guardrail rows remain", n)
 		}
-		if n := resCount(e, `SELECT count(*) FROM workspace_members WHERE workspace_id = $1`, ws); n != 0 {
+		if n := e.count(`SELECT count(*) FROM workspace_members WHERE workspace_id = $1`, ws); n != 0 {
 			t.Errorf("%d membership rows remain", n)
 		}
 		var deletedAt sql.NullInt64

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestWebhookDelivery(t *testing.T) {
@@ -77,8 +78,8 @@ func TestWebhookDelivery(t *testing.T) {
 		"organization_id": "org-1", "workspace_id": "ws-1", "status": "completed", "privacy_mode": false,
 		"output": "secret completion", "external_user": nil, "upstream_id": nil,
 	} {
-		if !reflect.DeepEqual(body[k], want) {
-			t.Errorf("%s = %#v, want %#v", k, body[k], want)
+		if diff := cmp.Diff(want, body[k]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", k, diff)
 		}
 	}
 	if msgs, ok := body["input"].([]any); !ok || len(msgs) != 1 {
@@ -110,9 +111,9 @@ func TestOTLPDelivery(t *testing.T) {
 		}
 		req, span, attrs := spanOf(t, h.Body)
 		res := req["resourceSpans"].([]any)[0].(map[string]any)["resource"].(map[string]any)
-		if got := res["attributes"].([]any)[0]; !reflect.DeepEqual(got, map[string]any{
-			"key": "service.name", "value": map[string]any{"stringValue": "gatehouse"}}) {
-			t.Errorf("resource attribute = %v", got)
+		want := map[string]any{"key": "service.name", "value": map[string]any{"stringValue": "gatehouse"}}
+		if diff := cmp.Diff(want, res["attributes"].([]any)[0]); diff != "" {
+			t.Errorf("resource attribute (-want +got):\n%s", diff)
 		}
 		checkSpan(t, ev, span)
 		traceIDs = append(traceIDs, span["traceId"].(string))
@@ -164,8 +165,8 @@ func checkGenAIAttributes(t *testing.T, attrs map[string]map[string]any) {
 		"gen_ai.prompt":                  str(`[{"role":"user","content":"secret prompt"}]`),
 		"gen_ai.completion":              str("secret completion"),
 	} {
-		if !reflect.DeepEqual(attrs[k], want) {
-			t.Errorf("attribute %s = %v, want %v", k, attrs[k], want)
+		if diff := cmp.Diff(want, attrs[k]); diff != "" {
+			t.Errorf("attribute %s (-want +got):\n%s", k, diff)
 		}
 	}
 	if id := attrs["gen_ai.response.id"]["stringValue"]; !strings.HasPrefix(id.(string), "gen-") {

@@ -56,7 +56,7 @@ func TestDestinationSecretsNotInFile(t *testing.T) {
 		DestinationUpdate: gatehouse.DestinationUpdate{
 			Name: gatehouse.Val("traces"),
 			Config: &gatehouse.ConfigPatch{
-				Values:     map[string]*string{"publicKey": ptr(publicKey), "secretKey": ptr(secretKey)},
+				Values:     map[string]*string{"publicKey": new(publicKey), "secretKey": new(secretKey)},
 				Headers:    map[string]string{"Authorization": header},
 				HeadersSet: true,
 			},
@@ -107,8 +107,6 @@ func scanFiles(t *testing.T, dir, visible string, secrets ...string) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // TestDatabaseFilesPrivate: the database file and its WAL and shared-memory
 // files are created readable and writable by their owner only, whatever

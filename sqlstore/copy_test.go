@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // memDB is a database in memory: both a source and a target, whose Import
@@ -116,18 +117,18 @@ func TestCopyParentsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Copied{{"products", 1}, {"customers", 2}, {"orders", 2}, {"line_items", 2}}
-	if !reflect.DeepEqual(copied, want) {
-		t.Errorf("Copy = %v, want %v", copied, want)
+	if diff := cmp.Diff(want, copied); diff != "" {
+		t.Errorf("Copy (-want +got):\n%s", diff)
 	}
 	if want := []string{"products", "customers", "orders", "line_items"}; !slices.Equal(dst.order, want) {
 		t.Errorf("tables written in the order %v, want %v", dst.order, want)
 	}
-	if got, want := dst.rows["orders"], [][]any{{int64(1), "o1", "c1"}, {int64(0), "o2", "c2"}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("orders in the target's column order = %v, want %v", got, want)
+	if diff := cmp.Diff([][]any{{int64(1), "o1", "c1"}, {int64(0), "o2", "c2"}}, dst.rows["orders"]); diff != "" {
+		t.Errorf("orders in the target's column order (-want +got):\n%s", diff)
 	}
 	for _, table := range []string{"customers", "products", "line_items"} {
-		if got, want := dst.rows[table], src.rows[table]; !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: copied %v, want %v", table, got, want)
+		if diff := cmp.Diff(src.rows[table], dst.rows[table]); diff != "" {
+			t.Errorf("%s copied (-want +got):\n%s", table, diff)
 		}
 	}
 }

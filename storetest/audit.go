@@ -39,7 +39,7 @@ type auditRun struct {
 }
 
 // newAuditRun starts checking the log of orgID from its current entries.
-func newAuditRun(t *testing.T, f *fixture, orgID string) *auditRun {
+func (f *fixture) newAuditRun(t *testing.T, orgID string) *auditRun {
 	a := &auditRun{t: t, f: f, orgID: orgID}
 	a.sync()
 	return a
@@ -123,7 +123,7 @@ func (a *auditRun) wantNone(what string) {
 
 func testAuditEveryMutation(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	act := a.ctx
 	def, err := f.store.FindWorkspace(f.ctx, f.org.ID, "")
 	ok(t, err)
@@ -203,7 +203,7 @@ func testAuditEveryMutation(t *testing.T, open Opener) {
 	ok(t, err)
 	a.want("destination.create", "destination", []string{d.ID}, map[string]any{"type": "webhook", "workspace_id": def.ID})
 	_, err = f.store.UpdateDestination(act(), f.org.ID, d.ID, gatehouse.DestinationUpdate{
-		Enabled: gatehouse.Val(false), Config: &gatehouse.ConfigPatch{Values: map[string]*string{"method": ptrTo("PUT")}}})
+		Enabled: gatehouse.Val(false), Config: &gatehouse.ConfigPatch{Values: map[string]*string{"method": new("PUT")}}})
 	ok(t, err)
 	a.want("destination.update", "destination", []string{d.ID}, map[string]any{"fields": []string{"config", "enabled"}})
 	ok(t, f.store.DeleteDestination(act(), f.org.ID, d.ID))
@@ -230,7 +230,7 @@ func testAuditEveryMutation(t *testing.T, open Opener) {
 
 func testAuditNoEntryWithoutChange(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	m := f.newMember(t, f.org.ID, "m@example.com")
 	ws := f.newWorkspace(t, f.org.ID, "team")
 	_, _, err := f.store.AddWorkspaceMembers(f.ctx, f.org.ID, ws.ID, []string{m.ID})
@@ -241,7 +241,7 @@ func testAuditNoEntryWithoutChange(t *testing.T, open Opener) {
 	ok(t, err)
 	_, err = f.store.AssignKeys(f.ctx, f.org.ID, g.ID, []string{k.Hash}, nil)
 	ok(t, err)
-	code := f.newCode(t, nil, gatehouse.AuthCodeCreate{CodeChallenge: ptrTo(strings.Repeat("c", 43)), CodeChallengeMethod: ptrTo("plain")})
+	code := f.newCode(t, nil, gatehouse.AuthCodeCreate{CodeChallenge: new(strings.Repeat("c", 43)), CodeChallengeMethod: new("plain")})
 	mgmtPlain := gatehouse.NewKeySecret(true)
 	_, err = f.store.EnsureManagementKey(f.ctx, f.org.ID, mgmtPlain, "")
 	ok(t, err)
@@ -268,7 +268,7 @@ func testAuditNoEntryWithoutChange(t *testing.T, open Opener) {
 			return err
 		}},
 		{"ExchangeAuthCode with a wrong verifier", func(ctx context.Context) error {
-			_, _, err := f.store.ExchangeAuthCode(ctx, gatehouse.AuthCodeExchange{Code: code.ID, CodeVerifier: ptrTo(strings.Repeat("d", 43))})
+			_, _, err := f.store.ExchangeAuthCode(ctx, gatehouse.AuthCodeExchange{Code: code.ID, CodeVerifier: new(strings.Repeat("d", 43))})
 			return err
 		}},
 	} {
@@ -327,7 +327,7 @@ func testAuditNoEntryWithoutChange(t *testing.T, open Opener) {
 func testAuditTenancy(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	other := f.newOrg(t, "Other")
-	b := newAuditRun(t, f, other.ID)
+	b := f.newAuditRun(t, other.ID)
 	mb, err := f.store.CreateMember(b.ctx(), other.ID, gatehouse.MemberCreate{Email: "b@example.com"})
 	ok(t, err)
 	b.want("member.create", "member", []string{mb.ID}, nil)
@@ -373,7 +373,7 @@ func auditIDs(list []*gatehouse.AuditEntry) []string {
 
 func testAuditFilters(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	userA := "user_a"
 	actorA := gatehouse.Actor{KeyHash: gatehouse.HashKey("key a"), UserID: &userA}
 	actorB := gatehouse.Actor{KeyHash: gatehouse.HashKey("key b")}
@@ -411,10 +411,10 @@ func testAuditFilters(t *testing.T, open Opener) {
 		{"actor without user", gatehouse.AuditFilter{Actor: actorB.KeyHash}, []string{"ABC", "abc"}},
 		{"unknown actor", gatehouse.AuditFilter{Actor: "user_b"}, []string{}},
 		{"since", gatehouse.AuditFilter{Since: &at[2]}, []string{"ABC", "aXc", "a_c"}},
-		{"since just after", gatehouse.AuditFilter{Since: ptrTo(at[2].Add(ns))}, []string{"ABC", "aXc"}},
-		{"since just before", gatehouse.AuditFilter{Since: ptrTo(at[2].Add(-ns))}, []string{"ABC", "aXc", "a_c"}},
+		{"since just after", gatehouse.AuditFilter{Since: new(at[2].Add(ns))}, []string{"ABC", "aXc"}},
+		{"since just before", gatehouse.AuditFilter{Since: new(at[2].Add(-ns))}, []string{"ABC", "aXc", "a_c"}},
 		{"until", gatehouse.AuditFilter{Until: &at[2]}, []string{"abc", "a%c", f.org.ID}},
-		{"until just after", gatehouse.AuditFilter{Until: ptrTo(at[2].Add(ns))}, []string{"a_c", "abc", "a%c", f.org.ID}},
+		{"until just after", gatehouse.AuditFilter{Until: new(at[2].Add(ns))}, []string{"a_c", "abc", "a%c", f.org.ID}},
 		{"window", gatehouse.AuditFilter{Since: &at[1], Until: &at[3]}, []string{"a_c", "abc"}},
 		{"empty window", gatehouse.AuditFilter{Since: &at[3], Until: &at[3]}, []string{}},
 		{"all at once", gatehouse.AuditFilter{Since: &at[1], Actor: userA, ResourceType: "member", ResourceID: "a_c"}, []string{"a_c"}},
@@ -431,7 +431,7 @@ func testAuditFilters(t *testing.T, open Opener) {
 
 func testAuditPages(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	for i := range 4 {
 		_, err := f.store.CreateMember(a.ctx(), f.org.ID, gatehouse.MemberCreate{ID: fmt.Sprintf("user_%d", i), Email: fmt.Sprintf("m%d@example.com", i)})
 		ok(t, err)
@@ -482,11 +482,11 @@ func equalStrings(a, b []string) bool { return strings.Join(a, "\x00") == string
 
 func testAuditNoSecrets(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a := newAuditRun(t, f, f.org.ID)
+	a := f.newAuditRun(t, f.org.ID)
 	const destSecret, headerValue = "sk-lf-AUDIT-d3adb33f-secret", "Bearer AUDIT-header-7c0ffee"
 	var secrets []string
 	_, plain, err := f.store.CreateKey(a.ctx(), f.org.ID, gatehouse.KeyCreate{Name: "k",
-		External: &gatehouse.ExternalKey{User: "ext", APIKey: ptrTo("ext-AUDIT-" + strings.Repeat("e", 40))}})
+		External: &gatehouse.ExternalKey{User: "ext", APIKey: new("ext-AUDIT-" + strings.Repeat("e", 40))}})
 	ok(t, err)
 	secrets = append(secrets, plain, "ext-AUDIT-")
 	_, mgmtPlain, err := f.store.CreateManagementKey(a.ctx(), f.org.ID, "admin")
@@ -498,12 +498,12 @@ func testAuditNoSecrets(t *testing.T, open Opener) {
 	ok(t, err)
 	secrets = append(secrets, code.ID, exchanged)
 	c := langfuse("sink")
-	c.Config.Values["secretKey"] = ptrTo(destSecret)
+	c.Config.Values["secretKey"] = new(destSecret)
 	c.Config.Headers, c.Config.HeadersSet = map[string]string{"Authorization": headerValue}, true
 	d, err := f.store.CreateDestination(a.ctx(), f.org.ID, c)
 	ok(t, err)
 	_, err = f.store.UpdateDestination(a.ctx(), f.org.ID, d.ID, gatehouse.DestinationUpdate{
-		Config: &gatehouse.ConfigPatch{Values: map[string]*string{"secretKey": ptrTo(destSecret + "-2")}}})
+		Config: &gatehouse.ConfigPatch{Values: map[string]*string{"secretKey": new(destSecret + "-2")}}})
 	ok(t, err)
 	secrets = append(secrets, destSecret, headerValue, "secretKey", "pk-lf-")
 

@@ -39,7 +39,7 @@ func langfuse(name string) gatehouse.DestinationCreate {
 		DestinationUpdate: gatehouse.DestinationUpdate{
 			Name: gatehouse.Val(name),
 			Config: &gatehouse.ConfigPatch{
-				Values: map[string]*string{"publicKey": ptrTo(langfusePublic), "secretKey": ptrTo(langfuseSecret)},
+				Values: map[string]*string{"publicKey": new(langfusePublic), "secretKey": new(langfuseSecret)},
 			},
 		},
 	}
@@ -51,7 +51,7 @@ func webhook(name string) gatehouse.DestinationCreate {
 		Type: "webhook",
 		DestinationUpdate: gatehouse.DestinationUpdate{
 			Name:   gatehouse.Val(name),
-			Config: &gatehouse.ConfigPatch{Values: map[string]*string{"url": ptrTo("https://hooks.example.com/in")}},
+			Config: &gatehouse.ConfigPatch{Values: map[string]*string{"url": new("https://hooks.example.com/in")}},
 		},
 	}
 }
@@ -91,7 +91,7 @@ func testDestinationLifecycle(t *testing.T, open Opener) {
 	ok(t, err)
 	now := f.clock.Now()
 	want := &gatehouse.Destination{
-		ID: d.ID, OrganizationID: f.org.ID, WorkspaceID: ws.ID, Name: ptrTo("traces"), Type: "langfuse",
+		ID: d.ID, OrganizationID: f.org.ID, WorkspaceID: ws.ID, Name: new("traces"), Type: "langfuse",
 		Config: gatehouse.DestinationConfig{
 			Values: map[string]string{"publicKey": langfusePublic, "secretKey": langfuseSecret,
 				"baseUrl": "https://us.cloud.langfuse.com"},
@@ -118,7 +118,7 @@ func testDestinationLifecycle(t *testing.T, open Opener) {
 	got, err = f.store.UpdateDestination(f.ctx, f.org.ID, d.ID, gatehouse.DestinationUpdate{
 		Name: gatehouse.Val("renamed"), Enabled: gatehouse.Val(false)})
 	ok(t, err)
-	want.Name, want.Enabled, want.UpdatedAt = ptrTo("renamed"), false, f.clock.Now()
+	want.Name, want.Enabled, want.UpdatedAt = new("renamed"), false, f.clock.Now()
 	wantEqual(t, "updated destination", want, got)
 	got, err = f.store.FindDestination(f.ctx, f.org.ID, d.ID)
 	ok(t, err)
@@ -153,9 +153,9 @@ func testDestinationValidation(t *testing.T, open Opener) {
 		{"config missing", func(c *gatehouse.DestinationCreate) { c.Config = nil }, gatehouse.EINVALID, "config: is required"},
 		{"required key missing", func(c *gatehouse.DestinationCreate) { delete(c.Config.Values, "secretKey") },
 			gatehouse.EINVALID, "config.secretKey: "},
-		{"unknown key", func(c *gatehouse.DestinationCreate) { c.Config.Values["apiKey"] = ptrTo("x") },
+		{"unknown key", func(c *gatehouse.DestinationCreate) { c.Config.Values["apiKey"] = new("x") },
 			gatehouse.EINVALID, "config.apiKey: "},
-		{"bad url", func(c *gatehouse.DestinationCreate) { c.Config.Values["baseUrl"] = ptrTo("ftp://x") },
+		{"bad url", func(c *gatehouse.DestinationCreate) { c.Config.Values["baseUrl"] = new("ftp://x") },
 			gatehouse.EINVALID, "config.baseUrl: "},
 		{"sampling rate", func(c *gatehouse.DestinationCreate) { c.SamplingRate = gatehouse.Val(0.0) },
 			gatehouse.EINVALID, "sampling_rate: "},
@@ -203,8 +203,8 @@ func testDestinationFields(t *testing.T, open Opener) {
 	c := gatehouse.DestinationCreate{Type: "s3", WorkspaceID: ws.Slug, DestinationUpdate: gatehouse.DestinationUpdate{
 		Name: gatehouse.Val("bucket"),
 		Config: &gatehouse.ConfigPatch{Values: map[string]*string{
-			"accessKeyId": ptrTo("AKIAEXAMPLE"), "secretAccessKey": ptrTo("s3-SECRET-abcdefgh"), "bucketName": ptrTo("traces"),
-			"sessionToken": ptrTo("session-SECRET-1234"), "region": ptrTo("eu-west-1")}},
+			"accessKeyId": new("AKIAEXAMPLE"), "secretAccessKey": new("s3-SECRET-abcdefgh"), "bucketName": new("traces"),
+			"sessionToken": new("session-SECRET-1234"), "region": new("eu-west-1")}},
 		Enabled: gatehouse.Val(false), PrivacyMode: gatehouse.Val(true), SamplingRate: gatehouse.Val(0.25),
 		APIKeyHashes: gatehouse.Val([]string{key.Hash}),
 		FilterRules: gatehouse.Val(gatehouse.FilterRules{Groups: []gatehouse.FilterRule{{Logic: "or", Rules: []gatehouse.Condition{
@@ -219,7 +219,7 @@ func testDestinationFields(t *testing.T, open Opener) {
 	}}
 	d := f.newDestination(t, f.org.ID, c)
 	if d.WorkspaceID != ws.ID || !slices.Equal(d.Regions, []string{"europe", "us"}) || d.FilterRules == nil ||
-		*d.FilterRules.Enabled != true || d.Config.Values["prefix"] != "openrouter-traces" {
+		!*d.FilterRules.Enabled || d.Config.Values["prefix"] != "openrouter-traces" {
 		t.Fatalf("created destination = %+v", d)
 	}
 	got, err := f.store.FindDestination(f.ctx, f.org.ID, d.ID)
@@ -248,7 +248,7 @@ func testDestinationConfigMerge(t *testing.T, open Opener) {
 	c := gatehouse.DestinationCreate{Type: "langsmith", DestinationUpdate: gatehouse.DestinationUpdate{
 		Name: gatehouse.Val("smith"),
 		Config: &gatehouse.ConfigPatch{Values: map[string]*string{
-			"apiKey": ptrTo("lsv2-SECRET-aaaabbbbcccc"), "workspaceId": ptrTo("ws-1"), "project": ptrTo("alpha")}},
+			"apiKey": new("lsv2-SECRET-aaaabbbbcccc"), "workspaceId": new("ws-1"), "project": new("alpha")}},
 	}}
 	d := f.newDestination(t, f.org.ID, c)
 	update := func(values map[string]*string) (*gatehouse.Destination, error) {
@@ -270,21 +270,21 @@ func testDestinationConfigMerge(t *testing.T, open Opener) {
 	ok(t, err)
 	check(map[string]string{"apiKey": "lsv2-SECRET-aaaabbbbcccc", "workspaceId": "ws-1", "project": "alpha", "endpoint": endpoint})
 	// But not to move the destination: that needs the secret in clear.
-	_, err = update(map[string]*string{"apiKey": &masked, "project": ptrTo("beta")})
+	_, err = update(map[string]*string{"apiKey": &masked, "project": new("beta")})
 	wantMessage(t, err, gatehouse.EINVALID, "changing project changes where this destination sends its secrets: send config.apiKey again")
 
 	// A new value replaces it; keys not sent stay.
-	_, err = update(map[string]*string{"apiKey": ptrTo("lsv2-NEW-ddddeeeeffff"), "project": ptrTo("beta")})
+	_, err = update(map[string]*string{"apiKey": new("lsv2-NEW-ddddeeeeffff"), "project": new("beta")})
 	ok(t, err)
 	check(map[string]string{"apiKey": "lsv2-NEW-ddddeeeeffff", "workspaceId": "ws-1", "project": "beta", "endpoint": endpoint})
 
 	// null removes an optional key; one with a default returns to it.
-	_, err = update(map[string]*string{"workspaceId": nil, "project": nil, "apiKey": ptrTo("lsv2-NEW-ddddeeeeffff")})
+	_, err = update(map[string]*string{"workspaceId": nil, "project": nil, "apiKey": new("lsv2-NEW-ddddeeeeffff")})
 	ok(t, err)
 	check(map[string]string{"apiKey": "lsv2-NEW-ddddeeeeffff", "project": "main", "endpoint": endpoint})
 
 	// Unknown keys and required keys removed are refused, changing nothing.
-	_, err = update(map[string]*string{"bogus": ptrTo("x"), "project": ptrTo("gamma")})
+	_, err = update(map[string]*string{"bogus": new("x"), "project": new("gamma")})
 	wantMessage(t, err, gatehouse.EINVALID, "config.bogus: ")
 	_, err = update(map[string]*string{"apiKey": nil})
 	wantMessage(t, err, gatehouse.EINVALID, "config.apiKey: ")
@@ -314,7 +314,7 @@ func testDestinationHeaders(t *testing.T, open Opener) {
 
 	// A config update without headers leaves them alone.
 	_, err = f.store.UpdateDestination(f.ctx, f.org.ID, d.ID, gatehouse.DestinationUpdate{Config: &gatehouse.ConfigPatch{
-		Values: map[string]*string{"method": ptrTo("PUT")}}})
+		Values: map[string]*string{"method": new("PUT")}}})
 	ok(t, err)
 	wantEqual(t, "headers after a values update", map[string]string{"Authorization": headerSecret, "X-New": "value-12345678"}, headers())
 

@@ -66,10 +66,10 @@ func testGuardrailLifecycle(t *testing.T, open Opener) {
 	now := f.clock.Now()
 	want := &gatehouse.Guardrail{
 		ID: g.ID, OrganizationID: f.org.ID, WorkspaceID: ws.ID, Name: "Production",
-		Description:   ptrTo("for production keys"),
+		Description:   new("for production keys"),
 		AllowedModels: []string{"openai/gpt-4o", "anthropic/claude-sonnet-4"}, IgnoredProviders: []string{"deepinfra"},
-		LimitUSD: ptrTo(gatehouse.USD(25)), ResetInterval: gatehouse.Weekly, IncludeBYOKInBudgets: true,
-		EnableFreeModelTraining: ptrTo(false), AllowedDataRegions: []string{"europe"},
+		LimitUSD: new(gatehouse.USD(25)), ResetInterval: gatehouse.Weekly, IncludeBYOKInBudgets: true,
+		EnableFreeModelTraining: new(false), AllowedDataRegions: []string{"europe"},
 		ContentFilters:        []gatehouse.ContentFilter{{Pattern: `\d{16}`, Action: "redact", Label: &label}},
 		ContentFilterBuiltins: []gatehouse.ContentFilterBuiltin{{Slug: "email", Action: "block", Label: "[EMAIL]"}},
 		CreatedAt:             now, UpdatedAt: &now,
@@ -254,7 +254,7 @@ func testGuardrailEnforceZDR(t *testing.T, open Opener) {
 	g := f.newGuardrail(t, f.org.ID, c)
 	g, err := f.store.FindGuardrail(f.ctx, f.org.ID, g.ID)
 	ok(t, err)
-	yes, no := ptrTo(true), ptrTo(false)
+	yes, no := new(true), new(false)
 	want := []*bool{yes, yes, no, yes, yes, yes}
 	got := []*bool{g.EnforceZDR, g.EnforceZDRAnthropic, g.EnforceZDROpenAI, g.EnforceZDRGoogle, g.EnforceZDRXAI, g.EnforceZDROther}
 	wantEqual(t, "enforce_zdr, _anthropic, _openai, _google, _xai, _other", want, got)
@@ -328,7 +328,7 @@ func testDefaultGuardrail(t *testing.T, open Opener) {
 	ok(t, err)
 	now := f.clock.Now()
 	want := &gatehouse.Guardrail{ID: id, OrganizationID: f.org.ID, WorkspaceID: ws.ID, Name: name,
-		Description: ptrTo("house rules"), AllowedProviders: []string{"openai"}, CreatedAt: now, UpdatedAt: &now}
+		Description: new("house rules"), AllowedProviders: []string{"openai"}, CreatedAt: now, UpdatedAt: &now}
 	wantEqual(t, "materialized default guardrail", want, g)
 	found, err := f.store.FindGuardrail(f.ctx, f.org.ID, id)
 	ok(t, err)

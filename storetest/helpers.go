@@ -47,8 +47,6 @@ func wantMetadata(t *testing.T, err error, key string, want []string) {
 	}
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // wantEqual fails the test unless want and got have the same JSON encoding,
 // which compares times by instant and tells nil slices from empty ones.
 func wantEqual(t *testing.T, what string, want, got any) {

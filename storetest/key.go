@@ -40,7 +40,7 @@ func testKeyCreateAllFields(t *testing.T, open Opener) {
 	for _, ref := range []string{w.ID, w.Slug} {
 		f.clock.Add(time.Millisecond)
 		c := gatehouse.KeyCreate{
-			Name: "Production", Limit: moneyp(gatehouse.USD(25)), LimitReset: gatehouse.Weekly, IncludeBYOKInLimit: true,
+			Name: "Production", Limit: new(gatehouse.USD(25)), LimitReset: gatehouse.Weekly, IncludeBYOKInLimit: true,
 			ExpiresAt: &expires, CreatorUserID: &m.ID, WorkspaceID: ref,
 			External: &gatehouse.ExternalKey{User: "end-user-42", APIKey: &apiKey},
 		}
@@ -49,7 +49,7 @@ func testKeyCreateAllFields(t *testing.T, open Opener) {
 		checkPlaintext(t, plaintext, gatehouse.KeyPrefix, k.Hash)
 		want := &gatehouse.Key{
 			Hash: k.Hash, OrganizationID: f.org.ID, WorkspaceID: w.ID, Name: "Production",
-			Limit: moneyp(gatehouse.USD(25)), LimitReset: gatehouse.Weekly, IncludeBYOKInLimit: true,
+			Limit: new(gatehouse.USD(25)), LimitReset: gatehouse.Weekly, IncludeBYOKInLimit: true,
 			CreatorUserID: &m.ID, ExternalUser: strp("end-user-42"), CreatedAt: f.clock.Now(), ExpiresAt: &expires,
 		}
 		sameKey(t, "CreateKey", k, want, f.clock.Now())
@@ -110,8 +110,8 @@ func testKeyCreateInvalid(t *testing.T, open Opener) {
 		{"empty name", gatehouse.KeyCreate{}, gatehouse.EINVALID},
 		{"blank name", gatehouse.KeyCreate{Name: "  "}, gatehouse.EINVALID},
 		{"201-char name", gatehouse.KeyCreate{Name: strings.Repeat("n", gatehouse.MaxNameLength+1)}, gatehouse.EINVALID},
-		{"negative limit", gatehouse.KeyCreate{Name: "k", Limit: moneyp(-1)}, gatehouse.EINVALID},
-		{"limit too large", gatehouse.KeyCreate{Name: "k", Limit: moneyp(gatehouse.MaxMoney + 1)}, gatehouse.EINVALID},
+		{"negative limit", gatehouse.KeyCreate{Name: "k", Limit: new(gatehouse.Money(-1))}, gatehouse.EINVALID},
+		{"limit too large", gatehouse.KeyCreate{Name: "k", Limit: new(gatehouse.MaxMoney + 1)}, gatehouse.EINVALID},
 		{"unknown limit_reset", gatehouse.KeyCreate{Name: "k", LimitReset: "yearly"}, gatehouse.EINVALID},
 		{"expires in the past", gatehouse.KeyCreate{Name: "k", ExpiresAt: &past}, gatehouse.EINVALID},
 		{"expires now", gatehouse.KeyCreate{Name: "k", ExpiresAt: &now}, gatehouse.EINVALID},
@@ -257,8 +257,8 @@ func testKeyUpdate(t *testing.T, open Opener) {
 		{"disable", gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)}, func(k *gatehouse.Key) { k.Disabled = true }},
 		{"enable", gatehouse.KeyUpdate{Disabled: gatehouse.Val(false)}, func(k *gatehouse.Key) { k.Disabled = false }},
 		{"include byok", gatehouse.KeyUpdate{IncludeBYOKInLimit: gatehouse.Val(true)}, func(k *gatehouse.Key) { k.IncludeBYOKInLimit = true }},
-		{"limit", gatehouse.KeyUpdate{Limit: gatehouse.Val(gatehouse.USD(5))}, func(k *gatehouse.Key) { k.Limit = moneyp(gatehouse.USD(5)) }},
-		{"zero limit", gatehouse.KeyUpdate{Limit: gatehouse.Val(gatehouse.Money(0))}, func(k *gatehouse.Key) { k.Limit = moneyp(0) }},
+		{"limit", gatehouse.KeyUpdate{Limit: gatehouse.Val(gatehouse.USD(5))}, func(k *gatehouse.Key) { k.Limit = new(gatehouse.USD(5)) }},
+		{"zero limit", gatehouse.KeyUpdate{Limit: gatehouse.Val(gatehouse.Money(0))}, func(k *gatehouse.Key) { k.Limit = new(gatehouse.Money(0)) }},
 		{"limit_reset", gatehouse.KeyUpdate{LimitReset: gatehouse.Val(gatehouse.Daily)}, func(k *gatehouse.Key) { k.LimitReset = gatehouse.Daily }},
 		{"empty", gatehouse.KeyUpdate{}, func(k *gatehouse.Key) {}},
 		{"clear limit", gatehouse.KeyUpdate{Limit: gatehouse.Null[gatehouse.Money]()}, func(k *gatehouse.Key) { k.Limit = nil }},
@@ -267,7 +267,7 @@ func testKeyUpdate(t *testing.T, open Opener) {
 			Name: gatehouse.Val("last"), Disabled: gatehouse.Val(true), IncludeBYOKInLimit: gatehouse.Val(false),
 			Limit: gatehouse.Val(gatehouse.USD(9)), LimitReset: gatehouse.Val(gatehouse.Monthly),
 		}, func(k *gatehouse.Key) {
-			k.Name, k.Disabled, k.IncludeBYOKInLimit, k.Limit, k.LimitReset = "last", true, false, moneyp(gatehouse.USD(9)), gatehouse.Monthly
+			k.Name, k.Disabled, k.IncludeBYOKInLimit, k.Limit, k.LimitReset = "last", true, false, new(gatehouse.USD(9)), gatehouse.Monthly
 		}},
 	}
 	for _, s := range steps {
@@ -288,7 +288,7 @@ func testKeyUpdate(t *testing.T, open Opener) {
 
 func testKeyUpdateInvalid(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "k", Limit: moneyp(gatehouse.USD(1))})
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "k", Limit: new(gatehouse.USD(1))})
 	for _, tc := range []struct {
 		name   string
 		update gatehouse.KeyUpdate
@@ -319,7 +319,7 @@ func testKeyUpdateInvalid(t *testing.T, open Opener) {
 
 func testKeyUpdateKeepsUsage(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: moneyp(gatehouse.USD(10)), LimitReset: gatehouse.Daily})
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: new(gatehouse.USD(10)), LimitReset: gatehouse.Daily})
 	_, err := f.store.RecordUsage(f.ctx, k.Hash, gatehouse.USD(3), false)
 	ok(t, err)
 	_, err = f.store.RecordUsage(f.ctx, k.Hash, gatehouse.USD(2), true)
@@ -485,5 +485,3 @@ func keyHashes(keys []*gatehouse.Key) []string {
 	}
 	return out
 }
-
-func moneyp(m gatehouse.Money) *gatehouse.Money { return &m }

@@ -141,7 +141,7 @@ func testOAuthCreateInvalid(t *testing.T, open Opener) {
 		{"short challenge", gatehouse.AuthCodeCreate{CallbackURL: "https://a.example", CodeChallenge: strp("abc")}, gatehouse.EINVALID},
 		{"unknown method", gatehouse.AuthCodeCreate{CallbackURL: "https://a.example", CodeChallenge: &challenge, CodeChallengeMethod: strp("S512")}, gatehouse.EINVALID},
 		{"method without challenge", gatehouse.AuthCodeCreate{CallbackURL: "https://a.example", CodeChallengeMethod: strp("S256")}, gatehouse.EINVALID},
-		{"negative limit", gatehouse.AuthCodeCreate{CallbackURL: "https://a.example", Limit: moneyp(-1)}, gatehouse.EINVALID},
+		{"negative limit", gatehouse.AuthCodeCreate{CallbackURL: "https://a.example", Limit: new(gatehouse.Money(-1))}, gatehouse.EINVALID},
 		{"unknown limit type", gatehouse.AuthCodeCreate{CallbackURL: "https://a.example", UsageLimitType: "yearly"}, gatehouse.EINVALID},
 		{"expired key", gatehouse.AuthCodeCreate{CallbackURL: "https://a.example", ExpiresAt: &past}, gatehouse.EINVALID},
 		{"empty label", gatehouse.AuthCodeCreate{CallbackURL: "https://a.example", KeyLabel: strp("")}, gatehouse.EINVALID},
@@ -182,7 +182,7 @@ func testOAuthExchangeS256(t *testing.T, open Opener) {
 	verifier, challenge := pkce()
 	keyExpires := f.clock.Now().Add(90 * 24 * time.Hour)
 	code := f.newCode(t, &m.ID, gatehouse.AuthCodeCreate{
-		CodeChallenge: &challenge, Limit: moneyp(gatehouse.USD(5)), UsageLimitType: gatehouse.Monthly,
+		CodeChallenge: &challenge, Limit: new(gatehouse.USD(5)), UsageLimitType: gatehouse.Monthly,
 		ExpiresAt: &keyExpires, KeyLabel: strp("My app"), WorkspaceID: w.Slug,
 	})
 	if code.WorkspaceID != w.ID || code.KeyLabel != "My app" {
@@ -193,7 +193,7 @@ func testOAuthExchangeS256(t *testing.T, open Opener) {
 		if method != nil { // a second code for the explicit method
 			verifier, challenge = pkce()
 			code = f.newCode(t, &m.ID, gatehouse.AuthCodeCreate{
-				CodeChallenge: &challenge, Limit: moneyp(gatehouse.USD(5)), UsageLimitType: gatehouse.Monthly,
+				CodeChallenge: &challenge, Limit: new(gatehouse.USD(5)), UsageLimitType: gatehouse.Monthly,
 				ExpiresAt: &keyExpires, KeyLabel: strp("My app"), WorkspaceID: w.ID,
 			})
 		}
@@ -207,7 +207,7 @@ func testOAuthExchangeS256(t *testing.T, open Opener) {
 		ok(t, err)
 		want := &gatehouse.Key{
 			Hash: k.Hash, OrganizationID: f.org.ID, WorkspaceID: w.ID, Name: "My app",
-			Limit: moneyp(gatehouse.USD(5)), LimitReset: gatehouse.Monthly, CreatorUserID: &m.ID,
+			Limit: new(gatehouse.USD(5)), LimitReset: gatehouse.Monthly, CreatorUserID: &m.ID,
 			CreatedAt: f.clock.Now(), ExpiresAt: &keyExpires,
 		}
 		sameKey(t, "exchanged key", k, want, f.clock.Now())
@@ -247,7 +247,7 @@ func testOAuthExchangePlain(t *testing.T, open Opener) {
 
 func testOAuthExchangeWithoutChallenge(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	code := f.newCode(t, nil, gatehouse.AuthCodeCreate{CallbackURL: "http://localhost:3000/cb", Limit: moneyp(gatehouse.USD(1))})
+	code := f.newCode(t, nil, gatehouse.AuthCodeCreate{CallbackURL: "http://localhost:3000/cb", Limit: new(gatehouse.USD(1))})
 	plaintext, _, err := f.exchange(code.ID, nil, nil)
 	ok(t, err)
 	k, err := f.store.FindKeyByHash(f.ctx, gatehouse.HashKey(plaintext))
@@ -455,7 +455,7 @@ func (f *fixture) limitedCreator(t *testing.T) (*gatehouse.Member, *gatehouse.Ke
 	w := f.newWorkspace(t, f.org.ID, "apps")
 	expires := f.clock.Now().Add(48 * time.Hour)
 	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "creator", WorkspaceID: w.ID, CreatorUserID: &m.ID,
-		Limit: moneyp(cents(100)), LimitReset: gatehouse.Daily, ExpiresAt: &expires})
+		Limit: new(cents(100)), LimitReset: gatehouse.Daily, ExpiresAt: &expires})
 	g := f.newGuardrail(t, f.org.ID, gatehouse.GuardrailCreate{WorkspaceID: w.ID, GuardrailUpdate: gatehouse.GuardrailUpdate{
 		Name: gatehouse.Val("only mini"), AllowedModels: gatehouse.Val([]string{"openai/gpt-4o-mini"})}})
 	f.assignKey(t, g, k)
@@ -494,8 +494,8 @@ func testOAuthCreatorCaps(t *testing.T, open Opener) {
 		want  gatehouse.Money
 	}{
 		{"no limit asked", nil, cents(50)},
-		{"more than is left", moneyp(gatehouse.USD(5)), cents(50)},
-		{"less than is left", moneyp(cents(20)), cents(20)},
+		{"more than is left", new(gatehouse.USD(5)), cents(50)},
+		{"less than is left", new(cents(20)), cents(20)},
 	} {
 		code := f.creatorCode(t, creator, gatehouse.AuthCodeCreate{Limit: c.limit, UsageLimitType: gatehouse.Monthly,
 			ExpiresAt: &far, WorkspaceID: "apps"})

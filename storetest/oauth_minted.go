@@ -27,7 +27,7 @@ func (f *fixture) mintedKey(t *testing.T, k *gatehouse.Key, limit *gatehouse.Mon
 // spend and reservations count against the creator, whose usage shows it.
 func testOAuthMintedSpendCountsAgainstCreator(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	creator := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "creator", Limit: moneyp(cents(100))})
+	creator := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "creator", Limit: new(cents(100))})
 	a, b := f.mintedKey(t, creator, nil), f.mintedKey(t, creator, nil)
 	if *a.Limit != cents(100) || *b.Limit != cents(100) {
 		t.Fatalf("minted limits %s and %s, want $1 each", *a.Limit, *b.Limit)
@@ -51,7 +51,7 @@ func testOAuthMintedSpendCountsAgainstCreator(t *testing.T, open Opener) {
 // whole chain; chains nest at most gatehouse.MaxMintDepth deep.
 func testOAuthMintedChain(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	root := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "root", Limit: moneyp(cents(100))})
+	root := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "root", Limit: new(cents(100))})
 	chain := []*gatehouse.Key{root}
 	for range gatehouse.MaxMintDepth {
 		chain = append(chain, f.mintedKey(t, chain[len(chain)-1], nil))
@@ -135,7 +135,7 @@ func testOAuthMintedSharesCreatorBudgets(t *testing.T, open Opener) {
 	lists := f.newGuardrail(t, f.org.ID, gatehouse.GuardrailCreate{GuardrailUpdate: gatehouse.GuardrailUpdate{
 		Name: gatehouse.Val("only mini"), AllowedModels: gatehouse.Val([]string{"openai/gpt-4o-mini"})}})
 	f.assignKey(t, lists, creator)
-	applied := mustGuardrails(t, f, a)
+	applied := f.mustGuardrails(t, a)
 	if !slices.ContainsFunc(applied, func(x gatehouse.AppliedGuardrail) bool {
 		return x.Guardrail.ID == lists.ID && x.Subject == gatehouse.KeySubject(creator.Hash)
 	}) {

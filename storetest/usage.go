@@ -147,7 +147,7 @@ func testUsageBYOKSeparate(t *testing.T, open Opener) {
 
 func testUsageLimitRemaining(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: moneyp(gatehouse.USD(10)), LimitReset: gatehouse.Daily})
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: new(gatehouse.USD(10)), LimitReset: gatehouse.Daily})
 	_, err := f.store.RecordUsage(f.ctx, k.Hash, gatehouse.USD(3), false)
 	ok(t, err)
 	got, err := f.store.RecordUsage(f.ctx, k.Hash, gatehouse.USD(4), true)

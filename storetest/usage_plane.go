@@ -125,7 +125,7 @@ func wantMeta(t *testing.T, err error, key string, want any) {
 
 func testPlaneKeyLimit(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: moneyp(gatehouse.USD(1)), LimitReset: gatehouse.Daily})
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: new(gatehouse.USD(1)), LimitReset: gatehouse.Daily})
 	f.spend(t, k, cents(30), false)
 	f.mustReserve(t, k, cents(50), false, nil)
 	_, err := f.reserve(k, cents(21), false, nil)
@@ -151,7 +151,7 @@ func testPlaneKeyLimit(t *testing.T, open Opener) {
 
 func testPlaneKeyLimitBYOK(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: moneyp(gatehouse.USD(1))})
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: new(gatehouse.USD(1))})
 	// Without include_byok_in_limit, BYOK spending counts neither held nor recorded.
 	f.spend(t, k, gatehouse.USD(5), true)
 	held := f.mustReserve(t, k, gatehouse.USD(7), true, nil)
@@ -184,7 +184,7 @@ func testPlaneKeyLimitBYOK(t *testing.T, open Opener) {
 
 func testPlaneReservationsHold(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: moneyp(gatehouse.USD(1))})
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: new(gatehouse.USD(1))})
 	a := f.mustReserve(t, k, cents(60), false, nil)
 	_, err := f.reserve(k, cents(60), false, nil)
 	wantCode(t, err, gatehouse.EPAYMENT)
@@ -214,7 +214,7 @@ func testPlaneReservationsHold(t *testing.T, open Opener) {
 
 func testPlaneSettle(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: moneyp(gatehouse.USD(5)), LimitReset: gatehouse.Weekly})
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: new(gatehouse.USD(5)), LimitReset: gatehouse.Weekly})
 	own := f.budgetGuardrail(t, "own", gatehouse.USD(3), gatehouse.Weekly, false)
 	f.assignKey(t, own, k)
 	def := f.configureDefault(t, k.WorkspaceID, gatehouse.USD(4), gatehouse.Monthly)
@@ -224,8 +224,8 @@ func testPlaneSettle(t *testing.T, open Opener) {
 	}
 	r := f.mustReserve(t, k, gatehouse.USD(1), false, budgets)
 	g := generation(k, gatehouse.Money(250_000_001), false)
-	g.UpstreamID, g.FinishReason, g.SessionID = ptrTo("chatcmpl-1"), ptrTo("stop"), ptrTo("session-1")
-	g.ExternalUser, g.Streamed, g.Status = ptrTo("end-user"), true, "partial"
+	g.UpstreamID, g.FinishReason, g.SessionID = new("chatcmpl-1"), new("stop"), new("session-1")
+	g.ExternalUser, g.Streamed, g.Status = new("end-user"), true, "partial"
 	ok(t, f.store.Settle(f.ctx, r.ID, g))
 	if !g.CreatedAt.Equal(f.clock.Now()) {
 		t.Errorf("CreatedAt = %v, want the transaction's time %v", g.CreatedAt, f.clock.Now())
@@ -263,7 +263,7 @@ func testPlaneSettle(t *testing.T, open Opener) {
 // reservation changed: one transaction.
 func testPlaneSettleAtomic(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: moneyp(gatehouse.USD(1))})
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: new(gatehouse.USD(1))})
 	gr := f.budgetGuardrail(t, "own", gatehouse.USD(1), gatehouse.Daily, false)
 	f.assignKey(t, gr, k)
 	first := f.spend(t, k, cents(10), false)
@@ -356,12 +356,12 @@ func testPlaneGuardrailsForKey(t *testing.T, open Opener) {
 	kM2 := f.newKey(t, f.org.ID, gatehouse.KeyCreate{CreatorUserID: &m2.ID})
 	check("creator assigned the default", kM2, def.Name+" "+member(m2.ID))
 	check("own default beats the creator's", kPlain, def.Name+" "+key(kPlain.Hash))
-	if b := gatehouse.Budgets(mustGuardrails(t, f, kM2)); len(b) != 1 || b[0].Subject != member(m2.ID) || b[0].Limit != gatehouse.USD(10) {
+	if b := gatehouse.Budgets(f.mustGuardrails(t, kM2)); len(b) != 1 || b[0].Subject != member(m2.ID) || b[0].Limit != gatehouse.USD(10) {
 		t.Errorf("budgets of kM2 = %+v", b)
 	}
 }
 
-func mustGuardrails(t *testing.T, f *fixture, k *gatehouse.Key) []gatehouse.AppliedGuardrail {
+func (f *fixture) mustGuardrails(t *testing.T, k *gatehouse.Key) []gatehouse.AppliedGuardrail {
 	t.Helper()
 	gs, err := f.store.GuardrailsForKey(f.ctx, k)
 	ok(t, err)

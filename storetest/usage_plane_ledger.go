@@ -52,7 +52,7 @@ func testPlaneLedgerEqualsCounters(t *testing.T, open Opener) {
 	gK := f.budgetGuardrail(t, "key budget", gatehouse.USD(1000), gatehouse.Monthly, false)
 	f.assignMember(t, gM, m)
 	keys := []*gatehouse.Key{
-		f.newKey(t, f.org.ID, gatehouse.KeyCreate{CreatorUserID: &m.ID, Limit: moneyp(gatehouse.USD(1000)), LimitReset: gatehouse.Daily}),
+		f.newKey(t, f.org.ID, gatehouse.KeyCreate{CreatorUserID: &m.ID, Limit: new(gatehouse.USD(1000)), LimitReset: gatehouse.Daily}),
 		f.newKey(t, f.org.ID, gatehouse.KeyCreate{CreatorUserID: &m.ID}),
 		f.newKey(t, f.org.ID, gatehouse.KeyCreate{CreatorUserID: &m.ID}),
 	}
@@ -159,7 +159,7 @@ func wantRaceOutcome(t *testing.T, errs []error, succeed int, code string) {
 // $1.00 limit; each reserves then settles its exact cost.
 func testPlaneConcurrentKeyLimit(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: moneyp(gatehouse.USD(1)), LimitReset: gatehouse.Daily})
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Limit: new(gatehouse.USD(1)), LimitReset: gatehouse.Daily})
 	errs := race(50, func(int) error {
 		r, err := f.reserve(k, cents(10), false, nil)
 		if err != nil {

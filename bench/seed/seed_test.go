@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +26,7 @@ import (
 	"gatehouse/ratelimit"
 	"gatehouse/sqlite"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -134,8 +134,8 @@ func checkManifestFile(t *testing.T, m *Manifest) {
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(&back, m) {
-		t.Errorf("manifest read back differs:\n%+v\nwant\n%+v", back, *m)
+	if diff := cmp.Diff(m, &back); diff != "" {
+		t.Errorf("manifest read back differs (-want +got):\n%s", diff)
 	}
 }
 

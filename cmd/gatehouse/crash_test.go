@@ -78,7 +78,7 @@ func tryDo(s *testServer, method, path, key string, body any) (int, map[string]a
 }
 
 // listIDs pages through a list and returns the values of field of its items.
-func listIDs(t *testing.T, s *testServer, key, path, field string) []string {
+func (s *testServer) listIDs(t *testing.T, key, path, field string) []string {
 	t.Helper()
 	var out []string
 	for offset := 0; ; offset += 100 {
@@ -327,16 +327,16 @@ func (l *crashLoad) check(t *testing.T) {
 				c, limit, l.lastAcked[c], l.lastTx[c])
 		}
 	}
-	orgMembers := listIDs(t, l.s, l.key, "/api/v1/organization/members", "id")
+	orgMembers := l.s.listIDs(t, l.key, "/api/v1/organization/members", "id")
 	for _, id := range l.members {
 		if !slices.Contains(orgMembers, id) {
 			t.Errorf("acknowledged organization member %s lost", id)
 		}
 	}
-	wsMembers := listIDs(t, l.s, l.key, "/api/v1/workspaces/"+l.ws+"/members", "user_id")
+	wsMembers := l.s.listIDs(t, l.key, "/api/v1/workspaces/"+l.ws+"/members", "user_id")
 	assigned := map[string]string{} // key hash → guardrail
 	for _, g := range l.grds {
-		for _, h := range listIDs(t, l.s, l.key, "/api/v1/guardrails/"+g+"/assignments/keys", "key_hash") {
+		for _, h := range l.s.listIDs(t, l.key, "/api/v1/guardrails/"+g+"/assignments/keys", "key_hash") {
 			assigned[h] = g
 		}
 	}
@@ -445,7 +445,7 @@ func testSIGTERMDrainsAndRefuses(t *testing.T, vars map[string]string, key strin
 	}
 
 	s = startProcess(t, vars) // the drained requests' keys were kept
-	names := listIDs(t, s, key, "/api/v1/keys", "name")
+	names := s.listIDs(t, key, "/api/v1/keys", "name")
 	for i := range reqs {
 		if name := "drain-" + strconv.Itoa(i); !slices.Contains(names, name) {
 			t.Errorf("key %s, created by a drained request, is missing after restart (keys: %v)", name, names)

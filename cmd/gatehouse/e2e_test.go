@@ -310,21 +310,21 @@ func TestSecretKeyFile(t *testing.T) {
 		t.Errorf("secret key file mode = %v, want 0600", perm)
 	}
 	before, _ := os.ReadFile(db + ".key")
-	id, masked := createDestination(t, s, key)
+	id, masked := s.createDestination(t, key)
 	s.stop()
 
 	s = startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
 	if after, _ := os.ReadFile(db + ".key"); string(after) != string(before) {
 		t.Errorf("secret key file changed on restart")
 	}
-	checkDestination(t, s, key, id, masked)
+	s.checkDestination(t, key, id, masked)
 	s.stop()
 
 	// The file holds the key: giving the same key through the environment
 	// reads the same secrets.
 	s = startServer(t, map[string]string{"GATEHOUSE_SECRET_KEY": strings.TrimSpace(string(before))},
 		"--addr", "127.0.0.1:0", "--database", db)
-	checkDestination(t, s, key, id, masked)
+	s.checkDestination(t, key, id, masked)
 
 	// The CLI, too, uses (and does not replace) the key file.
 	createOrg(t, nil, "--name", "Other", "--database", db)
@@ -346,13 +346,13 @@ func TestSecretKeyFromEnv(t *testing.T) {
 			vars := map[string]string{"GATEHOUSE_SECRET_KEY": value}
 			s := startServer(t, vars, "--addr", "127.0.0.1:0", "--database", db)
 			key := printedKeys(t, s.stderr.String())[0]
-			id, masked := createDestination(t, s, key)
+			id, masked := s.createDestination(t, key)
 			s.stop()
 			if fileExists(db + ".key") {
 				t.Errorf("a key file was created although GATEHOUSE_SECRET_KEY is set")
 			}
 			s = startServer(t, vars, "--addr", "127.0.0.1:0", "--database", db)
-			checkDestination(t, s, key, id, masked)
+			s.checkDestination(t, key, id, masked)
 		})
 	}
 }
@@ -364,20 +364,20 @@ func TestSecretKeyFileSetting(t *testing.T) {
 	vars := map[string]string{"GATEHOUSE_SECRET_KEY_FILE": keyFile}
 	s := startServer(t, vars, "--addr", "127.0.0.1:0", "--database", db)
 	key := printedKeys(t, s.stderr.String())[0]
-	id, masked := createDestination(t, s, key)
+	id, masked := s.createDestination(t, key)
 	s.stop()
 	if !fileExists(keyFile) || fileExists(db+".key") {
 		t.Fatalf("key file at %s: %v, at the default place: %v", keyFile, fileExists(keyFile), fileExists(db+".key"))
 	}
 	s = startServer(t, vars, "--addr", "127.0.0.1:0", "--database", db)
-	checkDestination(t, s, key, id, masked)
+	s.checkDestination(t, key, id, masked)
 }
 
 const headerSecret = "Bearer webhook-secret-0123456789"
 
 // createDestination creates a webhook destination with a secret header and
 // returns its id and the masked header value.
-func createDestination(t *testing.T, s *testServer, key string) (string, string) {
+func (s *testServer) createDestination(t *testing.T, key string) (string, string) {
 	t.Helper()
 	status, body := s.do("POST", "/api/v1/observability/destinations", key, map[string]any{
 		"name": "hook",
@@ -399,7 +399,7 @@ func createDestination(t *testing.T, s *testServer, key string) (string, string)
 }
 
 // checkDestination requires the destination to be readable with its secret intact.
-func checkDestination(t *testing.T, s *testServer, key, id, masked string) {
+func (s *testServer) checkDestination(t *testing.T, key, id, masked string) {
 	t.Helper()
 	status, body := s.do("GET", "/api/v1/observability/destinations/"+id, key, nil)
 	data, _ := body["data"].(map[string]any)

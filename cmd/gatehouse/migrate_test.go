@@ -122,7 +122,7 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	newDest := func(name, secretValue string) *gatehouse.Destination {
 		d, err := src.CreateDestination(ctx, f.org.ID, gatehouse.DestinationCreate{Type: "langfuse", DestinationUpdate: gatehouse.DestinationUpdate{
 			Name: gatehouse.Val(name), Config: &gatehouse.ConfigPatch{Values: map[string]*string{
-				"publicKey": ptr("pk-lf-1"), "secretKey": ptr(secretValue)}}}})
+				"publicKey": new("pk-lf-1"), "secretKey": new(secretValue)}}}})
 		must(err)
 		return d
 	}
@@ -169,9 +169,9 @@ func spendThroughGateway(t *testing.T, usage gatehouse.UsageService, f *migrated
 	r := reserve(f.settled)
 	if err := usage.Settle(ctx, r.ID, &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: f.org.ID,
 		WorkspaceID: f.key.WorkspaceID, KeyHash: f.key.Hash, Model: "openai/gpt-4o-mini", Provider: "openai",
-		UpstreamID: ptr("chatcmpl-1"), PromptTokens: 12, CompletionTokens: 34, Cost: f.settled, Streamed: true,
-		FinishReason: ptr("stop"), Status: "completed", LatencyMS: 120, GenerationMS: 100,
-		SessionID: ptr("session-1"), ExternalUser: ptr("user-1")}); err != nil {
+		UpstreamID: new("chatcmpl-1"), PromptTokens: 12, CompletionTokens: 34, Cost: f.settled, Streamed: true,
+		FinishReason: new("stop"), Status: "completed", LatencyMS: 120, GenerationMS: 100,
+		SessionID: new("session-1"), ExternalUser: new("user-1")}); err != nil {
 		t.Fatalf("Settle: %v", err)
 	}
 	reserve(f.pending)
@@ -361,5 +361,3 @@ func checkMigratedServes(t *testing.T, target, secretKey string, box *gatehouse.
 		t.Errorf("Reserve past what the migrated reservation leaves: %v, want %s", err, gatehouse.EPAYMENT)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

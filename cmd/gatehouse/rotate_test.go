@@ -38,7 +38,7 @@ func readsSecrets(t *testing.T, dbURL string, key []byte, orgID, id string) bool
 }
 
 // orgOf returns the organization of a management key.
-func orgOf(t *testing.T, s *testServer, key string) string {
+func (s *testServer) orgOf(t *testing.T, key string) string {
 	t.Helper()
 	_, body := s.do("GET", "/api/v1/key", key, nil)
 	return str(body["data"].(map[string]any)["organization_id"])
@@ -51,8 +51,8 @@ func TestRotateSecretKeyFile(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "g.db")
 	s := startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
 	key := printedKeys(t, s.stderr.String())[0]
-	id, masked := createDestination(t, s, key)
-	org := orgOf(t, s, key)
+	id, masked := s.createDestination(t, key)
+	org := s.orgOf(t, key)
 	s.stop()
 	oldKey := readKeyFile(t, db+".key")
 
@@ -80,7 +80,7 @@ func TestRotateSecretKeyFile(t *testing.T) {
 		t.Error("after rotation the old key still opens the secrets, or the new one does not")
 	}
 	s = startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
-	checkDestination(t, s, key, id, masked)
+	s.checkDestination(t, key, id, masked)
 }
 
 // TestRotateSecretKeyEnv: with GATEHOUSE_SECRET_KEY, rotation prints the
@@ -100,8 +100,8 @@ func TestRotateSecretKeyEnv(t *testing.T) {
 			}
 			s := startServer(t, vars, "--addr", "127.0.0.1:0")
 			key := printedKeys(t, s.stderr.String())[0]
-			id, masked := createDestination(t, s, key)
-			org := orgOf(t, s, key)
+			id, masked := s.createDestination(t, key)
+			org := s.orgOf(t, key)
 			s.stop()
 
 			stdout, stderr, err := runCommand(vars, "rotate-secret-key")
@@ -123,11 +123,11 @@ func TestRotateSecretKeyEnv(t *testing.T) {
 				"GATEHOUSE_SECRET_KEY_PREVIOUS": base64.StdEncoding.EncodeToString(newKey),
 			}
 			s = startServer(t, rolling, "--addr", "127.0.0.1:0")
-			checkDestination(t, s, key, id, masked)
+			s.checkDestination(t, key, id, masked)
 			s.stop()
 			vars["GATEHOUSE_SECRET_KEY"] = lastLine(stdout)
 			s = startServer(t, vars, "--addr", "127.0.0.1:0")
-			checkDestination(t, s, key, id, masked)
+			s.checkDestination(t, key, id, masked)
 
 			// With a wrong key, rotation changes nothing and says so.
 			wrong := map[string]string{"GATEHOUSE_DATABASE_URL": dbURL, "GATEHOUSE_SECRET_KEY": base64.StdEncoding.EncodeToString(old)}
