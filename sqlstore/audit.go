@@ -18,14 +18,10 @@ func (tx *Tx) audit(ctx context.Context, orgID string, rec gatehouse.AuditRecord
 }
 
 // FindAuditEntries lists the organization's audit entries, newest first.
-func (s *Store) FindAuditEntries(ctx context.Context, orgID string, f gatehouse.AuditFilter) ([]*gatehouse.AuditEntry, int, error) {
-	var list []*gatehouse.AuditEntry
-	var total int
-	err := s.viewFn(ctx, func(tx *Tx) (err error) {
+func (s *Store) FindAuditEntries(ctx context.Context, orgID string, f gatehouse.AuditFilter) (_ []*gatehouse.AuditEntry, _ int, err error) {
+	defer wrap(&err, "FindAuditEntries")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.AuditEntry], error) {
 		where, args := auditWhere(orgID, f, func(int) string { return "?" })
-		list, total, err = findPage(ctx, tx, auditColumns, `audit_log WHERE `+where, `at DESC, id DESC`,
-			args, f.Page, scanAuditEntry)
-		return err
-	})
-	return list, total, err
+		return findPage(ctx, tx, auditColumns, `audit_log WHERE `+where, `at DESC, id DESC`, args, f.Page, scanAuditEntry)
+	}))
 }
