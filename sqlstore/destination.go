@@ -71,8 +71,7 @@ func (s *Store) CreateDestination(ctx context.Context, orgID string, c gatehouse
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO destinations (`+destinationColumns+`)
-			VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
+		if err := tx.insert(ctx, "destinations", destinationColumns, args); err != nil {
 			return nil, err
 		}
 		return d, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationCreate, ResourceType: gatehouse.ResourceDestination,

@@ -81,9 +81,7 @@ func (tx *Tx) insertGuardrail(ctx context.Context, g *gatehouse.Guardrail) error
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO guardrails (`+guardrailColumns+`)
-		VALUES (`+placeholders(len(args))+`)`, args...)
-	return err
+	return tx.insert(ctx, "guardrails", guardrailColumns, args)
 }
 
 // UpdateGuardrail updates a guardrail; the default guardrail of a workspace

@@ -93,8 +93,7 @@ func (s *Store) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCrea
 }
 
 func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *string) error {
-	args := keyInsertArgs(k, externalHash)
-	_, err := tx.Exec(ctx, `INSERT INTO api_keys (`+keyInsertColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+	err := tx.insert(ctx, "api_keys", keyInsertColumns, keyInsertArgs(k, externalHash))
 	if tx.d.IsUnique(err) {
 		return gatehouse.Errorf(gatehouse.ECONFLICT, "a key with this value already exists")
 	}

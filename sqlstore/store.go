@@ -229,6 +229,12 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
+// insert inserts one row into table: args are the values of columns.
+func (tx *Tx) insert(ctx context.Context, table, columns string, args []any) error {
+	_, err := tx.Exec(ctx, `INSERT INTO `+table+` (`+columns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+	return err
+}
+
 // prefixed qualifies every column of a comma-separated list.
 func prefixed(prefix, columns string) string {
 	parts := strings.Split(columns, ",")

@@ -265,11 +265,7 @@ func (s *Store) Settle(ctx context.Context, reservationID string, g *gatehouse.G
 		}
 		gen := *g
 		gen.CreatedAt = tx.now
-		args, err := generationArgs(&gen)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO generations (`+generationColumns+`) VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
+		if err := tx.insert(ctx, "generations", generationColumns, generationArgs(&gen)); err != nil {
 			return time.Time{}, err
 		}
 		for _, b := range budgets {
