@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 
 	"gatehouse"
 
@@ -11,52 +10,30 @@ import (
 
 // FindKeyAssignments lists the key assignments of a guardrail, or of the
 // whole organization when guardrailID is "".
-func (s *Store) FindKeyAssignments(ctx context.Context, orgID, guardrailID string, page gatehouse.Page) ([]*gatehouse.KeyAssignment, int, error) {
-	var list []*gatehouse.KeyAssignment
-	var total int
-	err := s.viewFn(ctx, func(tx *Tx) error {
+func (s *Store) FindKeyAssignments(ctx context.Context, orgID, guardrailID string, page gatehouse.Page) (_ []*gatehouse.KeyAssignment, _ int, err error) {
+	defer wrap(&err, "FindKeyAssignments")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.KeyAssignment], error) {
 		where, args, err := tx.assignmentFilter(ctx, orgID, guardrailID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		list, total, err = findPage(ctx, tx, `a.id, a.guardrail_id, a.key_hash, k.name, a.assigned_by, a.created_at`,
-			`key_assignments a JOIN api_keys k ON k.hash = a.key_hash WHERE `+where, `a.created_at, a.id`, args, page,
-			func(s Scanner) (*gatehouse.KeyAssignment, error) {
-				var a gatehouse.KeyAssignment
-				var by sql.NullString
-				var created int64
-				err := s.Scan(&a.ID, &a.GuardrailID, &a.KeyHash, &a.KeyName, &by, &created)
-				a.AssignedBy, a.CreatedAt = strPtr(by), fromMS(created)
-				return &a, err
-			})
-		return err
-	})
-	return list, total, err
+		return findPage(ctx, tx, keyAssignmentColumns, `key_assignments a JOIN api_keys k ON k.hash = a.key_hash WHERE `+where,
+			`a.created_at, a.id`, args, page, scanKeyAssignment)
+	}))
 }
 
 // FindMemberAssignments lists the member assignments of a guardrail, or of
 // the whole organization when guardrailID is "".
-func (s *Store) FindMemberAssignments(ctx context.Context, orgID, guardrailID string, page gatehouse.Page) ([]*gatehouse.MemberAssignment, int, error) {
-	var list []*gatehouse.MemberAssignment
-	var total int
-	err := s.viewFn(ctx, func(tx *Tx) error {
+func (s *Store) FindMemberAssignments(ctx context.Context, orgID, guardrailID string, page gatehouse.Page) (_ []*gatehouse.MemberAssignment, _ int, err error) {
+	defer wrap(&err, "FindMemberAssignments")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.MemberAssignment], error) {
 		where, args, err := tx.assignmentFilter(ctx, orgID, guardrailID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		list, total, err = findPage(ctx, tx, `a.id, a.guardrail_id, a.user_id, a.organization_id, a.assigned_by, a.created_at`,
-			`member_assignments a WHERE `+where, `a.created_at, a.id`, args, page,
-			func(s Scanner) (*gatehouse.MemberAssignment, error) {
-				var a gatehouse.MemberAssignment
-				var by sql.NullString
-				var created int64
-				err := s.Scan(&a.ID, &a.GuardrailID, &a.UserID, &a.OrganizationID, &by, &created)
-				a.AssignedBy, a.CreatedAt = strPtr(by), fromMS(created)
-				return &a, err
-			})
-		return err
-	})
-	return list, total, err
+		return findPage(ctx, tx, memberAssignmentColumns, `member_assignments a WHERE `+where,
+			`a.created_at, a.id`, args, page, scanMemberAssignment)
+	}))
 }
 
 // assignmentFilter returns the condition on assignment rows (alias a) of
@@ -73,17 +50,16 @@ func (tx *Tx) assignmentFilter(ctx context.Context, orgID, guardrailID string) (
 
 // AssignKeys assigns keys of the guardrail's workspace to the guardrail,
 // moving them from any other guardrail.
-func (s *Store) AssignKeys(ctx context.Context, orgID, guardrailID string, hashes []string, by *string) (int, error) {
-	hashes, err := gatehouse.ValidateKeyHashes(hashes)
+func (s *Store) AssignKeys(ctx context.Context, orgID, guardrailID string, hashes []string, by *string) (_ int, err error) {
+	defer wrap(&err, "AssignKeys")
+	hashes, err = gatehouse.ValidateKeyHashes(hashes)
 	if err != nil {
 		return 0, err
 	}
-	var changed int
-	err = s.exec(ctx, func(tx *Tx) error {
-		changed = 0 // a retried transaction starts over
+	return update(ctx, s, func(tx *Tx) (int, error) {
 		g, err := tx.findGuardrail(ctx, orgID, guardrailID)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		// The unary + keeps the planner on the primary key: an index on the
 		// other columns would scan every key of the workspace.
@@ -92,25 +68,25 @@ func (s *Store) AssignKeys(ctx context.Context, orgID, guardrailID string, hashe
 			AND `+tx.d.NoIndex("workspace_id")+` = ? AND NOT `+tx.d.NoIndex("management"), append(args, orgID, g.WorkspaceID)...)
 		known, err := collect(rows, err, scanString)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if unknown := missing(hashes, known); len(unknown) > 0 {
-			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "key_hashes: not keys of the guardrail's workspace: " +
+			return 0, (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "key_hashes: not keys of the guardrail's workspace: " +
 				gatehouse.ListIDs(unknown) + "; nothing was assigned"}).WithMetadata("key_hashes", unknown)
 		}
+		changed := 0
 		for _, h := range hashes {
 			n, err := tx.execCount(ctx, `INSERT INTO key_assignments (id, organization_id, guardrail_id, key_hash, assigned_by, created_at)
 				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key_hash) DO UPDATE SET id = excluded.id,
 				guardrail_id = excluded.guardrail_id, assigned_by = excluded.assigned_by, created_at = excluded.created_at
 				WHERE key_assignments.guardrail_id <> excluded.guardrail_id`, uuid.NewString(), orgID, g.ID, h, by, ms(tx.now))
 			if err != nil {
-				return err
+				return 0, err
 			}
 			changed += n
 		}
-		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysAssign, g.ID, "key_hashes", hashes, changed)
+		return changed, tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysAssign, g.ID, "key_hashes", hashes, changed)
 	})
-	return changed, err
 }
 
 // auditAssignment records a bulk change of a guardrail's assignments. A
@@ -130,78 +106,77 @@ func (tx *Tx) execCount(ctx context.Context, query string, args ...any) (int, er
 }
 
 // UnassignKeys removes assignments of keys to the guardrail.
-func (s *Store) UnassignKeys(ctx context.Context, orgID, guardrailID string, hashes []string) (int, error) {
-	hashes, err := gatehouse.ValidateKeyHashes(hashes)
+func (s *Store) UnassignKeys(ctx context.Context, orgID, guardrailID string, hashes []string) (_ int, err error) {
+	defer wrap(&err, "UnassignKeys")
+	hashes, err = gatehouse.ValidateKeyHashes(hashes)
 	if err != nil {
 		return 0, err
 	}
-	var removed int
-	err = s.exec(ctx, func(tx *Tx) error {
+	return update(ctx, s, func(tx *Tx) (int, error) {
 		if _, err := tx.findGuardrail(ctx, orgID, guardrailID); err != nil {
-			return err
+			return 0, err
 		}
 		in, args := tx.in("key_hash", hashes, guardrailID)
-		if removed, err = tx.execCount(ctx, `DELETE FROM key_assignments WHERE guardrail_id = ? AND `+in, args...); err != nil {
-			return err
+		removed, err := tx.execCount(ctx, `DELETE FROM key_assignments WHERE guardrail_id = ? AND `+in, args...)
+		if err != nil {
+			return 0, err
 		}
-		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysUnassign, guardrailID, "key_hashes", hashes, removed)
+		return removed, tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysUnassign, guardrailID, "key_hashes", hashes, removed)
 	})
-	return removed, err
 }
 
 // AssignMembers assigns organization members to the guardrail, moving them
 // from any other guardrail.
-func (s *Store) AssignMembers(ctx context.Context, orgID, guardrailID string, userIDs []string, by *string) (int, error) {
+func (s *Store) AssignMembers(ctx context.Context, orgID, guardrailID string, userIDs []string, by *string) (_ int, err error) {
+	defer wrap(&err, "AssignMembers")
 	ids, err := gatehouse.ValidateUserIDs("member_user_ids", userIDs)
 	if err != nil {
 		return 0, err
 	}
-	var changed int
-	err = s.exec(ctx, func(tx *Tx) error {
-		changed = 0 // a retried transaction starts over
+	return update(ctx, s, func(tx *Tx) (int, error) {
 		g, err := tx.findGuardrail(ctx, orgID, guardrailID)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		unknown, err := tx.unknownMembers(ctx, orgID, ids)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if len(unknown) > 0 {
-			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "member_user_ids: not members of the organization: " +
+			return 0, (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "member_user_ids: not members of the organization: " +
 				gatehouse.ListIDs(unknown) + "; nothing was assigned"}).WithMetadata("member_user_ids", unknown)
 		}
+		changed := 0
 		for _, id := range ids {
 			n, err := tx.execCount(ctx, `INSERT INTO member_assignments (id, organization_id, guardrail_id, user_id, assigned_by, created_at)
 				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (organization_id, user_id) DO UPDATE SET id = excluded.id,
 				guardrail_id = excluded.guardrail_id, assigned_by = excluded.assigned_by, created_at = excluded.created_at
 				WHERE member_assignments.guardrail_id <> excluded.guardrail_id`, uuid.NewString(), orgID, g.ID, id, by, ms(tx.now))
 			if err != nil {
-				return err
+				return 0, err
 			}
 			changed += n
 		}
-		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersAssign, g.ID, "member_user_ids", ids, changed)
+		return changed, tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersAssign, g.ID, "member_user_ids", ids, changed)
 	})
-	return changed, err
 }
 
 // UnassignMembers removes assignments of members to the guardrail.
-func (s *Store) UnassignMembers(ctx context.Context, orgID, guardrailID string, userIDs []string) (int, error) {
+func (s *Store) UnassignMembers(ctx context.Context, orgID, guardrailID string, userIDs []string) (_ int, err error) {
+	defer wrap(&err, "UnassignMembers")
 	ids, err := gatehouse.ValidateUserIDs("member_user_ids", userIDs)
 	if err != nil {
 		return 0, err
 	}
-	var removed int
-	err = s.exec(ctx, func(tx *Tx) error {
+	return update(ctx, s, func(tx *Tx) (int, error) {
 		if _, err := tx.findGuardrail(ctx, orgID, guardrailID); err != nil {
-			return err
+			return 0, err
 		}
 		in, args := tx.in("user_id", ids, guardrailID)
-		if removed, err = tx.execCount(ctx, `DELETE FROM member_assignments WHERE guardrail_id = ? AND `+in, args...); err != nil {
-			return err
+		removed, err := tx.execCount(ctx, `DELETE FROM member_assignments WHERE guardrail_id = ? AND `+in, args...)
+		if err != nil {
+			return 0, err
 		}
-		return tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersUnassign, guardrailID, "member_user_ids", ids, removed)
+		return removed, tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersUnassign, guardrailID, "member_user_ids", ids, removed)
 	})
-	return removed, err
 }

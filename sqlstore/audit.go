@@ -13,19 +13,14 @@ func (tx *Tx) audit(ctx context.Context, orgID string, rec gatehouse.AuditRecord
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO audit_log (`+auditColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
-	return err
+	return tx.insert(ctx, "audit_log", auditColumns, args)
 }
 
 // FindAuditEntries lists the organization's audit entries, newest first.
-func (s *Store) FindAuditEntries(ctx context.Context, orgID string, f gatehouse.AuditFilter) ([]*gatehouse.AuditEntry, int, error) {
-	var list []*gatehouse.AuditEntry
-	var total int
-	err := s.viewFn(ctx, func(tx *Tx) (err error) {
-		where, args := auditWhere(orgID, f, func(int) string { return "?" })
-		list, total, err = findPage(ctx, tx, auditColumns, `audit_log WHERE `+where, `at DESC, id DESC`,
-			args, f.Page, scanAuditEntry)
-		return err
-	})
-	return list, total, err
+func (s *Store) FindAuditEntries(ctx context.Context, orgID string, f gatehouse.AuditFilter) (_ []*gatehouse.AuditEntry, _ int, err error) {
+	defer wrap(&err, "FindAuditEntries")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.AuditEntry], error) {
+		where, args := auditWhere(orgID, f)
+		return findPage(ctx, tx, auditColumns, `audit_log WHERE `+where, `at DESC, id DESC`, args, f.Page, scanAuditEntry)
+	}))
 }

@@ -24,108 +24,94 @@ func (tx *Tx) findDestination(ctx context.Context, orgID, id string) (*gatehouse
 }
 
 // FindDestination returns a live destination of the organization.
-func (s *Store) FindDestination(ctx context.Context, orgID, id string) (*gatehouse.Destination, error) {
-	var d *gatehouse.Destination
-	err := s.readFn(ctx, func(tx *Tx) (err error) {
-		d, err = tx.findDestination(ctx, orgID, id)
-		return err
-	})
-	return d, err
+func (s *Store) FindDestination(ctx context.Context, orgID, id string) (_ *gatehouse.Destination, err error) {
+	defer wrap(&err, "FindDestination")
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Destination, error) { return tx.findDestination(ctx, orgID, id) })
 }
 
 // FindDestinations lists the live destinations of a workspace.
-func (s *Store) FindDestinations(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Destination, int, error) {
-	var list []*gatehouse.Destination
-	var total int
-	err := s.viewFn(ctx, func(tx *Tx) error {
+func (s *Store) FindDestinations(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) (_ []*gatehouse.Destination, _ int, err error) {
+	defer wrap(&err, "FindDestinations")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.Destination], error) {
 		w, err := tx.findWorkspace(ctx, orgID, workspaceRef)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		list, total, err = findPage(ctx, tx, destinationColumns, `destinations WHERE workspace_id = ? AND deleted_at IS NULL`,
+		return findPage(ctx, tx, destinationColumns, `destinations WHERE workspace_id = ? AND deleted_at IS NULL`,
 			`created_at, id`, []any{w.ID}, page, tx.scanDestination)
-		return err
-	})
-	return list, total, err
+	}))
 }
 
 // CreateDestination creates a destination, at most MaxDestinationsPerType
 // live ones of a type per workspace.
-func (s *Store) CreateDestination(ctx context.Context, orgID string, c gatehouse.DestinationCreate) (*gatehouse.Destination, error) {
-	d, err := gatehouse.NewDestination(c)
+func (s *Store) CreateDestination(ctx context.Context, orgID string, c gatehouse.DestinationCreate) (_ *gatehouse.Destination, err error) {
+	defer wrap(&err, "CreateDestination")
+	base, err := gatehouse.NewDestination(c)
 	if err != nil {
 		return nil, err
 	}
-	err = s.exec(ctx, func(tx *Tx) error {
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Destination, error) {
+		d := new(*base) // each run fills in a copy of its own
 		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM destinations WHERE workspace_id = ? AND type = ?
 			AND deleted_at IS NULL`, w.ID, d.Type).Scan(&n); err != nil {
-			return err
+			return nil, err
 		}
 		if n >= gatehouse.MaxDestinationsPerType {
-			return gatehouse.Errorf(gatehouse.ECONFLICT, "the workspace already has %d destinations of type %s; delete one first",
+			return nil, gatehouse.Errorf(gatehouse.ECONFLICT, "the workspace already has %d destinations of type %s; delete one first",
 				gatehouse.MaxDestinationsPerType, d.Type)
 		}
 		d.ID, d.OrganizationID, d.WorkspaceID = uuid.NewString(), orgID, w.ID
 		d.CreatedAt, d.UpdatedAt = tx.now, tx.now
 		args, err := destinationArgs(tx.box, d)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO destinations (`+destinationColumns+`)
-			VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
-			return err
+		if err := tx.insert(ctx, "destinations", destinationColumns, args); err != nil {
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationCreate, ResourceType: gatehouse.ResourceDestination,
+		return d, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationCreate, ResourceType: gatehouse.ResourceDestination,
 			ResourceIDs: []string{d.ID}, Details: map[string]any{"type": d.Type, "workspace_id": w.ID}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
 }
 
 // UpdateDestination updates a live destination; its configuration merges
 // key by key.
-func (s *Store) UpdateDestination(ctx context.Context, orgID, id string, u gatehouse.DestinationUpdate) (*gatehouse.Destination, error) {
-	var d *gatehouse.Destination
-	err := s.exec(ctx, func(tx *Tx) error {
-		var err error
-		if d, err = tx.findDestination(ctx, orgID, id); err != nil {
-			return err
+func (s *Store) UpdateDestination(ctx context.Context, orgID, id string, u gatehouse.DestinationUpdate) (_ *gatehouse.Destination, err error) {
+	defer wrap(&err, "UpdateDestination")
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Destination, error) {
+		d, err := tx.findDestination(ctx, orgID, id)
+		if err != nil {
+			return nil, err
 		}
 		if err := d.Apply(u); err != nil {
-			return err
+			return nil, err
 		}
 		d.UpdatedAt = tx.now
 		args, err := destinationArgs(tx.box, d)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// args[3:18] are name through updated_at; type and created_at are
 		// written back unchanged.
-		_, err = tx.Exec(ctx, `UPDATE destinations SET name = ?, type = ?, config = ?, secrets = ?, enabled = ?,
+		if _, err := tx.Exec(ctx, `UPDATE destinations SET name = ?, type = ?, config = ?, secrets = ?, enabled = ?,
 			privacy_mode = ?, sampling_rate = ?, api_key_hashes = ?, filter_rules = ?, regions = ?,
 			broadcast_generation_cost = ?, broadcast_generation_identity = ?, broadcast_generation_request_context = ?,
-			created_at = ?, updated_at = ? WHERE id = ?`, append(args[3:18:18], d.ID)...)
-		if err != nil {
-			return err
+			created_at = ?, updated_at = ? WHERE id = ?`, append(args[3:18:18], d.ID)...); err != nil {
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationUpdate, ResourceType: gatehouse.ResourceDestination,
+		return d, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationUpdate, ResourceType: gatehouse.ResourceDestination,
 			ResourceIDs: []string{d.ID}, Details: map[string]any{"fields": destinationChangedFields(u)}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
 }
 
 // DeleteDestination soft-deletes a live destination.
-func (s *Store) DeleteDestination(ctx context.Context, orgID, id string) error {
+func (s *Store) DeleteDestination(ctx context.Context, orgID, id string) (err error) {
+	defer wrap(&err, "DeleteDestination")
 	if _, err := uuid.Parse(id); err != nil {
 		return gatehouse.NotFound("destination", id)
 	}

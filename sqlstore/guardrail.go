@@ -24,65 +24,56 @@ func (tx *Tx) findGuardrail(ctx context.Context, orgID, id string) (*gatehouse.G
 }
 
 // FindGuardrail returns a guardrail of the organization.
-func (s *Store) FindGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
-	var g *gatehouse.Guardrail
-	err := s.readFn(ctx, func(tx *Tx) (err error) {
-		g, err = tx.findGuardrail(ctx, orgID, id)
-		return err
-	})
-	return g, err
+func (s *Store) FindGuardrail(ctx context.Context, orgID, id string) (_ *gatehouse.Guardrail, err error) {
+	defer wrap(&err, "FindGuardrail")
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Guardrail, error) { return tx.findGuardrail(ctx, orgID, id) })
 }
 
 // FindGuardrails lists the guardrails of a workspace.
-func (s *Store) FindGuardrails(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Guardrail, int, error) {
-	var list []*gatehouse.Guardrail
-	var total int
-	err := s.viewFn(ctx, func(tx *Tx) error {
+func (s *Store) FindGuardrails(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) (_ []*gatehouse.Guardrail, _ int, err error) {
+	defer wrap(&err, "FindGuardrails")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.Guardrail], error) {
 		w, err := tx.findWorkspace(ctx, orgID, workspaceRef)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		list, total, err = findPage(ctx, tx, guardrailColumns, `guardrails WHERE workspace_id = ?`,
+		return findPage(ctx, tx, guardrailColumns, `guardrails WHERE workspace_id = ?`,
 			`created_at, id`, []any{w.ID}, page, scanGuardrail)
-		return err
-	})
-	return list, total, err
+	}))
 }
 
 // CreateGuardrail creates a guardrail in a workspace.
-func (s *Store) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.GuardrailCreate) (*gatehouse.Guardrail, error) {
+func (s *Store) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.GuardrailCreate) (_ *gatehouse.Guardrail, err error) {
+	defer wrap(&err, "CreateGuardrail")
 	if !c.Name.Set || c.Name.Null {
 		return nil, gatehouse.FieldError("name", "is required")
 	}
-	g := &gatehouse.Guardrail{}
-	if err := g.Apply(c.GuardrailUpdate); err != nil {
+	base := &gatehouse.Guardrail{}
+	if err := base.Apply(c.GuardrailUpdate); err != nil {
 		return nil, err
 	}
-	err := s.exec(ctx, func(tx *Tx) error {
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Guardrail, error) {
+		g := new(*base) // each run fills in a copy of its own
 		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if g.Name == gatehouse.DefaultGuardrailName(w.ID) {
-			return gatehouse.ErrReservedGuardrailName(g.Name)
+			return nil, gatehouse.ErrReservedGuardrailName(g.Name)
 		}
 		now := tx.now
 		g.ID, g.OrganizationID, g.WorkspaceID = uuid.NewString(), orgID, w.ID
 		g.CreatedAt, g.UpdatedAt = now, &now
 		err = tx.insertGuardrail(ctx, g)
 		if tx.d.IsUnique(err) {
-			return gatehouse.ErrGuardrailNameTaken(g.Name, gatehouse.EINVALID)
+			return nil, gatehouse.ErrGuardrailNameTaken(g.Name, gatehouse.EINVALID)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpGuardrailCreate, ResourceType: gatehouse.ResourceGuardrail,
+		return g, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpGuardrailCreate, ResourceType: gatehouse.ResourceGuardrail,
 			ResourceIDs: []string{g.ID}, Details: map[string]any{"workspace_id": w.ID}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return g, nil
 }
 
 func (tx *Tx) insertGuardrail(ctx context.Context, g *gatehouse.Guardrail) error {
@@ -90,28 +81,25 @@ func (tx *Tx) insertGuardrail(ctx context.Context, g *gatehouse.Guardrail) error
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO guardrails (`+guardrailColumns+`)
-		VALUES (`+placeholders(len(args))+`)`, args...)
-	return err
+	return tx.insert(ctx, "guardrails", guardrailColumns, args)
 }
 
 // UpdateGuardrail updates a guardrail; the default guardrail of a workspace
 // is created on its first update.
-func (s *Store) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse.GuardrailUpdate) (*gatehouse.Guardrail, error) {
-	var g *gatehouse.Guardrail
-	err := s.exec(ctx, func(tx *Tx) error {
-		var err error
-		g, err = tx.findGuardrail(ctx, orgID, id)
+func (s *Store) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse.GuardrailUpdate) (_ *gatehouse.Guardrail, err error) {
+	defer wrap(&err, "UpdateGuardrail")
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Guardrail, error) {
+		g, err := tx.findGuardrail(ctx, orgID, id)
 		create := false
 		if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
 			g, err = tx.unconfiguredDefaultGuardrail(ctx, orgID, id)
 			create = true
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := g.Apply(u); err != nil {
-			return err
+			return nil, err
 		}
 		now := tx.now
 		g.UpdatedAt = &now
@@ -121,17 +109,13 @@ func (s *Store) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehou
 			err = tx.updateGuardrail(ctx, g)
 		}
 		if tx.d.IsUnique(err) {
-			return gatehouse.ErrGuardrailNameTaken(g.Name, gatehouse.ECONFLICT)
+			return nil, gatehouse.ErrGuardrailNameTaken(g.Name, gatehouse.ECONFLICT)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, guardrailUpdateRecord(g.ID, u, create))
+		return g, tx.audit(ctx, orgID, guardrailUpdateRecord(g.ID, u, create))
 	})
-	if err != nil {
-		return nil, err
-	}
-	return g, nil
 }
 
 // unconfiguredDefaultGuardrail returns, unsaved, the default guardrail of
@@ -169,7 +153,8 @@ func (tx *Tx) updateGuardrail(ctx context.Context, g *gatehouse.Guardrail) error
 }
 
 // DeleteGuardrail deletes a guardrail; its assignments go by cascade.
-func (s *Store) DeleteGuardrail(ctx context.Context, orgID, id string) error {
+func (s *Store) DeleteGuardrail(ctx context.Context, orgID, id string) (err error) {
+	defer wrap(&err, "DeleteGuardrail")
 	return s.exec(ctx, func(tx *Tx) error {
 		if _, err := tx.findGuardrail(ctx, orgID, id); err != nil {
 			return err

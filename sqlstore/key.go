@@ -10,16 +10,15 @@ import (
 )
 
 // FindKeyByHash returns any key by hash, for authentication.
-func (s *Store) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, error) {
-	var k *gatehouse.Key
-	err := s.readFn(ctx, func(tx *Tx) (err error) {
-		k, err = scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
+func (s *Store) FindKeyByHash(ctx context.Context, hash string) (_ *gatehouse.Key, err error) {
+	defer wrap(&err, "FindKeyByHash")
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Key, error) {
+		k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
 		if errors.Is(err, ErrNoRows) {
-			return gatehouse.NotFound("key", hash)
+			return nil, gatehouse.NotFound("key", hash)
 		}
-		return err
+		return k, err
 	})
-	return k, err
 }
 
 // findKey returns a regular key of the organization.
@@ -33,24 +32,20 @@ func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, 
 }
 
 // FindKey returns a regular key of the organization.
-func (s *Store) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
-	var k *gatehouse.Key
-	err := s.readFn(ctx, func(tx *Tx) (err error) {
-		k, err = tx.findKey(ctx, orgID, hash)
-		return err
-	})
-	return k, err
+func (s *Store) FindKey(ctx context.Context, orgID, hash string) (_ *gatehouse.Key, err error) {
+	defer wrap(&err, "FindKey")
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Key, error) { return tx.findKey(ctx, orgID, hash) })
 }
 
 // FindKeys lists regular keys of the organization.
-func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter) ([]*gatehouse.Key, error) {
-	var keys []*gatehouse.Key
-	err := s.viewFn(ctx, func(tx *Tx) error {
+func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter) (_ []*gatehouse.Key, err error) {
+	defer wrap(&err, "FindKeys")
+	return view(ctx, s, func(tx *Tx) ([]*gatehouse.Key, error) {
 		where, args := `organization_id = ? AND NOT management`, []any{orgID}
 		if f.WorkspaceID != "" {
 			w, err := tx.findWorkspace(ctx, orgID, f.WorkspaceID)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			where, args = `workspace_id = ?`, []any{w.ID}
 		}
@@ -63,38 +58,32 @@ func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilte
 		}
 		rows, err := tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+where+`
 			ORDER BY created_at, hash LIMIT ? OFFSET ?`, append(args, limit, f.Offset)...)
-		if err != nil {
-			return err
-		}
-		keys, err = collect(rows, nil, scanKey)
-		return err
+		return collect(rows, err, scanKey)
 	})
-	return keys, err
 }
 
 // CreateKey creates a regular key.
-func (s *Store) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate) (*gatehouse.Key, string, error) {
+func (s *Store) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate) (_ *gatehouse.Key, _ string, err error) {
+	defer wrap(&err, "CreateKey")
 	plaintext := gatehouse.NewKeySecret(false)
-	var k *gatehouse.Key
-	err := s.exec(ctx, func(tx *Tx) error {
+	k, err := update(ctx, s, func(tx *Tx) (*gatehouse.Key, error) {
 		if err := c.Validate(tx.now); err != nil {
-			return err
+			return nil, err
 		}
 		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if c.CreatorUserID != nil {
 			if err := tx.memberExists(ctx, orgID, *c.CreatorUserID); err != nil {
-				return gatehouse.ErrNotAMember(*c.CreatorUserID)
+				return nil, gatehouse.ErrNotAMember(*c.CreatorUserID)
 			}
 		}
-		var externalHash *string
-		k, externalHash = c.NewKey(orgID, w.ID, plaintext, tx.now)
+		k, externalHash := c.NewKey(orgID, w.ID, plaintext, tx.now)
 		if err := tx.insertKey(ctx, k, externalHash); err != nil {
-			return err
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyCreate, ResourceType: gatehouse.ResourceKey,
+		return k, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyCreate, ResourceType: gatehouse.ResourceKey,
 			ResourceIDs: []string{k.Hash}, Details: map[string]any{"workspace_id": w.ID}})
 	})
 	if err != nil {
@@ -104,8 +93,7 @@ func (s *Store) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCrea
 }
 
 func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *string) error {
-	args := keyInsertArgs(k, externalHash)
-	_, err := tx.Exec(ctx, `INSERT INTO api_keys (`+keyInsertColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+	err := tx.insert(ctx, "api_keys", keyInsertColumns, keyInsertArgs(k, externalHash))
 	if tx.d.IsUnique(err) {
 		return gatehouse.Errorf(gatehouse.ECONFLICT, "a key with this value already exists")
 	}
@@ -113,35 +101,31 @@ func (tx *Tx) insertKey(ctx context.Context, k *gatehouse.Key, externalHash *str
 }
 
 // UpdateKey applies an update to a regular key.
-func (s *Store) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.KeyUpdate) (*gatehouse.Key, error) {
+func (s *Store) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.KeyUpdate) (_ *gatehouse.Key, err error) {
+	defer wrap(&err, "UpdateKey")
 	if err := u.Validate(); err != nil {
 		return nil, err
 	}
-	var k *gatehouse.Key
-	err := s.exec(ctx, func(tx *Tx) error {
-		var err error
-		if k, err = tx.findKey(ctx, orgID, hash); err != nil {
-			return err
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Key, error) {
+		k, err := tx.findKey(ctx, orgID, hash)
+		if err != nil {
+			return nil, err
 		}
 		if !k.Apply(u, tx.now) {
-			return nil // {} changes nothing, not even updated_at
+			return k, nil // {} changes nothing, not even updated_at
 		}
-		_, err = tx.Exec(ctx, `UPDATE api_keys SET name = ?, disabled = ?, include_byok_in_limit = ?,
-			limit_nanos = ?, limit_reset = ?, updated_at = ? WHERE hash = ?`, keyUpdateArgs(k)...)
-		if err != nil {
-			return err
+		if _, err := tx.Exec(ctx, `UPDATE api_keys SET name = ?, disabled = ?, include_byok_in_limit = ?,
+			limit_nanos = ?, limit_reset = ?, updated_at = ? WHERE hash = ?`, keyUpdateArgs(k)...); err != nil {
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyUpdate, ResourceType: gatehouse.ResourceKey,
+		return k, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyUpdate, ResourceType: gatehouse.ResourceKey,
 			ResourceIDs: []string{k.Hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return k, nil
 }
 
 // DeleteKey deletes a regular key; its guardrail assignment goes by cascade.
-func (s *Store) DeleteKey(ctx context.Context, orgID, hash string) error {
+func (s *Store) DeleteKey(ctx context.Context, orgID, hash string) (err error) {
+	defer wrap(&err, "DeleteKey")
 	return s.exec(ctx, func(tx *Tx) error {
 		n, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE hash = ? AND organization_id = ? AND NOT management`, hash, orgID)
 		if err != nil {
@@ -155,7 +139,8 @@ func (s *Store) DeleteKey(ctx context.Context, orgID, hash string) error {
 }
 
 // RecordUsage adds an amount to a key's usage in the current periods.
-func (s *Store) RecordUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
+func (s *Store) RecordUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (_ *gatehouse.Key, err error) {
+	defer wrap(&err, "RecordUsage")
 	if amount < 0 {
 		return nil, gatehouse.FieldError("amount", "must not be negative")
 	}
@@ -182,7 +167,8 @@ func (tx *Tx) addKeyUsage(ctx context.Context, hash string, amount gatehouse.Mon
 }
 
 // CreateManagementKey creates a management key for the organization.
-func (s *Store) CreateManagementKey(ctx context.Context, orgID, name string) (*gatehouse.Key, string, error) {
+func (s *Store) CreateManagementKey(ctx context.Context, orgID, name string) (_ *gatehouse.Key, _ string, err error) {
+	defer wrap(&err, "CreateManagementKey")
 	plaintext := gatehouse.NewKeySecret(true)
 	k, err := s.EnsureManagementKey(ctx, orgID, plaintext, name)
 	if err != nil {
@@ -193,7 +179,8 @@ func (s *Store) CreateManagementKey(ctx context.Context, orgID, name string) (*g
 
 // EnsureManagementKey makes sure a management key with this plaintext exists
 // for the organization.
-func (s *Store) EnsureManagementKey(ctx context.Context, orgID, plaintext, name string) (*gatehouse.Key, error) {
+func (s *Store) EnsureManagementKey(ctx context.Context, orgID, plaintext, name string) (_ *gatehouse.Key, err error) {
+	defer wrap(&err, "EnsureManagementKey")
 	if !strings.HasPrefix(plaintext, gatehouse.ManagementKeyPrefix) || len(plaintext) < 40 {
 		return nil, gatehouse.Errorf(gatehouse.EINVALID, "a management key must start with %s and be at least 40 characters", gatehouse.ManagementKeyPrefix)
 	}
@@ -204,32 +191,26 @@ func (s *Store) EnsureManagementKey(ctx context.Context, orgID, plaintext, name 
 		return nil, err
 	}
 	hash := gatehouse.HashKey(plaintext)
-	var k *gatehouse.Key
-	err := s.exec(ctx, func(tx *Tx) error {
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Key, error) {
 		if _, err := tx.organization(ctx, orgID); err != nil {
-			return err
+			return nil, err
 		}
 		existing, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
 		switch {
 		case err == nil && existing.Management && existing.OrganizationID == orgID:
-			k = existing
-			return nil
+			return existing, nil
 		case err == nil:
-			return gatehouse.Errorf(gatehouse.EINVALID, "this key value is already in use by another key")
+			return nil, gatehouse.Errorf(gatehouse.EINVALID, "this key value is already in use by another key")
 		case !errors.Is(err, ErrNoRows):
-			return err
+			return nil, err
 		}
-		k = &gatehouse.Key{Hash: hash, OrganizationID: orgID, Name: name, Management: true, CreatedAt: tx.now}
+		k := &gatehouse.Key{Hash: hash, OrganizationID: orgID, Name: name, Management: true, CreatedAt: tx.now}
 		if err := tx.insertKey(ctx, k, nil); err != nil {
-			return err
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpManagementKeyCreate, ResourceType: gatehouse.ResourceManagementKey,
+		return k, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpManagementKeyCreate, ResourceType: gatehouse.ResourceManagementKey,
 			ResourceIDs: []string{hash}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return k, nil
 }
 
 func validateKeyName(name string) error {

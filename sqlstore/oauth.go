@@ -11,66 +11,60 @@ import (
 )
 
 // CreateAuthCode creates an authorization code; only its hash is stored.
-func (s *Store) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *string, c gatehouse.AuthCodeCreate) (*gatehouse.AuthCode, error) {
-	code := &gatehouse.AuthCode{ID: gatehouse.NewAuthCodeID(), OrganizationID: orgID, CreatorUserID: creatorUserID}
-	err := s.exec(ctx, func(tx *Tx) error {
+func (s *Store) CreateAuthCode(ctx context.Context, orgID string, creatorUserID *string, c gatehouse.AuthCodeCreate) (_ *gatehouse.AuthCode, err error) {
+	defer wrap(&err, "CreateAuthCode")
+	id := gatehouse.NewAuthCodeID()
+	return update(ctx, s, func(tx *Tx) (*gatehouse.AuthCode, error) {
+		c := c // codeCreator fills in the workspace: each run starts from the request
 		if err := c.Validate(tx.now); err != nil {
-			return err
+			return nil, err
 		}
 		creator, err := tx.codeCreator(ctx, orgID, &c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		w, err := tx.findWorkspace(ctx, orgID, c.WorkspaceID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := gatehouse.CheckCodeWorkspace(creator, w.ID); err != nil {
-			return err
+			return nil, err
 		}
 		if c.CodeChallenge != nil {
 			var pending int
 			if err := tx.QueryRow(ctx, `SELECT count(*) FROM auth_codes WHERE organization_id = ? AND code_challenge = ?
 				AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?`,
 				orgID, *c.CodeChallenge, ms(tx.now), gatehouse.MaxVerifierAttempts).Scan(&pending); err != nil {
-				return err
+				return nil, err
 			}
 			if pending > 0 {
-				return gatehouse.Errorf(gatehouse.ECONFLICT, "code_challenge is already used by a pending authorization code; generate a new verifier and challenge")
+				return nil, gatehouse.Errorf(gatehouse.ECONFLICT, "code_challenge is already used by a pending authorization code; generate a new verifier and challenge")
 			}
 		}
-		if code.AppID, err = tx.oauthApp(ctx, orgID, gatehouse.CallbackOrigin(c.CallbackURL)); err != nil {
-			return err
+		appID, err := tx.oauthApp(ctx, orgID, gatehouse.CallbackOrigin(c.CallbackURL))
+		if err != nil {
+			return nil, err
 		}
-		code.WorkspaceID, code.CallbackURL = w.ID, c.CallbackURL
-		code.CodeChallenge, code.CodeChallengeMethod = c.CodeChallenge, c.CodeChallengeMethod
-		code.Limit, code.LimitReset, code.KeyExpiresAt = c.Limit, c.UsageLimitType, c.ExpiresAt
-		code.KeyLabel = gatehouse.DefaultOAuthKeyLabel
+		code := &gatehouse.AuthCode{ID: id, OrganizationID: orgID, WorkspaceID: w.ID, AppID: appID, CreatorUserID: creatorUserID,
+			CallbackURL: c.CallbackURL, CodeChallenge: c.CodeChallenge, CodeChallengeMethod: c.CodeChallengeMethod,
+			Limit: c.Limit, LimitReset: c.UsageLimitType, KeyExpiresAt: c.ExpiresAt, KeyLabel: gatehouse.DefaultOAuthKeyLabel,
+			CreatedAt: tx.now, ExpiresAt: tx.now.Add(gatehouse.AuthCodeTTL)}
 		if c.KeyLabel != nil {
 			code.KeyLabel = *c.KeyLabel
-		}
-		code.CreatedAt, code.ExpiresAt = tx.now, tx.now.Add(gatehouse.AuthCodeTTL)
-		var limit any
-		if code.Limit != nil {
-			limit = int64(*code.Limit)
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO auth_codes (code_hash, organization_id, workspace_id, app_id,
 			creator_user_id, callback_url, code_challenge, code_challenge_method, limit_nanos, limit_reset,
 			key_expires_at, key_label, created_at, expires_at, creator_key_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			gatehouse.HashKey(code.ID), orgID, w.ID, code.AppID, creatorUserID, code.CallbackURL, code.CodeChallenge,
-			code.CodeChallengeMethod, limit, nullInterval(code.LimitReset), nullMS(code.KeyExpiresAt), code.KeyLabel,
+			code.CodeChallengeMethod, nullMoney(code.Limit), nullInterval(code.LimitReset), nullMS(code.KeyExpiresAt), code.KeyLabel,
 			ms(code.CreatedAt), ms(code.ExpiresAt), nullIfEmpty(c.CreatorKeyHash))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// The code is a credential until exchanged: the log names it by its hash.
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpAuthCodeCreate, ResourceType: gatehouse.ResourceAuthCode,
+		return code, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpAuthCodeCreate, ResourceType: gatehouse.ResourceAuthCode,
 			ResourceIDs: []string{gatehouse.HashKey(code.ID)}, Details: map[string]any{"app_id": code.AppID, "workspace_id": w.ID}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return code, nil
 }
 
 // oauthApp returns the id of the organization's application for an origin,
@@ -88,14 +82,18 @@ func (tx *Tx) oauthApp(ctx context.Context, orgID, origin string) (int64, error)
 // ExchangeAuthCode consumes a code and creates its key in one transaction.
 // A wrong verifier is counted (and burns the code at the limit) by its own
 // committed transaction, so the failure sticks even though no key is made.
-func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange) (string, *string, error) {
+func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchange) (_ string, _ *string, err error) {
+	defer wrap(&err, "ExchangeAuthCode")
 	if err := x.Validate(); err != nil {
 		return "", nil, err
 	}
-	var plaintext string
-	var userID *string
-	var failure error
-	err := s.exec(ctx, func(tx *Tx) error {
+	// failure is an error to return after committing what the run wrote.
+	type exchanged struct {
+		plaintext string
+		userID    *string
+		failure   error
+	}
+	got, err := update(ctx, s, func(tx *Tx) (exchanged, error) {
 		var c authCodeRow
 		err := tx.QueryRow(ctx, `SELECT code_hash, organization_id, workspace_id, creator_user_id,
 			code_challenge, code_challenge_method, limit_nanos, limit_reset, key_expires_at, key_label, creator_key_hash
@@ -103,55 +101,55 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchan
 			gatehouse.HashKey(x.Code), ms(tx.now), gatehouse.MaxVerifierAttempts).
 			Scan(&c.hash, &c.org, &c.workspace, &c.creator, &c.challenge, &c.method, &c.limit, &c.reset, &c.expires, &c.label, &c.creatorKey)
 		if errors.Is(err, ErrNoRows) {
-			return gatehouse.ErrBadAuthCode
+			return exchanged{}, gatehouse.ErrBadAuthCode
 		}
 		if err != nil {
-			return err
+			return exchanged{}, err
 		}
 		if err := gatehouse.CheckExchange(strPtr(c.challenge), strPtr(c.method), x); err != nil {
 			if gatehouse.ErrorCode(err) == gatehouse.EFORBIDDEN {
-				failure = err // commit the counted attempt, then fail
-				_, err := tx.Exec(ctx, `UPDATE auth_codes SET failed_attempts = failed_attempts + 1 WHERE code_hash = ?`, c.hash)
-				return err
+				// commit the counted attempt, then fail
+				_, dbErr := tx.Exec(ctx, `UPDATE auth_codes SET failed_attempts = failed_attempts + 1 WHERE code_hash = ?`, c.hash)
+				return exchanged{failure: err}, dbErr
 			}
-			return err
+			return exchanged{}, err
 		}
 		terms, err := tx.capByCreator(ctx, c, gatehouse.OAuthKeyTerms{Limit: moneyPtr(c.limit),
 			LimitReset: gatehouse.Interval(c.reset.String), ExpiresAt: timePtr(c.expires)})
 		if gatehouse.ErrorCode(err) == gatehouse.EFORBIDDEN {
-			failure = err // the code dies with its creator: burn it, then fail
-			_, err := tx.Exec(ctx, `UPDATE auth_codes SET failed_attempts = ? WHERE code_hash = ?`, gatehouse.MaxVerifierAttempts, c.hash)
-			return err
+			// the code dies with its creator: burn it, then fail
+			_, dbErr := tx.Exec(ctx, `UPDATE auth_codes SET failed_attempts = ? WHERE code_hash = ?`, gatehouse.MaxVerifierAttempts, c.hash)
+			return exchanged{failure: err}, dbErr
 		}
 		if err != nil {
-			return err
+			return exchanged{}, err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE auth_codes SET used_at = ? WHERE code_hash = ?`, ms(tx.now), c.hash); err != nil {
-			return err
+			return exchanged{}, err
 		}
-		plaintext = gatehouse.NewKeySecret(false)
-		userID = strPtr(c.creator)
+		plaintext := gatehouse.NewKeySecret(false)
 		k := &gatehouse.Key{
 			Hash: gatehouse.HashKey(plaintext), OrganizationID: c.org, WorkspaceID: c.workspace, Name: c.label.String,
 			Limit: terms.Limit, LimitReset: terms.LimitReset, IncludeBYOKInLimit: terms.IncludeBYOKInLimit,
-			CreatorUserID: userID, ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now, ParentKeyHash: strPtr(c.creatorKey),
+			CreatorUserID: strPtr(c.creator), ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now, ParentKeyHash: strPtr(c.creatorKey),
 		}
 		if err := tx.insertKey(ctx, k, nil); err != nil {
-			return err
+			return exchanged{}, err
 		}
 		if err := tx.inheritGuardrail(ctx, c.creatorKey, k.Hash); err != nil {
-			return err
+			return exchanged{}, err
 		}
-		return tx.audit(ctx, c.org, gatehouse.AuditRecord{Operation: gatehouse.OpAuthCodeExchange, ResourceType: gatehouse.ResourceKey,
-			ResourceIDs: []string{k.Hash}, Details: map[string]any{"code_hash": c.hash}})
+		return exchanged{plaintext: plaintext, userID: k.CreatorUserID}, tx.audit(ctx, c.org, gatehouse.AuditRecord{
+			Operation: gatehouse.OpAuthCodeExchange, ResourceType: gatehouse.ResourceKey, ResourceIDs: []string{k.Hash},
+			Details: map[string]any{"code_hash": c.hash}})
 	})
 	if err == nil {
-		err = failure
+		err = got.failure
 	}
 	if err != nil {
 		return "", nil, err
 	}
-	return plaintext, userID, nil
+	return got.plaintext, got.userID, nil
 }
 
 type authCodeRow struct {

@@ -10,50 +10,39 @@ import (
 )
 
 // CreateOrganization creates an organization with its default workspace.
-func (s *Store) CreateOrganization(ctx context.Context, name string) (*gatehouse.Organization, error) {
-	name, err := gatehouse.ValidateOrganizationName(name)
+func (s *Store) CreateOrganization(ctx context.Context, name string) (_ *gatehouse.Organization, err error) {
+	defer wrap(&err, "CreateOrganization")
+	name, err = gatehouse.ValidateOrganizationName(name)
 	if err != nil {
 		return nil, err
 	}
-	var org *gatehouse.Organization
-	err = s.updateFn(ctx, func(tx *Tx) (err error) {
-		org, err = tx.createOrganization(ctx, name)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return org, nil
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Organization, error) { return tx.createOrganization(ctx, name) })
 }
 
 // EnsureOrganization returns the oldest organization, creating one when
 // there is none, in one transaction.
-func (s *Store) EnsureOrganization(ctx context.Context, name string) (*gatehouse.Organization, bool, error) {
-	name, err := gatehouse.ValidateOrganizationName(name)
+func (s *Store) EnsureOrganization(ctx context.Context, name string) (_ *gatehouse.Organization, _ bool, err error) {
+	defer wrap(&err, "EnsureOrganization")
+	name, err = gatehouse.ValidateOrganizationName(name)
 	if err != nil {
 		return nil, false, err
 	}
-	var org *gatehouse.Organization
-	var created bool
-	err = s.exec(ctx, func(tx *Tx) error {
-		org, created = &gatehouse.Organization{}, false
-		var at int64
-		err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations ORDER BY created_at, id LIMIT 1`).Scan(&org.ID, &org.Name, &at)
-		switch {
-		case err == nil:
-			org.CreatedAt = fromMS(at)
-			return nil
-		case !errors.Is(err, ErrNoRows):
-			return err
+	type ensured struct {
+		org     *gatehouse.Organization
+		created bool
+	}
+	got, err := update(ctx, s, func(tx *Tx) (ensured, error) {
+		org, err := tx.scanOrganization(ctx, `ORDER BY created_at, id LIMIT 1`)
+		if gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
+			return ensured{org, false}, err
 		}
 		org, err = tx.createOrganization(ctx, name)
-		created = err == nil
-		return err
+		return ensured{org, true}, err
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	return org, created, nil
+	return got.org, got.created, nil
 }
 
 func (tx *Tx) createOrganization(ctx context.Context, name string) (*gatehouse.Organization, error) {
@@ -70,80 +59,78 @@ func (tx *Tx) createOrganization(ctx context.Context, name string) (*gatehouse.O
 }
 
 // FindOrganization returns an organization by id.
-func (s *Store) FindOrganization(ctx context.Context, id string) (*gatehouse.Organization, error) {
-	return s.findOrganization(ctx, `WHERE id = ?`, id)
+func (s *Store) FindOrganization(ctx context.Context, id string) (_ *gatehouse.Organization, err error) {
+	defer wrap(&err, "FindOrganization")
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Organization, error) { return tx.scanOrganization(ctx, `WHERE id = ?`, id) })
 }
 
 // FindFirstOrganization returns the oldest organization.
-func (s *Store) FindFirstOrganization(ctx context.Context) (*gatehouse.Organization, error) {
-	return s.findOrganization(ctx, `ORDER BY created_at, id LIMIT 1`)
+func (s *Store) FindFirstOrganization(ctx context.Context) (_ *gatehouse.Organization, err error) {
+	defer wrap(&err, "FindFirstOrganization")
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Organization, error) {
+		return tx.scanOrganization(ctx, `ORDER BY created_at, id LIMIT 1`)
+	})
 }
 
-func (s *Store) findOrganization(ctx context.Context, where string, args ...any) (*gatehouse.Organization, error) {
-	return read(ctx, s, func(tx *Tx) (*gatehouse.Organization, error) {
-		var org gatehouse.Organization
-		var created int64
-		err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations `+where, args...).Scan(&org.ID, &org.Name, &created)
-		if errors.Is(err, ErrNoRows) {
-			return nil, gatehouse.Errorf(gatehouse.ENOTFOUND, "organization not found")
-		}
-		org.CreatedAt = fromMS(created)
-		return &org, err
-	})
+// scanOrganization returns the organization that the rest of the query
+// (after FROM organizations) selects.
+func (tx *Tx) scanOrganization(ctx context.Context, rest string, args ...any) (*gatehouse.Organization, error) {
+	var org gatehouse.Organization
+	var created int64
+	err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations `+rest, args...).Scan(&org.ID, &org.Name, &created)
+	if errors.Is(err, ErrNoRows) {
+		return nil, gatehouse.Errorf(gatehouse.ENOTFOUND, "organization not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	org.CreatedAt = fromMS(created)
+	return &org, nil
 }
 
 // FindMembers lists the organization's members.
-func (s *Store) FindMembers(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Member, int, error) {
-	var members []*gatehouse.Member
-	var total int
-	err := s.viewFn(ctx, func(tx *Tx) error {
-		var err error
-		members, total, err = tx.findMembers(ctx, orgID, page)
-		return err
-	})
-	return members, total, err
+func (s *Store) FindMembers(ctx context.Context, orgID string, page gatehouse.Page) (_ []*gatehouse.Member, _ int, err error) {
+	defer wrap(&err, "FindMembers")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.Member], error) { return tx.findMembers(ctx, orgID, page) }))
 }
 
-func (tx *Tx) findMembers(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Member, int, error) {
+func (tx *Tx) findMembers(ctx context.Context, orgID string, page gatehouse.Page) (*listing[*gatehouse.Member], error) {
 	return findPage(ctx, tx, memberColumns, `members WHERE organization_id = ?`, `created_at, id`,
 		[]any{orgID}, page, scanMember)
 }
 
 // CreateMember adds a member to the organization.
-func (s *Store) CreateMember(ctx context.Context, orgID string, c gatehouse.MemberCreate) (*gatehouse.Member, error) {
+func (s *Store) CreateMember(ctx context.Context, orgID string, c gatehouse.MemberCreate) (_ *gatehouse.Member, err error) {
+	defer wrap(&err, "CreateMember")
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	m := &gatehouse.Member{ID: c.ID, Email: c.Email, FirstName: c.FirstName, LastName: c.LastName, Role: c.Role}
-	if m.ID == "" {
-		m.ID = gatehouse.NewUserID()
+	id := c.ID
+	if id == "" {
+		id = gatehouse.NewUserID()
 	}
-	err := s.exec(ctx, func(tx *Tx) error {
-		m.CreatedAt = tx.now
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Member, error) {
+		m := &gatehouse.Member{ID: id, Email: c.Email, FirstName: c.FirstName, LastName: c.LastName, Role: c.Role, CreatedAt: tx.now}
 		var taken string
 		err := tx.QueryRow(ctx, `SELECT CASE WHEN id = ? THEN 'id' ELSE 'email' END FROM members
 			WHERE organization_id = ? AND (id = ? OR lower(email) = lower(?)) LIMIT 1`, m.ID, orgID, m.ID, m.Email).Scan(&taken)
 		switch {
 		case err == nil:
-			return gatehouse.FieldError(taken, "a member with this %s already exists", taken)
+			return nil, gatehouse.FieldError(taken, "a member with this %s already exists", taken)
 		case !errors.Is(err, ErrNoRows):
-			return err
+			return nil, err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO members (organization_id, id, email, first_name, last_name, role, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, orgID, m.ID, m.Email, m.FirstName, m.LastName, m.Role, ms(tx.now))
-		if err != nil {
-			return err
+		if _, err := tx.Exec(ctx, `INSERT INTO members (organization_id, id, email, first_name, last_name, role, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, orgID, m.ID, m.Email, m.FirstName, m.LastName, m.Role, ms(tx.now)); err != nil {
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberCreate, ResourceType: gatehouse.ResourceMember, ResourceIDs: []string{m.ID}})
+		return m, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberCreate, ResourceType: gatehouse.ResourceMember, ResourceIDs: []string{m.ID}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
 }
 
 // DeleteMember removes a member from the organization.
-func (s *Store) DeleteMember(ctx context.Context, orgID, userID string) error {
+func (s *Store) DeleteMember(ctx context.Context, orgID, userID string) (err error) {
+	defer wrap(&err, "DeleteMember")
 	return s.exec(ctx, func(tx *Tx) error {
 		if err := tx.memberExists(ctx, orgID, userID); err != nil {
 			return err

@@ -30,40 +30,19 @@ func nullMS(t *time.Time) any {
 	return t.UnixMilli()
 }
 
-// timePtr returns the optional time of a nullable column.
-func timePtr(v sql.NullInt64) *time.Time {
-	if !v.Valid {
-		return nil
-	}
-	t := fromMS(v.Int64)
-	return &t
-}
+// timePtr, strPtr, boolPtr and moneyPtr return the optional value of a
+// nullable column.
+func timePtr(v sql.NullInt64) *time.Time        { return ptrIf(v.Valid, fromMS(v.Int64)) }
+func strPtr(v sql.NullString) *string           { return ptrIf(v.Valid, v.String) }
+func boolPtr(v sql.NullBool) *bool              { return ptrIf(v.Valid, v.Bool) }
+func moneyPtr(v sql.NullInt64) *gatehouse.Money { return ptrIf(v.Valid, gatehouse.Money(v.Int64)) }
 
-// strPtr returns the optional string of a nullable column.
-func strPtr(v sql.NullString) *string {
-	if !v.Valid {
+// ptrIf returns &v when valid, else nil.
+func ptrIf[T any](valid bool, v T) *T {
+	if !valid {
 		return nil
 	}
-	s := v.String
-	return &s
-}
-
-// boolPtr returns the optional bool of a nullable integer column.
-func boolPtr(v sql.NullBool) *bool {
-	if !v.Valid {
-		return nil
-	}
-	b := v.Bool
-	return &b
-}
-
-// moneyPtr returns the optional amount of a nullable column.
-func moneyPtr(v sql.NullInt64) *gatehouse.Money {
-	if !v.Valid {
-		return nil
-	}
-	m := gatehouse.Money(v.Int64)
-	return &m
+	return &v
 }
 
 // nullInterval returns the column value of an interval (NULL for none).
@@ -87,9 +66,7 @@ func missing(want, have []string) []string {
 
 // keyColumns are the columns of api_keys, in scanKey order.
 const keyColumns = `hash, organization_id, workspace_id, management, name, disabled, limit_nanos, limit_reset,
-	include_byok_in_limit, creator_user_id, external_user, created_at, updated_at, expires_at,
-	usage_total, usage_day, usage_day_start, usage_week, usage_week_start, usage_month, usage_month_start,
-	byok_total, byok_day, byok_day_start, byok_week, byok_week_start, byok_month, byok_month_start, parent_key_hash`
+	include_byok_in_limit, creator_user_id, external_user, created_at, updated_at, expires_at, ` + counterColumns + `, parent_key_hash`
 
 // scanKey scans a row of keyColumns.
 func scanKey(s Scanner) (*gatehouse.Key, error) {
@@ -98,10 +75,9 @@ func scanKey(s Scanner) (*gatehouse.Key, error) {
 	var limit, updated, expires sql.NullInt64
 	var created int64
 	var u, b counterCols
-	if err := s.Scan(&k.Hash, &k.OrganizationID, &workspace, &k.Management, &k.Name, &k.Disabled, &limit, &reset,
-		&k.IncludeBYOKInLimit, &creator, &external, &created, &updated, &expires,
-		&u.total, &u.day, &u.dayStart, &u.week, &u.weekStart, &u.month, &u.monthStart,
-		&b.total, &b.day, &b.dayStart, &b.week, &b.weekStart, &b.month, &b.monthStart, &parent); err != nil {
+	if err := s.Scan(slices.Concat([]any{&k.Hash, &k.OrganizationID, &workspace, &k.Management, &k.Name, &k.Disabled,
+		&limit, &reset, &k.IncludeBYOKInLimit, &creator, &external, &created, &updated, &expires},
+		u.dest(), b.dest(), []any{&parent})...); err != nil {
 		return nil, err
 	}
 	k.WorkspaceID = workspace.String
@@ -116,6 +92,11 @@ func scanKey(s Scanner) (*gatehouse.Key, error) {
 type counterCols struct {
 	total, day, week, month         int64
 	dayStart, weekStart, monthStart int64
+}
+
+// dest returns where to scan the columns, in counterFields order.
+func (c *counterCols) dest() []any {
+	return []any{&c.total, &c.day, &c.dayStart, &c.week, &c.weekStart, &c.month, &c.monthStart}
 }
 
 func (c counterCols) counter() gatehouse.Counter {
@@ -152,10 +133,7 @@ func scanWorkspace(s Scanner) (*gatehouse.Workspace, error) {
 	}
 	w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort = strPtr(desc), strPtr(text), strPtr(image), strPtr(sort)
 	w.CreatedBy, w.CreatedAt, w.UpdatedAt = strPtr(created), fromMS(createdAt), timePtr(updatedAt)
-	if err := scanJSON(tools, &w.DisabledServerTools); err != nil {
-		return nil, err
-	}
-	return &w, scanJSON(ids, &w.IOLoggingAPIKeyIDs)
+	return &w, scanJSON(jsonCol{tools, &w.DisabledServerTools}, jsonCol{ids, &w.IOLoggingAPIKeyIDs})
 }
 
 // scanMembership scans a row of membershipColumns.
@@ -213,17 +191,10 @@ func scanGuardrail(s Scanner) (*gatehouse.Guardrail, error) {
 	g.EnableFreeModelPublication = boolPtr(free)
 	g.EnableFreeModelTraining, g.EnablePaidModelTraining = boolPtr(freeTraining), boolPtr(paidTraining)
 	g.CreatedAt, g.UpdatedAt = fromMS(created), timePtr(updated)
-	for _, j := range []struct {
-		col sql.NullString
-		dst any
-	}{
-		{models, &g.AllowedModels}, {providers, &g.AllowedProviders},
-		{ignModels, &g.IgnoredModels}, {ignProviders, &g.IgnoredProviders},
-		{regions, &g.AllowedDataRegions}, {filters, &g.ContentFilters}, {builtins, &g.ContentFilterBuiltins},
-	} {
-		if err := scanJSON(j.col, j.dst); err != nil {
-			return nil, fmt.Errorf("guardrail %s: %w", g.ID, err)
-		}
+	if err := scanJSON(jsonCol{models, &g.AllowedModels}, jsonCol{providers, &g.AllowedProviders},
+		jsonCol{ignModels, &g.IgnoredModels}, jsonCol{ignProviders, &g.IgnoredProviders}, jsonCol{regions, &g.AllowedDataRegions},
+		jsonCol{filters, &g.ContentFilters}, jsonCol{builtins, &g.ContentFilterBuiltins}); err != nil {
+		return nil, fmt.Errorf("guardrail %s: %w", g.ID, err)
 	}
 	return &g, nil
 }
@@ -235,12 +206,8 @@ func guardrailArgs(g *gatehouse.Guardrail) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var limit any
-	if g.LimitUSD != nil {
-		limit = int64(*g.LimitUSD)
-	}
 	return []any{g.ID, g.OrganizationID, g.WorkspaceID, g.Name, g.Description, j[0], j[1],
-		j[2], j[3], limit, nullInterval(g.ResetInterval), g.IncludeBYOKInBudgets, g.EnforceZDR,
+		j[2], j[3], nullMoney(g.LimitUSD), nullInterval(g.ResetInterval), g.IncludeBYOKInBudgets, g.EnforceZDR,
 		g.EnforceZDRAnthropic, g.EnforceZDROpenAI, g.EnforceZDRGoogle, g.EnforceZDRXAI, g.EnforceZDROther,
 		g.EnableFreeModelPublication, g.EnableFreeModelTraining, g.EnablePaidModelTraining,
 		j[4], j[5], j[6], ms(g.CreatedAt), nullMS(g.UpdatedAt)}, nil
@@ -333,13 +300,8 @@ func scanDestination(box *gatehouse.SecretBox, s Scanner) (*gatehouse.Destinatio
 	if rules.Valid {
 		d.FilterRules = &gatehouse.FilterRules{}
 	}
-	for _, j := range []struct {
-		col sql.NullString
-		dst any
-	}{{hashes, &d.APIKeyHashes}, {rules, d.FilterRules}, {regions, &d.Regions}} {
-		if err := scanJSON(j.col, j.dst); err != nil {
-			return nil, fmt.Errorf("destination %s: %w", d.ID, err)
-		}
+	if err := scanJSON(jsonCol{hashes, &d.APIKeyHashes}, jsonCol{rules, d.FilterRules}, jsonCol{regions, &d.Regions}); err != nil {
+		return nil, fmt.Errorf("destination %s: %w", d.ID, err)
 	}
 	return &d, nil
 }
@@ -388,12 +350,24 @@ func jsonArgs(vs ...any) ([]any, error) {
 	return out, nil
 }
 
-// scanJSON decodes a nullable JSON column into dst; NULL leaves dst alone.
-func scanJSON(col sql.NullString, dst any) error {
-	if !col.Valid {
-		return nil
+// jsonCol is a nullable JSON column and where to decode it.
+type jsonCol struct {
+	col sql.NullString
+	dst any
+}
+
+// scanJSON decodes each column into its dst; NULL leaves dst alone. It
+// stops at the first error.
+func scanJSON(cols ...jsonCol) error {
+	for _, c := range cols {
+		if !c.col.Valid {
+			continue
+		}
+		if err := json.Unmarshal([]byte(c.col.String), c.dst); err != nil {
+			return err
+		}
 	}
-	return json.Unmarshal([]byte(col.String), dst)
+	return nil
 }
 
 // membershipColumns are the columns of a workspace membership, with the
@@ -467,28 +441,27 @@ func scanAuditEntry(s Scanner) (*gatehouse.AuditEntry, error) {
 	if e.ResourceIDs == nil {
 		e.ResourceIDs = []string{}
 	}
-	if err := scanJSON(details, &e.Details); err != nil {
+	if err := scanJSON(jsonCol{details, &e.Details}); err != nil {
 		return nil, fmt.Errorf("audit entry %s: details: %w", e.ID, err)
 	}
 	return &e, nil
 }
 
 // auditWhere returns the condition on audit_log rows that f selects in the
-// organization, and its arguments; ph renders the n-th placeholder ("?" for
-// SQLite, "$n" for PostgreSQL).
+// organization, and its arguments.
 //
 // A resource id is matched inside the JSON text of resource_ids as its
 // JSON-quoted form, so "ab" does not match "xaby". It is matched with
 // replace(), not LIKE: SQLite's LIKE ignores ASCII case where PostgreSQL's
 // does not, while replace() is case-sensitive on both and takes the id
 // literally, % and _ included, with nothing to escape.
-func auditWhere(orgID string, f gatehouse.AuditFilter, ph func(n int) string) (where string, args []any) {
+func auditWhere(orgID string, f gatehouse.AuditFilter) (where string, args []any) {
 	args = []any{orgID}
 	arg := func(v any) string {
 		args = append(args, v)
-		return ph(len(args))
+		return "?"
 	}
-	conds := []string{"organization_id = " + ph(1)}
+	conds := []string{"organization_id = ?"}
 	if f.Since != nil {
 		conds = append(conds, "at >= "+arg(ceilMS(*f.Since)))
 	}
@@ -547,7 +520,7 @@ func destinationChangedFields(u gatehouse.DestinationUpdate) []string {
 var counterFields = []string{"total", "day", "day_start", "week", "week_start", "month", "month_start"}
 
 // counterAssignments renders "prefix_total = ?, prefix_day = ?, ..." for an
-// UPDATE of one counter; ph renders the n-th placeholder (from 1).
+// UPDATE of one counter.
 func counterAssignments(prefix string) string {
 	parts := make([]string, len(counterFields))
 	for i, f := range counterFields {
@@ -558,21 +531,13 @@ func counterAssignments(prefix string) string {
 
 // counterColumns are the ordinary then the BYOK counter columns shared by
 // api_keys and guardrail_usage, in scanCounters order.
-var counterColumns = func() string {
-	var cols []string
-	for _, prefix := range []string{"usage", "byok"} {
-		for _, f := range counterFields {
-			cols = append(cols, prefix+"_"+f)
-		}
-	}
-	return strings.Join(cols, ", ")
-}()
+const counterColumns = `usage_total, usage_day, usage_day_start, usage_week, usage_week_start, usage_month, usage_month_start,
+	byok_total, byok_day, byok_day_start, byok_week, byok_week_start, byok_month, byok_month_start`
 
 // scanCounters scans a row of counterColumns.
 func scanCounters(s Scanner) (usage, byok gatehouse.Counter, err error) {
 	var u, b counterCols
-	err = s.Scan(&u.total, &u.day, &u.dayStart, &u.week, &u.weekStart, &u.month, &u.monthStart,
-		&b.total, &b.day, &b.dayStart, &b.week, &b.weekStart, &b.month, &b.monthStart)
+	err = s.Scan(append(u.dest(), b.dest()...)...)
 	return u.counter(), b.counter(), err
 }
 
@@ -583,10 +548,10 @@ const generationColumns = `id, organization_id, workspace_id, key_hash, model, p
 	external_user, created_at`
 
 // generationArgs returns the column values of g in generationColumns order.
-func generationArgs(g *gatehouse.Generation) ([]any, error) {
+func generationArgs(g *gatehouse.Generation) []any {
 	return []any{g.ID, g.OrganizationID, g.WorkspaceID, g.KeyHash, g.Model, g.Provider, g.UpstreamID, g.PromptTokens,
 		g.CompletionTokens, int64(g.Cost), g.BYOK, g.Streamed, g.FinishReason, g.Status, g.LatencyMS, g.GenerationMS,
-		g.SessionID, g.ExternalUser, ms(g.CreatedAt)}, nil
+		g.SessionID, g.ExternalUser, ms(g.CreatedAt)}
 }
 
 // scanGeneration scans a row of generationColumns.

@@ -145,7 +145,16 @@ type none struct{}
 
 // exec runs a write that returns nothing.
 func (s *Store) exec(ctx context.Context, fn func(tx *Tx) error) error {
-	_, err := update(ctx, s, func(tx *Tx) (none, error) { return none{}, fn(tx) })
+	return do(ctx, s, update, fn)
+}
+
+// execLocked runs a locking write that returns nothing.
+func (s *Store) execLocked(ctx context.Context, fn func(tx *Tx) error) error {
+	return do(ctx, s, lock, fn)
+}
+
+func do(ctx context.Context, s *Store, way func(context.Context, *Store, func(*Tx) (none, error)) (none, error), fn func(tx *Tx) error) error {
+	_, err := way(ctx, s, func(tx *Tx) (none, error) { return none{}, fn(tx) })
 	return err
 }
 
@@ -184,23 +193,46 @@ func collect[T any](rows Rows, err error, scan func(Scanner) (T, error)) ([]T, e
 	return out, rows.Err()
 }
 
+// listing is one page of a list, and the number of all its items.
+type listing[T any] struct {
+	items []T
+	total int
+}
+
+// unpack returns the items and total of a listing read by view.
+func unpack[T any](l *listing[T], err error) ([]T, int, error) {
+	if err != nil {
+		return nil, 0, err
+	}
+	return l.items, l.total, nil
+}
+
 // findPage returns one page of `SELECT columns FROM from` (from carries the
 // joins and the WHERE clause, filled in by args) ordered by order, with the
 // number of all matching rows, both in the snapshot of tx.
-func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) ([]T, int, error) {
+func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
 	var total int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+from, args...).Scan(&total); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM `+from+` ORDER BY `+order+` LIMIT ? OFFSET ?`,
 		append(args[:len(args):len(args)], page.Limit, page.Offset)...)
-	list, err := collect(rows, err, scan)
-	return list, total, err
+	items, err := collect(rows, err, scan)
+	if err != nil {
+		return nil, err
+	}
+	return &listing[T]{items, total}, nil
 }
 
 // placeholders returns "?, ?, ..." for n values.
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// insert inserts one row into table: args are the values of columns.
+func (tx *Tx) insert(ctx context.Context, table, columns string, args []any) error {
+	_, err := tx.Exec(ctx, `INSERT INTO `+table+` (`+columns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+	return err
 }
 
 // prefixed qualifies every column of a comma-separated list.
@@ -224,21 +256,6 @@ func nullIfEmpty(s string) any {
 func scanString(s Scanner) (string, error) {
 	var v string
 	return v, s.Scan(&v)
-}
-
-// Transitional: operations that still assign captured variables.
-func (s *Store) viewFn(ctx context.Context, fn func(tx *Tx) error) error {
-	_, err := view(ctx, s, func(tx *Tx) (none, error) { return none{}, fn(tx) })
-	return err
-}
-
-func (s *Store) readFn(ctx context.Context, fn func(tx *Tx) error) error {
-	_, err := read(ctx, s, func(tx *Tx) (none, error) { return none{}, fn(tx) })
-	return err
-}
-
-func (s *Store) updateFn(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.exec(ctx, fn)
 }
 
 // in returns the condition that column is one of values, with the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"gatehouse"
 )
@@ -100,41 +101,40 @@ func (tx *Tx) lockKey(ctx context.Context, hash string, forUpdate bool) (*gateho
 func (s *Store) Reserve(ctx context.Context, r *gatehouse.Reservation) (err error) {
 	defer wrap(&err, "Reserve")
 	budgets := sortedBudgets(r.Budgets)
-	_, err = lock(ctx, s, func(tx *Tx) (none, error) {
+	return s.execLocked(ctx, func(tx *Tx) error {
 		k, err := tx.lockKey(ctx, r.KeyHash, true)
 		if err != nil {
-			return none{}, err
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM reservations WHERE key_hash = ? AND expires_at <= ?`, r.KeyHash, ms(tx.now)); err != nil {
-			return none{}, err
+			return err
 		}
 		ancestors, err := tx.ancestors(ctx, k, true)
 		if err != nil {
-			return none{}, err
+			return err
 		}
 		if err := tx.checkLimits(ctx, k, ancestors, budgets, r); err != nil {
-			return none{}, err
+			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO reservations (id, organization_id, key_hash, amount, byok, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ID, k.OrganizationID, r.KeyHash, int64(r.Amount), r.BYOK,
 			ms(tx.now), ms(r.ExpiresAt)); err != nil {
-			return none{}, err
+			return err
 		}
 		for _, b := range budgets {
 			if _, err := tx.Exec(ctx, `INSERT INTO reservation_budgets (reservation_id, guardrail_id, subject) VALUES (?, ?, ?)`,
 				r.ID, b.GuardrailID, b.Subject); err != nil {
-				return none{}, err
+				return err
 			}
 		}
 		for i, a := range ancestors {
 			if _, err := tx.Exec(ctx, `INSERT INTO reservation_holds (reservation_id, key_hash, depth) VALUES (?, ?, ?)`,
 				r.ID, a.Hash, i+1); err != nil {
-				return none{}, err
+				return err
 			}
 		}
-		return none{}, nil
+		return nil
 	})
-	return err
 }
 
 // checkLimits checks a reservation against the key's limit, the chain of
@@ -224,27 +224,27 @@ func (tx *Tx) budgetSpend(ctx context.Context, b gatehouse.Budget) (gatehouse.Bu
 // cycle.
 func (s *Store) Settle(ctx context.Context, reservationID string, g *gatehouse.Generation) (err error) {
 	defer wrap(&err, "Settle")
-	_, err = lock(ctx, s, func(tx *Tx) (none, error) {
+	at, err := lock(ctx, s, func(tx *Tx) (time.Time, error) {
 		var keyHash string
 		err := tx.QueryRow(ctx, `SELECT key_hash FROM reservations WHERE id = ?`, reservationID).Scan(&keyHash)
 		if errors.Is(err, ErrNoRows) {
-			return none{}, gatehouse.NotFound("reservation", reservationID)
+			return time.Time{}, gatehouse.NotFound("reservation", reservationID)
 		}
 		if err != nil {
-			return none{}, err
+			return time.Time{}, err
 		}
 		if _, err := tx.addKeyUsage(ctx, keyHash, g.Cost, g.BYOK); err != nil {
-			return none{}, err
+			return time.Time{}, err
 		}
 		rows, err := tx.Query(ctx, `SELECT key_hash FROM reservation_holds WHERE reservation_id = ? ORDER BY depth`, reservationID)
 		holds, err := collect(rows, err, scanString)
 		if err != nil {
-			return none{}, err
+			return time.Time{}, err
 		}
 		for _, hash := range holds {
 			// A deleted ancestor has nothing left to charge.
 			if _, err := tx.addKeyUsage(ctx, hash, g.Cost, g.BYOK); err != nil && gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
-				return none{}, err
+				return time.Time{}, err
 			}
 		}
 		rows, err = tx.Query(ctx, `SELECT guardrail_id, subject FROM reservation_budgets WHERE reservation_id = ?
@@ -254,30 +254,30 @@ func (s *Store) Settle(ctx context.Context, reservationID string, g *gatehouse.G
 			return b, s.Scan(&b[0], &b[1])
 		})
 		if err != nil {
-			return none{}, err
+			return time.Time{}, err
 		}
 		n, err := tx.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, reservationID)
 		if err != nil {
-			return none{}, err
+			return time.Time{}, err
 		}
 		if n == 0 { // settled or released meanwhile
-			return none{}, gatehouse.NotFound("reservation", reservationID)
+			return time.Time{}, gatehouse.NotFound("reservation", reservationID)
 		}
-		g.CreatedAt = tx.now
-		args, err := generationArgs(g)
-		if err != nil {
-			return none{}, err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO generations (`+generationColumns+`) VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
-			return none{}, err
+		gen := *g
+		gen.CreatedAt = tx.now
+		if err := tx.insert(ctx, "generations", generationColumns, generationArgs(&gen)); err != nil {
+			return time.Time{}, err
 		}
 		for _, b := range budgets {
 			if err := tx.addBudgetUsage(ctx, b[0], b[1], g.Cost, g.BYOK); err != nil {
-				return none{}, err
+				return time.Time{}, err
 			}
 		}
-		return none{}, nil
+		return tx.now, nil
 	})
+	if err == nil {
+		g.CreatedAt = at // stamped once the run that wrote it has committed
+	}
 	return err
 }
 
@@ -300,11 +300,10 @@ func (tx *Tx) addBudgetUsage(ctx context.Context, guardrailID, subject string, a
 // Release drops a reservation without charging anything.
 func (s *Store) Release(ctx context.Context, reservationID string) (err error) {
 	defer wrap(&err, "Release")
-	_, err = lock(ctx, s, func(tx *Tx) (none, error) {
+	return s.execLocked(ctx, func(tx *Tx) error {
 		_, err := tx.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, reservationID)
-		return none{}, err
+		return err
 	})
-	return err
 }
 
 // FindGeneration returns a ledger entry of the organization.

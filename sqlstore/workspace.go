@@ -40,49 +40,40 @@ func (tx *Tx) findWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.
 }
 
 // FindWorkspace returns a workspace by reference.
-func (s *Store) FindWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
-	var w *gatehouse.Workspace
-	err := s.readFn(ctx, func(tx *Tx) (err error) {
-		w, err = tx.findWorkspace(ctx, orgID, ref)
-		return err
-	})
-	return w, err
+func (s *Store) FindWorkspace(ctx context.Context, orgID, ref string) (_ *gatehouse.Workspace, err error) {
+	defer wrap(&err, "FindWorkspace")
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Workspace, error) { return tx.findWorkspace(ctx, orgID, ref) })
 }
 
 // FindWorkspaces lists the organization's workspaces.
-func (s *Store) FindWorkspaces(ctx context.Context, orgID string, page gatehouse.Page) ([]*gatehouse.Workspace, int, error) {
-	var list []*gatehouse.Workspace
-	var total int
-	err := s.viewFn(ctx, func(tx *Tx) (err error) {
-		list, total, err = findPage(ctx, tx, workspaceColumns, `workspaces WHERE organization_id = ?`,
+func (s *Store) FindWorkspaces(ctx context.Context, orgID string, page gatehouse.Page) (_ []*gatehouse.Workspace, _ int, err error) {
+	defer wrap(&err, "FindWorkspaces")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.Workspace], error) {
+		return findPage(ctx, tx, workspaceColumns, `workspaces WHERE organization_id = ?`,
 			`created_at, id`, []any{orgID}, page, scanWorkspace)
-		return err
-	})
-	return list, total, err
+	}))
 }
 
 // CreateWorkspace creates a workspace.
-func (s *Store) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.WorkspaceUpdate, createdBy *string) (*gatehouse.Workspace, error) {
-	w, err := gatehouse.NewWorkspace(c)
+func (s *Store) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.WorkspaceUpdate, createdBy *string) (_ *gatehouse.Workspace, err error) {
+	defer wrap(&err, "CreateWorkspace")
+	base, err := gatehouse.NewWorkspace(c)
 	if err != nil {
 		return nil, err
 	}
-	w.CreatedBy = createdBy
-	err = s.exec(ctx, func(tx *Tx) error {
+	base.CreatedBy = createdBy
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Workspace, error) {
+		w := new(*base) // each run fills in a copy of its own
 		var defaults int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM workspaces WHERE organization_id = ? AND is_default`, orgID).Scan(&defaults); err != nil {
-			return err
+			return nil, err
 		}
 		w.IsDefault = defaults == 0 // an organization left without one gets its next workspace as default
 		if err := tx.insertWorkspace(ctx, orgID, w); err != nil {
-			return err
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceCreate, ResourceType: gatehouse.ResourceWorkspace, ResourceIDs: []string{w.ID}})
+		return w, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceCreate, ResourceType: gatehouse.ResourceWorkspace, ResourceIDs: []string{w.ID}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return w, nil
 }
 
 func (tx *Tx) insertWorkspace(ctx context.Context, orgID string, w *gatehouse.Workspace) error {
@@ -104,21 +95,21 @@ func (tx *Tx) insertWorkspace(ctx context.Context, orgID string, w *gatehouse.Wo
 }
 
 // UpdateWorkspace updates a workspace.
-func (s *Store) UpdateWorkspace(ctx context.Context, orgID, ref string, u gatehouse.WorkspaceUpdate) (*gatehouse.Workspace, error) {
-	var w *gatehouse.Workspace
-	err := s.exec(ctx, func(tx *Tx) error {
-		var err error
-		if w, err = tx.findWorkspace(ctx, orgID, ref); err != nil {
-			return err
+func (s *Store) UpdateWorkspace(ctx context.Context, orgID, ref string, u gatehouse.WorkspaceUpdate) (_ *gatehouse.Workspace, err error) {
+	defer wrap(&err, "UpdateWorkspace")
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Workspace, error) {
+		w, err := tx.findWorkspace(ctx, orgID, ref)
+		if err != nil {
+			return nil, err
 		}
 		if err := w.Apply(u); err != nil {
-			return err
+			return nil, err
 		}
 		now := tx.now
 		w.UpdatedAt = &now
 		j, err := jsonArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		_, err = tx.Exec(ctx, `UPDATE workspaces SET name = ?, slug = ?, description = ?, default_text_model = ?,
 			default_image_model = ?, default_provider_sort = ?, disabled_server_tools = ?, io_logging_api_key_ids = ?,
@@ -128,22 +119,19 @@ func (s *Store) UpdateWorkspace(ctx context.Context, orgID, ref string, u gateho
 			w.IOLoggingSamplingRate, w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled,
 			w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, ms(now), w.ID)
 		if tx.d.IsUnique(err) {
-			return gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
+			return nil, gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceUpdate, ResourceType: gatehouse.ResourceWorkspace,
+		return w, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceUpdate, ResourceType: gatehouse.ResourceWorkspace,
 			ResourceIDs: []string{w.ID}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return w, nil
 }
 
 // DeleteWorkspace deletes a workspace and what it holds, in one transaction.
-func (s *Store) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDefault bool) error {
+func (s *Store) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDefault bool) (err error) {
+	defer wrap(&err, "DeleteWorkspace")
 	return s.exec(ctx, func(tx *Tx) error {
 		w, err := tx.findWorkspace(ctx, orgID, ref)
 		if err != nil {
@@ -177,126 +165,120 @@ func (s *Store) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmD
 
 // FindWorkspaceMembers lists the members of a workspace. The default
 // workspace holds every member of the organization.
-func (s *Store) FindWorkspaceMembers(ctx context.Context, orgID, ref string, page gatehouse.Page) ([]*gatehouse.WorkspaceMember, int, error) {
-	var list []*gatehouse.WorkspaceMember
-	var total int
-	err := s.viewFn(ctx, func(tx *Tx) error {
-		list = nil // a retried transaction starts over
+func (s *Store) FindWorkspaceMembers(ctx context.Context, orgID, ref string, page gatehouse.Page) (_ []*gatehouse.WorkspaceMember, _ int, err error) {
+	defer wrap(&err, "FindWorkspaceMembers")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.WorkspaceMember], error) {
 		w, err := tx.findWorkspace(ctx, orgID, ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if w.IsDefault {
-			members, n, err := tx.findMembers(ctx, orgID, page)
-			for _, m := range members {
-				list = append(list, gatehouse.ImplicitMembership(w.ID, m))
-			}
-			total = n
-			return err
+		if !w.IsDefault {
+			return findPage(ctx, tx, membershipColumns, membershipFrom, `wm.created_at, wm.id`, []any{w.ID}, page, scanMembership)
 		}
-		list, total, err = findPage(ctx, tx, membershipColumns, membershipFrom, `wm.created_at, wm.id`,
-			[]any{w.ID}, page, scanMembership)
-		return err
-	})
-	if list == nil {
-		list = []*gatehouse.WorkspaceMember{}
-	}
-	return list, total, err
+		members, err := tx.findMembers(ctx, orgID, page)
+		if err != nil {
+			return nil, err
+		}
+		return &listing[*gatehouse.WorkspaceMember]{implicitMemberships(w.ID, members.items), members.total}, nil
+	}))
 }
 
 const membershipFrom = `workspace_members wm JOIN members m ON m.organization_id = wm.organization_id AND m.id = wm.user_id
 		WHERE wm.workspace_id = ?`
 
 // AddWorkspaceMembers adds organization members to a workspace.
-func (s *Store) AddWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, []*gatehouse.WorkspaceMember, error) {
+func (s *Store) AddWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (_ int, _ []*gatehouse.WorkspaceMember, err error) {
+	defer wrap(&err, "AddWorkspaceMembers")
 	ids, err := gatehouse.ValidateUserIDs("user_ids", userIDs)
 	if err != nil {
 		return 0, nil, err
 	}
-	var added int
-	var list []*gatehouse.WorkspaceMember
-	err = s.exec(ctx, func(tx *Tx) error {
-		added = 0 // a retried transaction starts over
+	type added struct {
+		n    int
+		list []*gatehouse.WorkspaceMember
+	}
+	got, err := update(ctx, s, func(tx *Tx) (added, error) {
 		w, err := tx.findWorkspace(ctx, orgID, ref)
 		if err != nil {
-			return err
+			return added{}, err
 		}
 		unknown, err := tx.unknownMembers(ctx, orgID, ids)
 		if err != nil {
-			return err
+			return added{}, err
 		}
 		if len(unknown) > 0 {
-			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: not members of the organization: " +
+			return added{}, (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: not members of the organization: " +
 				gatehouse.ListIDs(unknown)}).WithMetadata("user_ids", unknown)
 		}
 		if w.IsDefault { // holds every member already: nothing changes, nothing to record
-			list, err = tx.implicitMemberships(ctx, orgID, w.ID, ids)
-			return err
+			in, args := tx.in("id", ids, orgID)
+			rows, err := tx.Query(ctx, `SELECT `+memberColumns+` FROM members WHERE organization_id = ? AND `+in+` ORDER BY created_at, id`, args...)
+			members, err := collect(rows, err, scanMember)
+			return added{list: implicitMemberships(w.ID, members)}, err
 		}
+		n := 0
 		for _, id := range ids {
-			n, err := tx.Exec(ctx, `INSERT INTO workspace_members (id, organization_id, workspace_id, user_id, created_at)
+			one, err := tx.execCount(ctx, `INSERT INTO workspace_members (id, organization_id, workspace_id, user_id, created_at)
 				VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id, user_id) DO NOTHING`, uuid.NewString(), orgID, w.ID, id, ms(tx.now))
 			if err != nil {
-				return err
+				return added{}, err
 			}
-			added += int(n)
+			n += one
 		}
 		in, args := tx.in("wm.user_id", ids, w.ID)
 		rows, err := tx.Query(ctx, `SELECT `+membershipColumns+` FROM `+membershipFrom+` AND `+in+` ORDER BY wm.created_at, wm.id`, args...)
-		if list, err = collect(rows, err, scanMembership); err != nil {
-			return err
+		list, err := collect(rows, err, scanMembership)
+		if err != nil {
+			return added{}, err
 		}
-		return tx.auditMembers(ctx, orgID, gatehouse.OpWorkspaceMembersAdd, w.ID, ids, "added_count", added)
+		return added{n, list}, tx.auditMembers(ctx, orgID, gatehouse.OpWorkspaceMembersAdd, w.ID, ids, "added_count", n)
 	})
 	if err != nil {
 		return 0, nil, err
 	}
-	return added, list, nil
+	return got.n, got.list, nil
 }
 
-func (tx *Tx) implicitMemberships(ctx context.Context, orgID, workspaceID string, ids []string) ([]*gatehouse.WorkspaceMember, error) {
-	in, args := tx.in("id", ids, orgID)
-	rows, err := tx.Query(ctx, `SELECT `+memberColumns+` FROM members WHERE organization_id = ? AND `+in+` ORDER BY created_at, id`, args...)
-	members, err := collect(rows, err, scanMember)
+// implicitMemberships returns the memberships of members in the default
+// workspace, which holds every member of the organization.
+func implicitMemberships(workspaceID string, members []*gatehouse.Member) []*gatehouse.WorkspaceMember {
 	out := make([]*gatehouse.WorkspaceMember, 0, len(members))
 	for _, m := range members {
 		out = append(out, gatehouse.ImplicitMembership(workspaceID, m))
 	}
-	return out, err
+	return out
 }
 
 // RemoveWorkspaceMembers removes members from a workspace, all or nothing.
-func (s *Store) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (int, error) {
+func (s *Store) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, userIDs []string) (_ int, err error) {
+	defer wrap(&err, "RemoveWorkspaceMembers")
 	ids, err := gatehouse.ValidateUserIDs("user_ids", userIDs)
 	if err != nil {
 		return 0, err
 	}
-	var removed int
-	err = s.exec(ctx, func(tx *Tx) error {
+	return update(ctx, s, func(tx *Tx) (int, error) {
 		w, err := tx.findWorkspace(ctx, orgID, ref)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if w.IsDefault {
-			return gatehouse.Errorf(gatehouse.EINVALID, "the default workspace holds every organization member; remove the member from the organization instead")
+			return 0, gatehouse.Errorf(gatehouse.EINVALID, "the default workspace holds every organization member; remove the member from the organization instead")
 		}
 		blocked, err := tx.usersWithActiveKeys(ctx, orgID, w.ID, ids)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if len(blocked) > 0 {
-			return (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: members with active API keys or pending authorization codes in this workspace cannot be removed: " +
+			return 0, (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: members with active API keys or pending authorization codes in this workspace cannot be removed: " +
 				gatehouse.ListIDs(blocked) + "; nobody was removed"}).WithMetadata("user_ids", blocked)
 		}
 		in, args := tx.in("user_id", ids, w.ID)
-		n, err := tx.Exec(ctx, `DELETE FROM workspace_members WHERE workspace_id = ? AND `+in, args...)
+		removed, err := tx.execCount(ctx, `DELETE FROM workspace_members WHERE workspace_id = ? AND `+in, args...)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		removed = int(n)
-		return tx.auditMembers(ctx, orgID, gatehouse.OpWorkspaceMembersRemove, w.ID, ids, "removed_count", removed)
+		return removed, tx.auditMembers(ctx, orgID, gatehouse.OpWorkspaceMembersRemove, w.ID, ids, "removed_count", removed)
 	})
-	return removed, err
 }
 
 // auditMembers records a bulk change of a workspace's members. A call that
