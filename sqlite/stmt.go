@@ -31,6 +31,10 @@ type stmtCache struct {
 	stmts   map[string]*sql.Stmt
 	pending map[string]bool // being prepared in the background
 	closed  bool
+	// preparing counts the background preparations, which close waits
+	// for: one still holding a connection when the pool closes would
+	// touch the database's files after the store is closed.
+	preparing sync.WaitGroup
 }
 
 func newStmtCache(pool *sql.DB) *stmtCache {
@@ -70,8 +74,10 @@ func (c *stmtCache) prepareLater(query string) {
 		return
 	}
 	c.pending[query] = true
+	c.preparing.Add(1)
 	c.mu.Unlock()
 	go func() {
+		defer c.preparing.Done()
 		s, err := c.pool.Prepare(query)
 		c.mu.Lock()
 		delete(c.pending, query)
@@ -106,11 +112,14 @@ func (c *stmtCache) store(query string, s *sql.Stmt) *sql.Stmt {
 	return s
 }
 
-// close closes every statement.
+// close waits for the background preparations and closes every statement.
 func (c *stmtCache) close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
+	c.mu.Unlock()
+	c.preparing.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var errs []error
 	for _, s := range c.stmts {
 		errs = append(errs, s.Close())
