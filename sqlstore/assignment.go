@@ -65,7 +65,7 @@ func (s *Store) AssignKeys(ctx context.Context, orgID, guardrailID string, hashe
 		// other columns would scan every key of the workspace.
 		in, args := tx.d.In("hash", hashes)
 		rows, err := tx.Query(ctx, `SELECT hash FROM api_keys WHERE `+in+` AND `+tx.d.NoIndex("organization_id")+` = ?
-			AND `+tx.d.NoIndex("workspace_id")+` = ? AND NOT `+tx.d.NoIndex("management"), append(args, orgID, g.WorkspaceID)...)
+			AND `+tx.d.NoIndex("workspace_id")+` = ? AND `+tx.d.NoIndex("management")+` = FALSE`, append(args, orgID, g.WorkspaceID)...)
 		known, err := collect(rows, err, scanString)
 		if err != nil {
 			return 0, err

@@ -24,7 +24,7 @@ func (s *Store) FindKeyByHash(ctx context.Context, hash string) (_ *gatehouse.Ke
 // findKey returns a regular key of the organization.
 func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
 	k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys
-		WHERE hash = ? AND organization_id = ? AND NOT management`, hash, orgID))
+		WHERE hash = ? AND organization_id = ? AND management = FALSE`, hash, orgID))
 	if errors.Is(err, ErrNoRows) {
 		return nil, gatehouse.NotFound("key", hash)
 	}
@@ -41,7 +41,7 @@ func (s *Store) FindKey(ctx context.Context, orgID, hash string) (_ *gatehouse.K
 func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter) (_ []*gatehouse.Key, err error) {
 	defer wrap(&err, "FindKeys")
 	return view(ctx, s, func(tx *Tx) ([]*gatehouse.Key, error) {
-		where, args := `organization_id = ? AND NOT management`, []any{orgID}
+		where, args := `organization_id = ? AND management = FALSE`, []any{orgID}
 		if f.WorkspaceID != "" {
 			w, err := tx.findWorkspace(ctx, orgID, f.WorkspaceID)
 			if err != nil {
@@ -50,7 +50,7 @@ func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilte
 			where, args = `workspace_id = ?`, []any{w.ID}
 		}
 		if !f.IncludeDisabled {
-			where += ` AND NOT disabled`
+			where += ` AND disabled = FALSE`
 		}
 		limit := f.Limit
 		if limit <= 0 || limit > gatehouse.MaxKeysPerList {
@@ -127,7 +127,7 @@ func (s *Store) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.K
 func (s *Store) DeleteKey(ctx context.Context, orgID, hash string) (err error) {
 	defer wrap(&err, "DeleteKey")
 	return s.exec(ctx, func(tx *Tx) error {
-		n, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE hash = ? AND organization_id = ? AND NOT management`, hash, orgID)
+		n, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE hash = ? AND organization_id = ? AND management = FALSE`, hash, orgID)
 		if err != nil {
 			return err
 		}

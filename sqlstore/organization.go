@@ -179,12 +179,12 @@ func (tx *Tx) usersWithActiveKeys(ctx context.Context, orgID, workspaceID string
 	inUsers = ` AND ` + inUsers
 	_, codeArgs := tx.in("creator_user_id", userIDs, orgID, ms(tx.now), gatehouse.MaxVerifierAttempts, ms(tx.now))
 	keys := `SELECT creator_user_id FROM api_keys
-		WHERE organization_id = ? AND NOT management AND NOT disabled
+		WHERE organization_id = ? AND management = FALSE AND disabled = FALSE
 		AND (expires_at IS NULL OR expires_at > ?)` + inUsers
 	codes := `SELECT creator_user_id FROM auth_codes
 		WHERE organization_id = ? AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?
 		AND (creator_key_hash IS NULL OR creator_key_hash IN (SELECT hash FROM api_keys
-			WHERE NOT disabled AND (expires_at IS NULL OR expires_at > ?)))` + inUsers
+			WHERE disabled = FALSE AND (expires_at IS NULL OR expires_at > ?)))` + inUsers
 	if workspaceID != "" {
 		keys += ` AND workspace_id = ?`
 		codes += ` AND workspace_id = ?`

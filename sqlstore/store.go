@@ -5,8 +5,11 @@
 // run transactions their own way, and embed a *Store.
 //
 // Queries are written with ? placeholders; an engine that numbers its
-// parameters rebinds them (once per query text). Booleans are written as
-// TRUE, FALSE and NOT column, which both engines read alike.
+// parameters rebinds them (once per query text). Booleans are compared as
+// column = TRUE and column = FALSE, never as a bare column or NOT column:
+// SQLite stores them as 0 and 1 and reads TRUE and FALSE as those, but
+// uses an index (or a partial index WHERE column = TRUE) only for an
+// equality it can match; PostgreSQL reads both forms alike.
 package sqlstore
 
 import (

@@ -12,7 +12,7 @@ import (
 // findWorkspace resolves a workspace reference of the organization: ""
 // for the default workspace, else a UUID or a slug.
 func (tx *Tx) findWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
-	where, arg := `is_default`, any(nil)
+	where, arg := `is_default = TRUE`, any(nil)
 	if ref != "" {
 		id, slug, ok := gatehouse.ParseWorkspaceRef(ref)
 		switch {
@@ -65,7 +65,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.W
 	return update(ctx, s, func(tx *Tx) (*gatehouse.Workspace, error) {
 		w := new(*base) // each run fills in a copy of its own
 		var defaults int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM workspaces WHERE organization_id = ? AND is_default`, orgID).Scan(&defaults); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM workspaces WHERE organization_id = ? AND is_default = TRUE`, orgID).Scan(&defaults); err != nil {
 			return nil, err
 		}
 		w.IsDefault = defaults == 0 // an organization left without one gets its next workspace as default
@@ -138,7 +138,7 @@ func (s *Store) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmD
 			return err
 		}
 		var active int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND NOT disabled
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND disabled = FALSE
 			AND (expires_at IS NULL OR expires_at > ?)`, w.ID, ms(tx.now)).Scan(&active); err != nil {
 			return err
 		}
