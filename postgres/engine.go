@@ -66,6 +66,33 @@ func (dialect) NoIndex(column string) string { return column }
 func (dialect) IsUnique(err error) bool     { return pgCode(err) == "23505" }
 func (dialect) IsForeignKey(err error) bool { return pgCode(err) == "23503" }
 
+// Catalog reads the tables of the current schema, in the order they were
+// created, leaving out generated columns: they cannot be written.
+func (dialect) Catalog() string {
+	return `SELECT c.relname::text, a.columns, coalesce(a.booleans, ''), coalesce(k.parents, '') FROM pg_class c
+		CROSS JOIN LATERAL (SELECT string_agg(attname::text, ',' ORDER BY attnum) AS columns,
+				string_agg(attname::text, ',') FILTER (WHERE atttypid = 'boolean'::regtype) AS booleans
+			FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '') a
+		CROSS JOIN LATERAL (SELECT string_agg(DISTINCT p.relname::text, ',') AS parents
+			FROM pg_constraint f JOIN pg_class p ON p.oid = f.confrelid WHERE f.conrelid = c.oid AND f.contype = 'f') k
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND c.relname <> 'schema_migrations'
+		ORDER BY c.oid`
+}
+
+// AfterCopy moves the sequence of every identity (or serial) column past
+// the largest value of the column, so that the next row inserted without
+// an id does not collide with a copied one.
+func (dialect) AfterCopy() string {
+	return `DO $$ DECLARE c record; BEGIN
+		FOR c IN SELECT table_name, column_name FROM information_schema.columns
+			WHERE table_schema = current_schema() AND (is_identity = 'YES' OR column_default LIKE 'nextval(%')
+		LOOP
+			EXECUTE format('SELECT setval(pg_get_serial_sequence(%L, %L), COALESCE(MAX(%I), 0) + 1, false) FROM %I',
+				quote_ident(c.table_name), c.column_name, c.column_name, c.table_name);
+		END LOOP;
+	END $$`
+}
+
 func pgCode(err error) string {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

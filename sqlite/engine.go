@@ -68,6 +68,20 @@ func (dialect) IsForeignKey(err error) bool {
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
+// Catalog reads the tables from sqlite_schema, in the order they were
+// created. SQLite keeps booleans as integers: no column is boolean.
+func (dialect) Catalog() string {
+	return `SELECT t.name, (SELECT group_concat(name, ',' ORDER BY cid) FROM pragma_table_info(t.name)), '',
+			(SELECT coalesce(group_concat(DISTINCT "table"), '') FROM pragma_foreign_key_list(t.name))
+		FROM sqlite_schema t
+		WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND t.name <> 'schema_migrations'
+		ORDER BY t.rowid`
+}
+
+// AfterCopy is nothing: an AUTOINCREMENT column's sequence follows the ids
+// inserted into it.
+func (dialect) AfterCopy() string { return "" }
+
 // sqlRunner is what a querier runs statements on: *sql.Tx, *sql.DB, or a
 // preparedQuerier.
 type sqlRunner interface {

@@ -80,6 +80,17 @@ type Dialect interface {
 	// IsUnique and IsForeignKey classify constraint violations.
 	IsUnique(err error) bool
 	IsForeignKey(err error) bool
+	// Catalog returns the query with which Copy reads the schema: a row
+	// (name, columns, boolean columns, parent tables) for every table that
+	// holds data (not the engine's own, nor schema_migrations, which each
+	// database keeps for itself), in a stable order; each list holds names
+	// separated by commas, the columns in the table's order, the parents
+	// those that the table's foreign keys refer to.
+	Catalog() string
+	// AfterCopy is the statement that makes a database that Copy filled
+	// continue from the copied rows (its sequences past the copied ids),
+	// or "".
+	AfterCopy() string
 }
 
 // Store implements gatehouse.Store over an Engine.

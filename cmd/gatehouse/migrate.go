@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"gatehouse"
 	"gatehouse/postgres"
@@ -32,12 +33,13 @@ func migrateDataCommand(ctx context.Context, args []string, getenv func(string) 
 		return fmt.Errorf("open --from %s: %w", from, err)
 	}
 	defer src.Close()
-	dst, err := postgres.Open(ctx, to, box, postgres.Options{})
+	// A copy is one operation that takes as long as the data takes.
+	dst, err := postgres.Open(ctx, to, box, postgres.Options{OpTimeout: 24 * time.Hour})
 	if err != nil {
 		return fmt.Errorf("open --to %s: %w", redactURL(to), err)
 	}
 	defer dst.Close()
-	copied, err := sqlstore.Copy(ctx, src, dst)
+	copied, err := sqlstore.Copy(ctx, src.Store, dst.Store)
 	if err != nil {
 		return err
 	}
