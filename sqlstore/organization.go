@@ -76,15 +76,13 @@ func (s *Store) FindFirstOrganization(ctx context.Context) (_ *gatehouse.Organiz
 // (after FROM organizations) selects.
 func (tx *Tx) scanOrganization(ctx context.Context, rest string, args ...any) (*gatehouse.Organization, error) {
 	var org gatehouse.Organization
-	var created int64
-	err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations `+rest, args...).Scan(&org.ID, &org.Name, &created)
+	err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations `+rest, args...).Scan(&org.ID, &org.Name, msTime(&org.CreatedAt))
 	if errors.Is(err, ErrNoRows) {
 		return nil, gatehouse.Errorf(gatehouse.ENOTFOUND, "organization not found")
 	}
 	if err != nil {
 		return nil, err
 	}
-	org.CreatedAt = fromMS(created)
 	return &org, nil
 }
 
