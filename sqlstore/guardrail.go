@@ -15,12 +15,8 @@ func (tx *Tx) findGuardrail(ctx context.Context, orgID, id string) (*gatehouse.G
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, gatehouse.NotFound("guardrail", id)
 	}
-	g, err := scanGuardrail(tx.QueryRow(ctx, `SELECT `+guardrailColumns+` FROM guardrails
+	return found("guardrail", id, scanGuardrail, tx.QueryRow(ctx, `SELECT `+guardrailColumns+` FROM guardrails
 		WHERE id = ? AND organization_id = ?`, id, orgID))
-	if errors.Is(err, ErrNoRows) {
-		return nil, gatehouse.NotFound("guardrail", id)
-	}
-	return g, err
 }
 
 // FindGuardrail returns a guardrail of the organization.

@@ -12,23 +12,13 @@ import (
 // FindKeyByHash returns any key by hash, for authentication.
 func (s *Store) FindKeyByHash(ctx context.Context, hash string) (_ *gatehouse.Key, err error) {
 	defer wrap(&err, "FindKeyByHash")
-	return read(ctx, s, func(tx *Tx) (*gatehouse.Key, error) {
-		k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
-		if errors.Is(err, ErrNoRows) {
-			return nil, gatehouse.NotFound("key", hash)
-		}
-		return k, err
-	})
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Key, error) { return tx.lockKey(ctx, hash, false) })
 }
 
 // findKey returns a regular key of the organization.
 func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
-	k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys
+	return found("key", hash, scanKey, tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys
 		WHERE hash = ? AND organization_id = ? AND NOT management`, hash, orgID))
-	if errors.Is(err, ErrNoRows) {
-		return nil, gatehouse.NotFound("key", hash)
-	}
-	return k, err
 }
 
 // FindKey returns a regular key of the organization.

@@ -124,6 +124,16 @@ func scanErr(kind, id string, err error) error {
 	return fmt.Errorf("%s %s: %w", kind, id, err)
 }
 
+// found returns the row that scan reads from row; no row is the NotFound
+// error of the kind and id looked for.
+func found[T any](kind, id string, scan func(Scanner) (*T, error), row Row) (*T, error) {
+	v, err := scan(row)
+	if errors.Is(err, ErrNoRows) {
+		return nil, gatehouse.NotFound(kind, id)
+	}
+	return v, err
+}
+
 // missing returns the values of want that are not in have, in want's order.
 func missing(want, have []string) []string {
 	out := []string{}

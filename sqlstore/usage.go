@@ -86,11 +86,7 @@ func (tx *Tx) lockKey(ctx context.Context, hash string, forUpdate bool) (*gateho
 	if forUpdate {
 		lock = tx.d.ForUpdate()
 	}
-	k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`+lock, hash))
-	if errors.Is(err, ErrNoRows) {
-		return nil, gatehouse.NotFound("key", hash)
-	}
-	return k, err
+	return found("key", hash, scanKey, tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`+lock, hash))
 }
 
 // Reserve holds a request's worst-case cost against every limit, in one
@@ -310,12 +306,8 @@ func (s *Store) Release(ctx context.Context, reservationID string) (err error) {
 func (s *Store) FindGeneration(ctx context.Context, orgID, id string) (_ *gatehouse.Generation, err error) {
 	defer wrap(&err, "FindGeneration")
 	return read(ctx, s, func(tx *Tx) (*gatehouse.Generation, error) {
-		g, err := scanGeneration(tx.QueryRow(ctx, `SELECT `+generationColumns+` FROM generations
+		return found("generation", id, scanGeneration, tx.QueryRow(ctx, `SELECT `+generationColumns+` FROM generations
 			WHERE id = ? AND organization_id = ?`, id, orgID))
-		if errors.Is(err, ErrNoRows) {
-			return nil, gatehouse.NotFound("generation", id)
-		}
-		return g, err
 	})
 }
 
