@@ -146,14 +146,7 @@ func (tx *Tx) addKeyUsage(ctx context.Context, hash string, amount gatehouse.Mon
 	if err != nil {
 		return nil, err
 	}
-	prefix, c := "usage", &k.Usage
-	if byok {
-		prefix, c = "byok", &k.BYOKUsage
-	}
-	*c = c.Add(tx.now, amount)
-	_, err = tx.Exec(ctx, `UPDATE api_keys SET `+counterAssignments(prefix)+` WHERE hash = ?`,
-		append(counterArgs(*c), hash)...)
-	return k, err
+	return k, tx.addUsage(ctx, "api_keys", "hash = ?", &k.Usage, &k.BYOKUsage, amount, byok, hash)
 }
 
 // CreateManagementKey creates a management key for the organization.

@@ -283,13 +283,19 @@ func (tx *Tx) addBudgetUsage(ctx context.Context, guardrailID, subject string, a
 	if err != nil {
 		return err
 	}
-	prefix, c := "usage", &u
+	return tx.addUsage(ctx, "guardrail_usage", "guardrail_id = ? AND subject = ?", &u, &b, amount, byok, guardrailID, subject)
+}
+
+// addUsage adds an amount to the counters u (or b, when byok) of the
+// locked row of table that where selects with its args, and writes them
+// back.
+func (tx *Tx) addUsage(ctx context.Context, table, where string, u, b *gatehouse.Counter, amount gatehouse.Money, byok bool, args ...any) error {
+	prefix, c := "usage", u
 	if byok {
-		prefix, c = "byok", &b
+		prefix, c = "byok", b
 	}
 	*c = c.Add(tx.now, amount)
-	_, err = tx.Exec(ctx, `UPDATE guardrail_usage SET `+counterAssignments(prefix)+` WHERE guardrail_id = ? AND subject = ?`,
-		append(counterArgs(*c), guardrailID, subject)...)
+	_, err := tx.Exec(ctx, `UPDATE `+table+` SET `+counterAssignments(prefix)+` WHERE `+where, append(counterArgs(*c), args...)...)
 	return err
 }
 
