@@ -51,13 +51,12 @@ func (s *Store) CreateAuthCode(ctx context.Context, orgID string, creatorUserID 
 		if c.KeyLabel != nil {
 			code.KeyLabel = *c.KeyLabel
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO auth_codes (code_hash, organization_id, workspace_id, app_id,
-			creator_user_id, callback_url, code_challenge, code_challenge_method, limit_nanos, limit_reset,
-			key_expires_at, key_label, created_at, expires_at, creator_key_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			gatehouse.HashKey(code.ID), orgID, w.ID, code.AppID, creatorUserID, code.CallbackURL, code.CodeChallenge,
-			code.CodeChallengeMethod, nullMoney(code.Limit), nullIfEmpty(code.LimitReset), ms(code.KeyExpiresAt), code.KeyLabel,
-			ms(code.CreatedAt), ms(code.ExpiresAt), nullIfEmpty(c.CreatorKeyHash))
-		if err != nil {
+		if err := tx.insert(ctx, "auth_codes", `code_hash, organization_id, workspace_id, app_id, creator_user_id,
+			callback_url, code_challenge, code_challenge_method, limit_nanos, limit_reset, key_expires_at, key_label,
+			created_at, expires_at, creator_key_hash`, []any{gatehouse.HashKey(code.ID), orgID, w.ID, code.AppID,
+			creatorUserID, code.CallbackURL, code.CodeChallenge, code.CodeChallengeMethod, nullMoney(code.Limit),
+			nullIfEmpty(code.LimitReset), ms(code.KeyExpiresAt), code.KeyLabel, ms(code.CreatedAt), ms(code.ExpiresAt),
+			nullIfEmpty(c.CreatorKeyHash)}); err != nil {
 			return nil, err
 		}
 		// The code is a credential until exchanged: the log names it by its hash.
