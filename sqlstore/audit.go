@@ -9,11 +9,7 @@ import (
 // audit appends the entry of a change to the audit log, in the change's
 // transaction, with the actor and request id that ctx carries.
 func (tx *Tx) audit(ctx context.Context, orgID string, rec gatehouse.AuditRecord) error {
-	args, err := auditArgs(gatehouse.NewAuditEntry(ctx, orgID, tx.now, rec))
-	if err != nil {
-		return err
-	}
-	return tx.insert(ctx, "audit_log", auditColumns, args)
+	return tx.insert(ctx, "audit_log", auditColumns, auditArgs(gatehouse.NewAuditEntry(ctx, orgID, tx.now, rec)))
 }
 
 // FindAuditEntries lists the organization's audit entries, newest first.

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 
 	"gatehouse"
 
@@ -15,12 +14,8 @@ func (tx *Tx) findDestination(ctx context.Context, orgID, id string) (*gatehouse
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, gatehouse.NotFound("destination", id)
 	}
-	d, err := tx.scanDestination(tx.QueryRow(ctx, `SELECT `+destinationColumns+` FROM destinations
+	return found("destination", id, tx.scanDestination, tx.QueryRow(ctx, `SELECT `+destinationColumns+` FROM destinations
 		WHERE id = ? AND organization_id = ? AND deleted_at IS NULL`, id, orgID))
-	if errors.Is(err, ErrNoRows) {
-		return nil, gatehouse.NotFound("destination", id)
-	}
-	return d, err
 }
 
 // FindDestination returns a live destination of the organization.

@@ -25,7 +25,8 @@ func ScanKey(s Scanner) (*gatehouse.Key, error) { return scanKey(s) }
 func KeyUpdateArgs(k *gatehouse.Key) []any { return keyUpdateArgs(k) }
 
 // AuditArgs returns the values of AuditColumns of a new entry made now
-// from what ctx carries.
+// from what ctx carries. Its JSON columns are encoded when the statement
+// runs, and fail it if they cannot be: the error is always nil.
 func AuditArgs(ctx context.Context, orgID string, now time.Time, rec gatehouse.AuditRecord) ([]any, error) {
-	return auditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, rec))
+	return auditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, rec)), nil
 }

@@ -15,12 +15,8 @@ func (tx *Tx) findGuardrail(ctx context.Context, orgID, id string) (*gatehouse.G
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, gatehouse.NotFound("guardrail", id)
 	}
-	g, err := scanGuardrail(tx.QueryRow(ctx, `SELECT `+guardrailColumns+` FROM guardrails
+	return found("guardrail", id, scanGuardrail, tx.QueryRow(ctx, `SELECT `+guardrailColumns+` FROM guardrails
 		WHERE id = ? AND organization_id = ?`, id, orgID))
-	if errors.Is(err, ErrNoRows) {
-		return nil, gatehouse.NotFound("guardrail", id)
-	}
-	return g, err
 }
 
 // FindGuardrail returns a guardrail of the organization.
@@ -77,11 +73,7 @@ func (s *Store) CreateGuardrail(ctx context.Context, orgID string, c gatehouse.G
 }
 
 func (tx *Tx) insertGuardrail(ctx context.Context, g *gatehouse.Guardrail) error {
-	args, err := guardrailArgs(g)
-	if err != nil {
-		return err
-	}
-	return tx.insert(ctx, "guardrails", guardrailColumns, args)
+	return tx.insert(ctx, "guardrails", guardrailColumns, guardrailArgs(g))
 }
 
 // UpdateGuardrail updates a guardrail; the default guardrail of a workspace
@@ -136,13 +128,10 @@ func (tx *Tx) unconfiguredDefaultGuardrail(ctx context.Context, orgID, id string
 }
 
 func (tx *Tx) updateGuardrail(ctx context.Context, g *gatehouse.Guardrail) error {
-	args, err := guardrailArgs(g)
-	if err != nil {
-		return err
-	}
+	args := guardrailArgs(g)
 	// args[3:24] are name through content_filter_builtins, args[25] is
 	// updated_at; the full slice expression makes append copy.
-	_, err = tx.Exec(ctx, `UPDATE guardrails SET name = ?, description = ?, allowed_models = ?,
+	_, err := tx.Exec(ctx, `UPDATE guardrails SET name = ?, description = ?, allowed_models = ?,
 		allowed_providers = ?, ignored_models = ?, ignored_providers = ?, limit_nanos = ?, reset_interval = ?,
 		include_byok_in_budgets = ?, enforce_zdr = ?, enforce_zdr_anthropic = ?, enforce_zdr_openai = ?,
 		enforce_zdr_google = ?, enforce_zdr_xai = ?, enforce_zdr_other = ?, enable_free_model_publication = ?,

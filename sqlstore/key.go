@@ -12,23 +12,13 @@ import (
 // FindKeyByHash returns any key by hash, for authentication.
 func (s *Store) FindKeyByHash(ctx context.Context, hash string) (_ *gatehouse.Key, err error) {
 	defer wrap(&err, "FindKeyByHash")
-	return read(ctx, s, func(tx *Tx) (*gatehouse.Key, error) {
-		k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
-		if errors.Is(err, ErrNoRows) {
-			return nil, gatehouse.NotFound("key", hash)
-		}
-		return k, err
-	})
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Key, error) { return tx.lockKey(ctx, hash, false) })
 }
 
 // findKey returns a regular key of the organization.
 func (tx *Tx) findKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
-	k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys
+	return found("key", hash, scanKey, tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys
 		WHERE hash = ? AND organization_id = ? AND management = FALSE`, hash, orgID))
-	if errors.Is(err, ErrNoRows) {
-		return nil, gatehouse.NotFound("key", hash)
-	}
-	return k, err
 }
 
 // FindKey returns a regular key of the organization.
@@ -156,14 +146,7 @@ func (tx *Tx) addKeyUsage(ctx context.Context, hash string, amount gatehouse.Mon
 	if err != nil {
 		return nil, err
 	}
-	prefix, c := "usage", &k.Usage
-	if byok {
-		prefix, c = "byok", &k.BYOKUsage
-	}
-	*c = c.Add(tx.now, amount)
-	_, err = tx.Exec(ctx, `UPDATE api_keys SET `+counterAssignments(prefix)+` WHERE hash = ?`,
-		append(counterArgs(*c), hash)...)
-	return k, err
+	return k, tx.addUsage(ctx, "api_keys", "hash = ?", &k.Usage, &k.BYOKUsage, amount, byok, hash)
 }
 
 // CreateManagementKey creates a management key for the organization.

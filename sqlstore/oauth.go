@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"gatehouse"
@@ -52,13 +51,12 @@ func (s *Store) CreateAuthCode(ctx context.Context, orgID string, creatorUserID 
 		if c.KeyLabel != nil {
 			code.KeyLabel = *c.KeyLabel
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO auth_codes (code_hash, organization_id, workspace_id, app_id,
-			creator_user_id, callback_url, code_challenge, code_challenge_method, limit_nanos, limit_reset,
-			key_expires_at, key_label, created_at, expires_at, creator_key_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			gatehouse.HashKey(code.ID), orgID, w.ID, code.AppID, creatorUserID, code.CallbackURL, code.CodeChallenge,
-			code.CodeChallengeMethod, nullMoney(code.Limit), nullInterval(code.LimitReset), nullMS(code.KeyExpiresAt), code.KeyLabel,
-			ms(code.CreatedAt), ms(code.ExpiresAt), nullIfEmpty(c.CreatorKeyHash))
-		if err != nil {
+		if err := tx.insert(ctx, "auth_codes", `code_hash, organization_id, workspace_id, app_id, creator_user_id,
+			callback_url, code_challenge, code_challenge_method, limit_nanos, limit_reset, key_expires_at, key_label,
+			created_at, expires_at, creator_key_hash`, []any{gatehouse.HashKey(code.ID), orgID, w.ID, code.AppID,
+			creatorUserID, code.CallbackURL, code.CodeChallenge, code.CodeChallengeMethod, nullMoney(code.Limit),
+			nullIfEmpty(code.LimitReset), ms(code.KeyExpiresAt), code.KeyLabel, ms(code.CreatedAt), ms(code.ExpiresAt),
+			nullIfEmpty(c.CreatorKeyHash)}); err != nil {
 			return nil, err
 		}
 		// The code is a credential until exchanged: the log names it by its hash.
@@ -99,14 +97,15 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchan
 			code_challenge, code_challenge_method, limit_nanos, limit_reset, key_expires_at, key_label, creator_key_hash
 			FROM auth_codes WHERE code_hash = ? AND used_at IS NULL AND expires_at > ? AND failed_attempts < ?`,
 			gatehouse.HashKey(x.Code), ms(tx.now), gatehouse.MaxVerifierAttempts).
-			Scan(&c.hash, &c.org, &c.workspace, &c.creator, &c.challenge, &c.method, &c.limit, &c.reset, &c.expires, &c.label, &c.creatorKey)
+			Scan(&c.hash, &c.org, &c.workspace, &c.creator, &c.challenge, &c.method, &c.terms.Limit,
+				nullString(&c.terms.LimitReset), msTime(&c.terms.ExpiresAt), nullString(&c.label), &c.creatorKey)
 		if errors.Is(err, ErrNoRows) {
 			return exchanged{}, gatehouse.ErrBadAuthCode
 		}
 		if err != nil {
 			return exchanged{}, err
 		}
-		if err := gatehouse.CheckExchange(strPtr(c.challenge), strPtr(c.method), x); err != nil {
+		if err := gatehouse.CheckExchange(c.challenge, c.method, x); err != nil {
 			if gatehouse.ErrorCode(err) == gatehouse.EFORBIDDEN {
 				// commit the counted attempt, then fail
 				_, dbErr := tx.Exec(ctx, `UPDATE auth_codes SET failed_attempts = failed_attempts + 1 WHERE code_hash = ?`, c.hash)
@@ -114,8 +113,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchan
 			}
 			return exchanged{}, err
 		}
-		terms, err := tx.capByCreator(ctx, c, gatehouse.OAuthKeyTerms{Limit: moneyPtr(c.limit),
-			LimitReset: gatehouse.Interval(c.reset.String), ExpiresAt: timePtr(c.expires)})
+		terms, err := tx.capByCreator(ctx, c)
 		if gatehouse.ErrorCode(err) == gatehouse.EFORBIDDEN {
 			// the code dies with its creator: burn it, then fail
 			_, dbErr := tx.Exec(ctx, `UPDATE auth_codes SET failed_attempts = ? WHERE code_hash = ?`, gatehouse.MaxVerifierAttempts, c.hash)
@@ -129,9 +127,9 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchan
 		}
 		plaintext := gatehouse.NewKeySecret(false)
 		k := &gatehouse.Key{
-			Hash: gatehouse.HashKey(plaintext), OrganizationID: c.org, WorkspaceID: c.workspace, Name: c.label.String,
+			Hash: gatehouse.HashKey(plaintext), OrganizationID: c.org, WorkspaceID: c.workspace, Name: c.label,
 			Limit: terms.Limit, LimitReset: terms.LimitReset, IncludeBYOKInLimit: terms.IncludeBYOKInLimit,
-			CreatorUserID: strPtr(c.creator), ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now, ParentKeyHash: strPtr(c.creatorKey),
+			CreatorUserID: c.creator, ExpiresAt: terms.ExpiresAt, CreatedAt: tx.now, ParentKeyHash: c.creatorKey,
 		}
 		if err := tx.insertKey(ctx, k, nil); err != nil {
 			return exchanged{}, err
@@ -152,12 +150,11 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchan
 	return got.plaintext, got.userID, nil
 }
 
+// authCodeRow is a pending authorization code, with the terms of its key.
 type authCodeRow struct {
-	hash, org, workspace string
-	creator, challenge   sql.NullString
-	creatorKey           sql.NullString
-	method, reset, label sql.NullString
-	limit, expires       sql.NullInt64
+	hash, org, workspace, label            string
+	creator, challenge, method, creatorKey *string
+	terms                                  gatehouse.OAuthKeyTerms
 }
 
 // codeCreator returns the regular key that creates a code (nil for a
@@ -198,18 +195,19 @@ func (tx *Tx) codeCreator(ctx context.Context, orgID string, c *gatehouse.AuthCo
 // read in the exchange's transaction: the creator member must still belong
 // to the organization, and the creator key (if any) caps the terms.
 // EFORBIDDEN when the creator is gone.
-func (tx *Tx) capByCreator(ctx context.Context, c authCodeRow, t gatehouse.OAuthKeyTerms) (gatehouse.OAuthKeyTerms, error) {
-	if c.creator.Valid {
-		if err := tx.memberExists(ctx, c.org, c.creator.String); gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
+func (tx *Tx) capByCreator(ctx context.Context, c authCodeRow) (gatehouse.OAuthKeyTerms, error) {
+	t := c.terms
+	if c.creator != nil {
+		if err := tx.memberExists(ctx, c.org, *c.creator); gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
 			return t, gatehouse.ErrCodeCreatorGone
 		} else if err != nil {
 			return t, err
 		}
 	}
-	if !c.creatorKey.Valid {
+	if c.creatorKey == nil {
 		return t, nil
 	}
-	k, err := tx.findKey(ctx, c.org, c.creatorKey.String)
+	k, err := tx.findKey(ctx, c.org, *c.creatorKey)
 	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
 		return t.CapByCreator(nil, tx.now, gatehouse.Reserved{})
 	}
@@ -225,12 +223,12 @@ func (tx *Tx) capByCreator(ctx context.Context, c authCodeRow, t gatehouse.OAuth
 
 // inheritGuardrail gives a new key the guardrail assigned to its creator
 // key, if any.
-func (tx *Tx) inheritGuardrail(ctx context.Context, creatorKey sql.NullString, hash string) error {
-	if !creatorKey.Valid {
+func (tx *Tx) inheritGuardrail(ctx context.Context, creatorKey *string, hash string) error {
+	if creatorKey == nil {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO key_assignments (id, organization_id, guardrail_id, key_hash, assigned_by, created_at)
 		SELECT ?, organization_id, guardrail_id, ?, assigned_by, ? FROM key_assignments WHERE key_hash = ?`,
-		uuid.NewString(), hash, ms(tx.now), creatorKey.String)
+		uuid.NewString(), hash, ms(tx.now), *creatorKey)
 	return err
 }

@@ -76,15 +76,13 @@ func (s *Store) FindFirstOrganization(ctx context.Context) (_ *gatehouse.Organiz
 // (after FROM organizations) selects.
 func (tx *Tx) scanOrganization(ctx context.Context, rest string, args ...any) (*gatehouse.Organization, error) {
 	var org gatehouse.Organization
-	var created int64
-	err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations `+rest, args...).Scan(&org.ID, &org.Name, &created)
+	err := tx.QueryRow(ctx, `SELECT id, name, created_at FROM organizations `+rest, args...).Scan(&org.ID, &org.Name, msTime(&org.CreatedAt))
 	if errors.Is(err, ErrNoRows) {
 		return nil, gatehouse.Errorf(gatehouse.ENOTFOUND, "organization not found")
 	}
 	if err != nil {
 		return nil, err
 	}
-	org.CreatedAt = fromMS(created)
 	return &org, nil
 }
 
@@ -120,8 +118,8 @@ func (s *Store) CreateMember(ctx context.Context, orgID string, c gatehouse.Memb
 		case !errors.Is(err, ErrNoRows):
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO members (organization_id, id, email, first_name, last_name, role, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, orgID, m.ID, m.Email, m.FirstName, m.LastName, m.Role, ms(tx.now)); err != nil {
+		if err := tx.insert(ctx, "members", `organization_id, `+memberColumns,
+			[]any{orgID, m.ID, m.Email, m.FirstName, m.LastName, m.Role, ms(tx.now)}); err != nil {
 			return nil, err
 		}
 		return m, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberCreate, ResourceType: gatehouse.ResourceMember, ResourceIDs: []string{m.ID}})

@@ -1,12 +1,20 @@
 // Row mapping: the column lists (identical in both schemas), the scanners
 // and the argument builders. Timestamps are Unix milliseconds; money is
 // integer nano-USD; lists and documents are JSON text.
+//
+// Scanners scan plain columns straight into the fields (a nullable column
+// into a pointer field: database/sql and pgx both leave it nil for NULL,
+// and both turn a BOOLEAN, an integer in SQLite, into a bool); the other
+// columns go through the adapters below, which both honour as sql.Scanner
+// and driver.Valuer.
 
 package sqlstore
 
 import (
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -16,41 +24,114 @@ import (
 	"gatehouse"
 )
 
-// ms returns t as Unix milliseconds, the unit of every timestamp column.
-func ms(t time.Time) int64 { return t.UnixMilli() }
-
-// fromMS returns the UTC time of Unix milliseconds.
-func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
-
-// nullMS returns the column value of an optional time.
-func nullMS(t *time.Time) any {
-	if t == nil {
-		return nil
+// ms returns the column value of a time: Unix milliseconds, the unit of
+// every timestamp column, and NULL for a nil *time.Time.
+func ms[T time.Time | *time.Time](t T) any {
+	switch t := any(t).(type) {
+	case time.Time:
+		return t.UnixMilli()
+	case *time.Time:
+		if t != nil {
+			return t.UnixMilli()
+		}
 	}
-	return t.UnixMilli()
+	return nil
 }
 
-// timePtr, strPtr, boolPtr and moneyPtr return the optional value of a
-// nullable column.
-func timePtr(v sql.NullInt64) *time.Time        { return ptrIf(v.Valid, fromMS(v.Int64)) }
-func strPtr(v sql.NullString) *string           { return ptrIf(v.Valid, v.String) }
-func boolPtr(v sql.NullBool) *bool              { return ptrIf(v.Valid, v.Bool) }
-func moneyPtr(v sql.NullInt64) *gatehouse.Money { return ptrIf(v.Valid, gatehouse.Money(v.Int64)) }
+// msTime scans a timestamp column into a time.Time (in UTC), or into a
+// *time.Time that NULL leaves nil.
+func msTime[T time.Time | *time.Time](p *T) sql.Scanner { return msCol[T]{p} }
 
-// ptrIf returns &v when valid, else nil.
-func ptrIf[T any](valid bool, v T) *T {
-	if !valid {
-		return nil
+type msCol[T time.Time | *time.Time] struct{ p *T }
+
+func (c msCol[T]) Scan(src any) error {
+	var v sql.NullInt64
+	if err := v.Scan(src); err != nil {
+		return err
 	}
-	return &v
+	t := time.UnixMilli(v.Int64).UTC()
+	switch p := any(c.p).(type) {
+	case *time.Time:
+		if !v.Valid {
+			return errors.New("NULL timestamp")
+		}
+		*p = t
+	case **time.Time:
+		*p = nil
+		if v.Valid {
+			*p = &t
+		}
+	}
+	return nil
 }
 
-// nullInterval returns the column value of an interval (NULL for none).
-func nullInterval(i gatehouse.Interval) any {
-	if i == gatehouse.NoReset {
+// nullString scans a nullable text column into a string type that NULL
+// leaves "": a key's workspace, an interval's NoReset. nullIfEmpty is its
+// argument.
+func nullString[T ~string](p *T) sql.Scanner { return textCol[T]{p} }
+
+type textCol[T ~string] struct{ p *T }
+
+func (c textCol[T]) Scan(src any) error {
+	var v sql.NullString
+	err := v.Scan(src)
+	*c.p = T(v.String)
+	return err
+}
+
+// nullMoney returns the column value of an optional amount.
+func nullMoney(m *gatehouse.Money) any {
+	if m == nil {
 		return nil
 	}
-	return string(i)
+	return int64(*m)
+}
+
+// jsonCol is a JSON text column. Scanned, it decodes into v, a pointer, and
+// NULL leaves v alone; as an argument, it is the JSON of v, or NULL when v
+// is a nil slice, map or pointer.
+type jsonCol struct{ v any }
+
+func (c jsonCol) Scan(src any) error {
+	var s sql.NullString
+	if err := s.Scan(src); err != nil || !s.Valid {
+		return err
+	}
+	return json.Unmarshal([]byte(s.String), c.v)
+}
+
+func (c jsonCol) Value() (driver.Value, error) {
+	rv := reflect.ValueOf(c.v)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Pointer:
+		if rv.IsNil() {
+			return nil, nil
+		}
+	}
+	b, err := json.Marshal(c.v)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// scanErr names the row a scan failed on by its id (scanned first, so
+// known when a later column fails to decode); no row stays ErrNoRows.
+func scanErr(kind, id string, err error) error {
+	if err == nil || errors.Is(err, ErrNoRows) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", kind, id, err)
+}
+
+// found returns the row that scan reads from row; no row is the NotFound
+// error of the kind and id looked for.
+func found[T any](kind, id string, scan func(Scanner) (*T, error), row Row) (*T, error) {
+	v, err := scan(row)
+	if errors.Is(err, ErrNoRows) {
+		return nil, gatehouse.NotFound(kind, id)
+	}
+	return v, err
 }
 
 // missing returns the values of want that are not in have, in want's order.
@@ -71,41 +152,19 @@ const keyColumns = `hash, organization_id, workspace_id, management, name, disab
 // scanKey scans a row of keyColumns.
 func scanKey(s Scanner) (*gatehouse.Key, error) {
 	var k gatehouse.Key
-	var workspace, reset, creator, external, parent sql.NullString
-	var limit, updated, expires sql.NullInt64
-	var created int64
-	var u, b counterCols
-	if err := s.Scan(slices.Concat([]any{&k.Hash, &k.OrganizationID, &workspace, &k.Management, &k.Name, &k.Disabled,
-		&limit, &reset, &k.IncludeBYOKInLimit, &creator, &external, &created, &updated, &expires},
-		u.dest(), b.dest(), []any{&parent})...); err != nil {
+	if err := s.Scan(slices.Concat([]any{&k.Hash, &k.OrganizationID, nullString(&k.WorkspaceID), &k.Management,
+		&k.Name, &k.Disabled, &k.Limit, nullString(&k.LimitReset), &k.IncludeBYOKInLimit, &k.CreatorUserID,
+		&k.ExternalUser, msTime(&k.CreatedAt), msTime(&k.UpdatedAt), msTime(&k.ExpiresAt)},
+		counterDest(&k.Usage), counterDest(&k.BYOKUsage), []any{&k.ParentKeyHash})...); err != nil {
 		return nil, err
 	}
-	k.WorkspaceID = workspace.String
-	k.Limit, k.LimitReset = moneyPtr(limit), gatehouse.Interval(reset.String)
-	k.CreatorUserID, k.ExternalUser, k.ParentKeyHash = strPtr(creator), strPtr(external), strPtr(parent)
-	k.CreatedAt, k.UpdatedAt, k.ExpiresAt = fromMS(created), timePtr(updated), timePtr(expires)
-	k.Usage, k.BYOKUsage = u.counter(), b.counter()
 	return &k, nil
 }
 
-// counterCols are the columns of one usage counter.
-type counterCols struct {
-	total, day, week, month         int64
-	dayStart, weekStart, monthStart int64
-}
-
-// dest returns where to scan the columns, in counterFields order.
-func (c *counterCols) dest() []any {
-	return []any{&c.total, &c.day, &c.dayStart, &c.week, &c.weekStart, &c.month, &c.monthStart}
-}
-
-func (c counterCols) counter() gatehouse.Counter {
-	return gatehouse.Counter{
-		Total: gatehouse.Money(c.total),
-		Day:   gatehouse.Money(c.day), DayStart: fromMS(c.dayStart),
-		Week: gatehouse.Money(c.week), WeekStart: fromMS(c.weekStart),
-		Month: gatehouse.Money(c.month), MonthStart: fromMS(c.monthStart),
-	}
+// counterDest returns where to scan the columns of a counter, in
+// counterFields order.
+func counterDest(c *gatehouse.Counter) []any {
+	return []any{&c.Total, &c.Day, msTime(&c.DayStart), &c.Week, msTime(&c.WeekStart), &c.Month, msTime(&c.MonthStart)}
 }
 
 // counterArgs returns the column values of a counter, in column order.
@@ -113,7 +172,8 @@ func counterArgs(c gatehouse.Counter) []any {
 	return []any{int64(c.Total), int64(c.Day), ms(c.DayStart), int64(c.Week), ms(c.WeekStart), int64(c.Month), ms(c.MonthStart)}
 }
 
-// workspaceColumns are the columns of workspaces, in scanWorkspace order.
+// workspaceColumns are the columns of workspaces, in scanWorkspace and
+// workspaceArgs order.
 const workspaceColumns = `id, organization_id, name, slug, description, default_text_model, default_image_model,
 	default_provider_sort, disabled_server_tools, io_logging_api_key_ids, io_logging_sampling_rate,
 	is_data_discount_logging_enabled, is_observability_broadcast_enabled, is_observability_io_logging_enabled,
@@ -122,27 +182,29 @@ const workspaceColumns = `id, organization_id, name, slug, description, default_
 // scanWorkspace scans a row of workspaceColumns.
 func scanWorkspace(s Scanner) (*gatehouse.Workspace, error) {
 	var w gatehouse.Workspace
-	var desc, text, image, sort, created sql.NullString
-	var tools, ids sql.NullString
-	var createdAt int64
-	var updatedAt sql.NullInt64
-	if err := s.Scan(&w.ID, &w.OrganizationID, &w.Name, &w.Slug, &desc, &text, &image, &sort, &tools, &ids,
-		&w.IOLoggingSamplingRate, &w.IsDataDiscountLoggingEnabled, &w.IsObservabilityBroadcastEnabled,
-		&w.IsObservabilityIOLoggingEnabled, &w.IncludeBYOKInBudgets, &w.IsDefault, &created, &createdAt, &updatedAt); err != nil {
-		return nil, err
+	err := s.Scan(&w.ID, &w.OrganizationID, &w.Name, &w.Slug, &w.Description, &w.DefaultTextModel, &w.DefaultImageModel,
+		&w.DefaultProviderSort, jsonCol{&w.DisabledServerTools}, jsonCol{&w.IOLoggingAPIKeyIDs}, &w.IOLoggingSamplingRate,
+		&w.IsDataDiscountLoggingEnabled, &w.IsObservabilityBroadcastEnabled, &w.IsObservabilityIOLoggingEnabled,
+		&w.IncludeBYOKInBudgets, &w.IsDefault, &w.CreatedBy, msTime(&w.CreatedAt), msTime(&w.UpdatedAt))
+	if err != nil {
+		return nil, scanErr("workspace", w.ID, err)
 	}
-	w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort = strPtr(desc), strPtr(text), strPtr(image), strPtr(sort)
-	w.CreatedBy, w.CreatedAt, w.UpdatedAt = strPtr(created), fromMS(createdAt), timePtr(updatedAt)
-	return &w, scanJSON(jsonCol{tools, &w.DisabledServerTools}, jsonCol{ids, &w.IOLoggingAPIKeyIDs})
+	return &w, nil
+}
+
+// workspaceArgs returns the column values of w in workspaceColumns order.
+func workspaceArgs(w *gatehouse.Workspace) []any {
+	return []any{w.ID, w.OrganizationID, w.Name, w.Slug, w.Description, w.DefaultTextModel, w.DefaultImageModel,
+		w.DefaultProviderSort, jsonCol{w.DisabledServerTools}, jsonCol{w.IOLoggingAPIKeyIDs}, w.IOLoggingSamplingRate,
+		w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled, w.IsObservabilityIOLoggingEnabled,
+		w.IncludeBYOKInBudgets, w.IsDefault, w.CreatedBy, ms(w.CreatedAt), ms(w.UpdatedAt)}
 }
 
 // scanMembership scans a row of membershipColumns.
 func scanMembership(s Scanner) (*gatehouse.WorkspaceMember, error) {
 	var m gatehouse.WorkspaceMember
-	var role string
-	var created int64
-	err := s.Scan(&m.ID, &m.WorkspaceID, &m.UserID, &role, &created)
-	m.Role, m.CreatedAt = gatehouse.WorkspaceRole(role), fromMS(created)
+	err := s.Scan(&m.ID, &m.WorkspaceID, &m.UserID, &m.Role, msTime(&m.CreatedAt))
+	m.Role = gatehouse.WorkspaceRole(m.Role) // the column is the organization role
 	return &m, err
 }
 
@@ -152,13 +214,7 @@ const memberColumns = `id, email, first_name, last_name, role, created_at`
 // scanMember scans a row of memberColumns.
 func scanMember(s Scanner) (*gatehouse.Member, error) {
 	var m gatehouse.Member
-	var first, last sql.NullString
-	var created int64
-	if err := s.Scan(&m.ID, &m.Email, &first, &last, &m.Role, &created); err != nil {
-		return nil, err
-	}
-	m.FirstName, m.LastName, m.CreatedAt = strPtr(first), strPtr(last), fromMS(created)
-	return &m, nil
+	return &m, s.Scan(&m.ID, &m.Email, &m.FirstName, &m.LastName, &m.Role, msTime(&m.CreatedAt))
 }
 
 // guardrailColumns are the columns of guardrails, in scanGuardrail and
@@ -172,45 +228,26 @@ const guardrailColumns = `id, organization_id, workspace_id, name, description, 
 // scanGuardrail scans a row of guardrailColumns.
 func scanGuardrail(s Scanner) (*gatehouse.Guardrail, error) {
 	var g gatehouse.Guardrail
-	var desc, reset sql.NullString
-	var models, providers, ignModels, ignProviders, regions, filters, builtins sql.NullString
-	var limit, updated sql.NullInt64
-	var zdr [6]sql.NullBool
-	var free, freeTraining, paidTraining sql.NullBool
-	var created int64
-	if err := s.Scan(&g.ID, &g.OrganizationID, &g.WorkspaceID, &g.Name, &desc, &models, &providers,
-		&ignModels, &ignProviders, &limit, &reset, &g.IncludeBYOKInBudgets, &zdr[0],
-		&zdr[1], &zdr[2], &zdr[3], &zdr[4], &zdr[5],
-		&free, &freeTraining, &paidTraining,
-		&regions, &filters, &builtins, &created, &updated); err != nil {
-		return nil, err
-	}
-	g.Description, g.LimitUSD, g.ResetInterval = strPtr(desc), moneyPtr(limit), gatehouse.Interval(reset.String)
-	g.EnforceZDR, g.EnforceZDRAnthropic, g.EnforceZDROpenAI = boolPtr(zdr[0]), boolPtr(zdr[1]), boolPtr(zdr[2])
-	g.EnforceZDRGoogle, g.EnforceZDRXAI, g.EnforceZDROther = boolPtr(zdr[3]), boolPtr(zdr[4]), boolPtr(zdr[5])
-	g.EnableFreeModelPublication = boolPtr(free)
-	g.EnableFreeModelTraining, g.EnablePaidModelTraining = boolPtr(freeTraining), boolPtr(paidTraining)
-	g.CreatedAt, g.UpdatedAt = fromMS(created), timePtr(updated)
-	if err := scanJSON(jsonCol{models, &g.AllowedModels}, jsonCol{providers, &g.AllowedProviders},
-		jsonCol{ignModels, &g.IgnoredModels}, jsonCol{ignProviders, &g.IgnoredProviders}, jsonCol{regions, &g.AllowedDataRegions},
-		jsonCol{filters, &g.ContentFilters}, jsonCol{builtins, &g.ContentFilterBuiltins}); err != nil {
-		return nil, fmt.Errorf("guardrail %s: %w", g.ID, err)
+	err := s.Scan(&g.ID, &g.OrganizationID, &g.WorkspaceID, &g.Name, &g.Description, jsonCol{&g.AllowedModels},
+		jsonCol{&g.AllowedProviders}, jsonCol{&g.IgnoredModels}, jsonCol{&g.IgnoredProviders}, &g.LimitUSD,
+		nullString(&g.ResetInterval), &g.IncludeBYOKInBudgets, &g.EnforceZDR, &g.EnforceZDRAnthropic, &g.EnforceZDROpenAI,
+		&g.EnforceZDRGoogle, &g.EnforceZDRXAI, &g.EnforceZDROther, &g.EnableFreeModelPublication,
+		&g.EnableFreeModelTraining, &g.EnablePaidModelTraining, jsonCol{&g.AllowedDataRegions},
+		jsonCol{&g.ContentFilters}, jsonCol{&g.ContentFilterBuiltins}, msTime(&g.CreatedAt), msTime(&g.UpdatedAt))
+	if err != nil {
+		return nil, scanErr("guardrail", g.ID, err)
 	}
 	return &g, nil
 }
 
 // guardrailArgs returns the column values of g in guardrailColumns order.
-func guardrailArgs(g *gatehouse.Guardrail) ([]any, error) {
-	j, err := jsonArgs(g.AllowedModels, g.AllowedProviders, g.IgnoredModels, g.IgnoredProviders,
-		g.AllowedDataRegions, g.ContentFilters, g.ContentFilterBuiltins)
-	if err != nil {
-		return nil, err
-	}
-	return []any{g.ID, g.OrganizationID, g.WorkspaceID, g.Name, g.Description, j[0], j[1],
-		j[2], j[3], nullMoney(g.LimitUSD), nullInterval(g.ResetInterval), g.IncludeBYOKInBudgets, g.EnforceZDR,
-		g.EnforceZDRAnthropic, g.EnforceZDROpenAI, g.EnforceZDRGoogle, g.EnforceZDRXAI, g.EnforceZDROther,
-		g.EnableFreeModelPublication, g.EnableFreeModelTraining, g.EnablePaidModelTraining,
-		j[4], j[5], j[6], ms(g.CreatedAt), nullMS(g.UpdatedAt)}, nil
+func guardrailArgs(g *gatehouse.Guardrail) []any {
+	return []any{g.ID, g.OrganizationID, g.WorkspaceID, g.Name, g.Description, jsonCol{g.AllowedModels},
+		jsonCol{g.AllowedProviders}, jsonCol{g.IgnoredModels}, jsonCol{g.IgnoredProviders}, nullMoney(g.LimitUSD),
+		nullIfEmpty(g.ResetInterval), g.IncludeBYOKInBudgets, g.EnforceZDR, g.EnforceZDRAnthropic, g.EnforceZDROpenAI,
+		g.EnforceZDRGoogle, g.EnforceZDRXAI, g.EnforceZDROther, g.EnableFreeModelPublication,
+		g.EnableFreeModelTraining, g.EnablePaidModelTraining, jsonCol{g.AllowedDataRegions},
+		jsonCol{g.ContentFilters}, jsonCol{g.ContentFilterBuiltins}, ms(g.CreatedAt), ms(g.UpdatedAt)}
 }
 
 // destinationColumns are the columns of destinations, in scanDestination
@@ -257,15 +294,15 @@ func sealConfig(box *gatehouse.SecretBox, id string, c gatehouse.DestinationConf
 }
 
 // openConfig is the inverse of sealConfig. Errors never hold secret values.
-func openConfig(box *gatehouse.SecretBox, id string, config string, sealed sql.NullString) (gatehouse.DestinationConfig, error) {
+func openConfig(box *gatehouse.SecretBox, id string, config string, sealed *string) (gatehouse.DestinationConfig, error) {
 	c := gatehouse.DestinationConfig{Values: map[string]string{}}
 	if err := json.Unmarshal([]byte(config), &c.Values); err != nil {
 		return c, fmt.Errorf("destination %s: decode config: %w", id, err)
 	}
-	if !sealed.Valid {
+	if sealed == nil {
 		return c, nil
 	}
-	plaintext, err := box.Open(sealed.String, []byte(id))
+	plaintext, err := box.Open(*sealed, []byte(id))
 	if err != nil {
 		return c, fmt.Errorf("destination %s: open secrets (has the secret key changed?): %w", id, err)
 	}
@@ -283,25 +320,17 @@ func openConfig(box *gatehouse.SecretBox, id string, config string, sealed sql.N
 // scanDestination scans a destination row and opens its secrets.
 func scanDestination(box *gatehouse.SecretBox, s Scanner) (*gatehouse.Destination, error) {
 	var d gatehouse.Destination
-	var name, secrets, hashes, rules, regions sql.NullString
 	var config string
-	var created, updated int64
-	var deleted sql.NullInt64
-	if err := s.Scan(&d.ID, &d.OrganizationID, &d.WorkspaceID, &name, &d.Type, &config, &secrets, &d.Enabled,
-		&d.PrivacyMode, &d.SamplingRate, &hashes, &rules, &regions, &d.BroadcastGenerationCost,
-		&d.BroadcastGenerationIdentity, &d.BroadcastGenerationRequestContext, &created, &updated, &deleted); err != nil {
-		return nil, err
+	var secrets *string
+	err := s.Scan(&d.ID, &d.OrganizationID, &d.WorkspaceID, &d.Name, &d.Type, &config, &secrets, &d.Enabled,
+		&d.PrivacyMode, &d.SamplingRate, jsonCol{&d.APIKeyHashes}, jsonCol{&d.FilterRules}, jsonCol{&d.Regions},
+		&d.BroadcastGenerationCost, &d.BroadcastGenerationIdentity, &d.BroadcastGenerationRequestContext,
+		msTime(&d.CreatedAt), msTime(&d.UpdatedAt), msTime(&d.DeletedAt))
+	if err != nil {
+		return nil, scanErr("destination", d.ID, err)
 	}
-	d.Name, d.CreatedAt, d.UpdatedAt, d.DeletedAt = strPtr(name), fromMS(created), fromMS(updated), timePtr(deleted)
-	var err error
 	if d.Config, err = openConfig(box, d.ID, config, secrets); err != nil {
 		return nil, err
-	}
-	if rules.Valid {
-		d.FilterRules = &gatehouse.FilterRules{}
-	}
-	if err := scanJSON(jsonCol{hashes, &d.APIKeyHashes}, jsonCol{rules, d.FilterRules}, jsonCol{regions, &d.Regions}); err != nil {
-		return nil, fmt.Errorf("destination %s: %w", d.ID, err)
 	}
 	return &d, nil
 }
@@ -312,62 +341,9 @@ func destinationArgs(box *gatehouse.SecretBox, d *gatehouse.Destination) ([]any,
 	if err != nil {
 		return nil, err
 	}
-	j, err := jsonArgs(d.APIKeyHashes, d.FilterRules, d.Regions)
-	if err != nil {
-		return nil, err
-	}
 	return []any{d.ID, d.OrganizationID, d.WorkspaceID, d.Name, d.Type, config, secrets, d.Enabled, d.PrivacyMode,
-		d.SamplingRate, j[0], j[1], j[2], d.BroadcastGenerationCost, d.BroadcastGenerationIdentity,
-		d.BroadcastGenerationRequestContext, ms(d.CreatedAt), ms(d.UpdatedAt), nullMS(d.DeletedAt)}, nil
-}
-
-// jsonArg returns the column value of a JSON column: NULL for a nil slice,
-// map or pointer, else the JSON text.
-func jsonArg(v any) (any, error) {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Slice, reflect.Map, reflect.Pointer:
-		if rv.IsNil() {
-			return nil, nil
-		}
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
-}
-
-// jsonArgs is jsonArg over several values; it stops at the first error.
-func jsonArgs(vs ...any) ([]any, error) {
-	out := make([]any, len(vs))
-	for i, v := range vs {
-		var err error
-		if out[i], err = jsonArg(v); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// jsonCol is a nullable JSON column and where to decode it.
-type jsonCol struct {
-	col sql.NullString
-	dst any
-}
-
-// scanJSON decodes each column into its dst; NULL leaves dst alone. It
-// stops at the first error.
-func scanJSON(cols ...jsonCol) error {
-	for _, c := range cols {
-		if !c.col.Valid {
-			continue
-		}
-		if err := json.Unmarshal([]byte(c.col.String), c.dst); err != nil {
-			return err
-		}
-	}
-	return nil
+		d.SamplingRate, jsonCol{d.APIKeyHashes}, jsonCol{d.FilterRules}, jsonCol{d.Regions}, d.BroadcastGenerationCost,
+		d.BroadcastGenerationIdentity, d.BroadcastGenerationRequestContext, ms(d.CreatedAt), ms(d.UpdatedAt), ms(d.DeletedAt)}, nil
 }
 
 // membershipColumns are the columns of a workspace membership, with the
@@ -381,11 +357,7 @@ const keyAssignmentColumns = `a.id, a.guardrail_id, a.key_hash, k.name, a.assign
 // scanKeyAssignment scans a row of keyAssignmentColumns.
 func scanKeyAssignment(s Scanner) (*gatehouse.KeyAssignment, error) {
 	var a gatehouse.KeyAssignment
-	var by sql.NullString
-	var created int64
-	err := s.Scan(&a.ID, &a.GuardrailID, &a.KeyHash, &a.KeyName, &by, &created)
-	a.AssignedBy, a.CreatedAt = strPtr(by), fromMS(created)
-	return &a, err
+	return &a, s.Scan(&a.ID, &a.GuardrailID, &a.KeyHash, &a.KeyName, &a.AssignedBy, msTime(&a.CreatedAt))
 }
 
 // memberAssignmentColumns are the columns of member_assignments a.
@@ -394,11 +366,7 @@ const memberAssignmentColumns = `a.id, a.guardrail_id, a.user_id, a.organization
 // scanMemberAssignment scans a row of memberAssignmentColumns.
 func scanMemberAssignment(s Scanner) (*gatehouse.MemberAssignment, error) {
 	var a gatehouse.MemberAssignment
-	var by sql.NullString
-	var created int64
-	err := s.Scan(&a.ID, &a.GuardrailID, &a.UserID, &a.OrganizationID, &by, &created)
-	a.AssignedBy, a.CreatedAt = strPtr(by), fromMS(created)
-	return &a, err
+	return &a, s.Scan(&a.ID, &a.GuardrailID, &a.UserID, &a.OrganizationID, &a.AssignedBy, msTime(&a.CreatedAt))
 }
 
 // auditColumns are the columns of audit_log, in scanAuditEntry and
@@ -409,40 +377,25 @@ const auditColumns = `id, organization_id, at, actor_key_hash, actor_user_id, op
 // auditArgs returns the column values of e in auditColumns order: the
 // resource ids as a JSON array (never NULL), the details as a JSON object
 // or NULL.
-func auditArgs(e *gatehouse.AuditEntry) ([]any, error) {
+func auditArgs(e *gatehouse.AuditEntry) []any {
 	ids := e.ResourceIDs
 	if ids == nil {
 		ids = []string{}
 	}
-	j, err := jsonArgs(ids, e.Details)
-	if err != nil {
-		return nil, err
-	}
 	return []any{e.ID, e.OrganizationID, ms(e.At), e.ActorKeyHash, e.ActorUserID, e.Operation, e.ResourceType,
-		j[0], j[1], e.Result, e.RequestID, e.ClientRequestID}, nil
+		jsonCol{ids}, jsonCol{e.Details}, e.Result, e.RequestID, e.ClientRequestID}
 }
 
 // scanAuditEntry scans a row of auditColumns. JSON numbers in the details
 // come back as float64, JSON arrays as []any.
 func scanAuditEntry(s Scanner) (*gatehouse.AuditEntry, error) {
 	var e gatehouse.AuditEntry
-	var keyHash, userID, details, requestID, clientRequestID sql.NullString
-	var ids string
-	var at int64
-	if err := s.Scan(&e.ID, &e.OrganizationID, &at, &keyHash, &userID, &e.Operation, &e.ResourceType,
-		&ids, &details, &e.Result, &requestID, &clientRequestID); err != nil {
-		return nil, err
-	}
-	e.At, e.ActorKeyHash, e.ActorUserID, e.RequestID = fromMS(at), strPtr(keyHash), strPtr(userID), strPtr(requestID)
-	e.ClientRequestID = strPtr(clientRequestID)
-	if err := json.Unmarshal([]byte(ids), &e.ResourceIDs); err != nil {
-		return nil, fmt.Errorf("audit entry %s: resource_ids: %w", e.ID, err)
+	if err := s.Scan(&e.ID, &e.OrganizationID, msTime(&e.At), &e.ActorKeyHash, &e.ActorUserID, &e.Operation,
+		&e.ResourceType, jsonCol{&e.ResourceIDs}, jsonCol{&e.Details}, &e.Result, &e.RequestID, &e.ClientRequestID); err != nil {
+		return nil, scanErr("audit entry", e.ID, err)
 	}
 	if e.ResourceIDs == nil {
 		e.ResourceIDs = []string{}
-	}
-	if err := scanJSON(jsonCol{details, &e.Details}); err != nil {
-		return nil, fmt.Errorf("audit entry %s: details: %w", e.ID, err)
 	}
 	return &e, nil
 }
@@ -536,9 +489,8 @@ const counterColumns = `usage_total, usage_day, usage_day_start, usage_week, usa
 
 // scanCounters scans a row of counterColumns.
 func scanCounters(s Scanner) (usage, byok gatehouse.Counter, err error) {
-	var u, b counterCols
-	err = s.Scan(append(u.dest(), b.dest()...)...)
-	return u.counter(), b.counter(), err
+	err = s.Scan(append(counterDest(&usage), counterDest(&byok)...)...)
+	return usage, byok, err
 }
 
 // generationColumns are the columns of generations, in scanGeneration and
@@ -557,15 +509,11 @@ func generationArgs(g *gatehouse.Generation) []any {
 // scanGeneration scans a row of generationColumns.
 func scanGeneration(s Scanner) (*gatehouse.Generation, error) {
 	var g gatehouse.Generation
-	var upstream, finish, session, external sql.NullString
-	var cost, created int64
-	if err := s.Scan(&g.ID, &g.OrganizationID, &g.WorkspaceID, &g.KeyHash, &g.Model, &g.Provider, &upstream,
-		&g.PromptTokens, &g.CompletionTokens, &cost, &g.BYOK, &g.Streamed, &finish, &g.Status, &g.LatencyMS,
-		&g.GenerationMS, &session, &external, &created); err != nil {
+	if err := s.Scan(&g.ID, &g.OrganizationID, &g.WorkspaceID, &g.KeyHash, &g.Model, &g.Provider, &g.UpstreamID,
+		&g.PromptTokens, &g.CompletionTokens, &g.Cost, &g.BYOK, &g.Streamed, &g.FinishReason, &g.Status, &g.LatencyMS,
+		&g.GenerationMS, &g.SessionID, &g.ExternalUser, msTime(&g.CreatedAt)); err != nil {
 		return nil, err
 	}
-	g.UpstreamID, g.FinishReason, g.SessionID, g.ExternalUser = strPtr(upstream), strPtr(finish), strPtr(session), strPtr(external)
-	g.Cost, g.CreatedAt = gatehouse.Money(cost), fromMS(created)
 	return &g, nil
 }
 
@@ -580,21 +528,13 @@ func keyInsertArgs(k *gatehouse.Key, externalKeyHash *string) []any {
 	if !k.Management {
 		workspace = k.WorkspaceID // management keys belong to no workspace
 	}
-	return []any{k.Hash, k.OrganizationID, workspace, k.Management, k.Name, nullMoney(k.Limit), nullInterval(k.LimitReset),
-		k.IncludeBYOKInLimit, k.CreatorUserID, k.ExternalUser, externalKeyHash, ms(k.CreatedAt), nullMS(k.ExpiresAt), k.ParentKeyHash}
+	return []any{k.Hash, k.OrganizationID, workspace, k.Management, k.Name, nullMoney(k.Limit), nullIfEmpty(k.LimitReset),
+		k.IncludeBYOKInLimit, k.CreatorUserID, k.ExternalUser, externalKeyHash, ms(k.CreatedAt), ms(k.ExpiresAt), k.ParentKeyHash}
 }
 
 // keyUpdateArgs returns, for an UPDATE of api_keys setting name, disabled,
 // include_byok_in_limit, limit_nanos, limit_reset and updated_at (in that
 // order) WHERE hash is the last parameter, the values of a changed key.
 func keyUpdateArgs(k *gatehouse.Key) []any {
-	return []any{k.Name, k.Disabled, k.IncludeBYOKInLimit, nullMoney(k.Limit), nullInterval(k.LimitReset), nullMS(k.UpdatedAt), k.Hash}
-}
-
-// nullMoney returns the column value of an optional amount.
-func nullMoney(m *gatehouse.Money) any {
-	if m == nil {
-		return nil
-	}
-	return int64(*m)
+	return []any{k.Name, k.Disabled, k.IncludeBYOKInLimit, nullMoney(k.Limit), nullIfEmpty(k.LimitReset), ms(k.UpdatedAt), k.Hash}
 }

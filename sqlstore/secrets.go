@@ -1,9 +1,6 @@
 package sqlstore
 
-import (
-	"context"
-	"database/sql"
-)
+import "context"
 
 // ResealSecrets re-encrypts every destination's secrets with the current key.
 func (s *Store) ResealSecrets(ctx context.Context) (_ int, err error) {
@@ -12,7 +9,7 @@ func (s *Store) ResealSecrets(ctx context.Context) (_ int, err error) {
 		rows, err := tx.Query(ctx, `SELECT id, config, secrets FROM destinations WHERE secrets IS NOT NULL ORDER BY id`)
 		type sealed struct {
 			id, config string
-			secrets    sql.NullString
+			secrets    *string
 		}
 		list, err := collect(rows, err, func(s Scanner) (sealed, error) {
 			var r sealed

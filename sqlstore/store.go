@@ -259,11 +259,11 @@ func prefixed(prefix, columns string) string {
 }
 
 // nullIfEmpty stores "" as NULL.
-func nullIfEmpty(s string) any {
+func nullIfEmpty[T ~string](s T) any {
 	if s == "" {
 		return nil
 	}
-	return s
+	return string(s)
 }
 
 // scanString scans a row of one text column.

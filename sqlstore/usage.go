@@ -86,11 +86,7 @@ func (tx *Tx) lockKey(ctx context.Context, hash string, forUpdate bool) (*gateho
 	if forUpdate {
 		lock = tx.d.ForUpdate()
 	}
-	k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`+lock, hash))
-	if errors.Is(err, ErrNoRows) {
-		return nil, gatehouse.NotFound("key", hash)
-	}
-	return k, err
+	return found("key", hash, scanKey, tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`+lock, hash))
 }
 
 // Reserve holds a request's worst-case cost against every limit, in one
@@ -287,13 +283,19 @@ func (tx *Tx) addBudgetUsage(ctx context.Context, guardrailID, subject string, a
 	if err != nil {
 		return err
 	}
-	prefix, c := "usage", &u
+	return tx.addUsage(ctx, "guardrail_usage", "guardrail_id = ? AND subject = ?", &u, &b, amount, byok, guardrailID, subject)
+}
+
+// addUsage adds an amount to the counters u (or b, when byok) of the
+// locked row of table that where selects with its args, and writes them
+// back.
+func (tx *Tx) addUsage(ctx context.Context, table, where string, u, b *gatehouse.Counter, amount gatehouse.Money, byok bool, args ...any) error {
+	prefix, c := "usage", u
 	if byok {
-		prefix, c = "byok", &b
+		prefix, c = "byok", b
 	}
 	*c = c.Add(tx.now, amount)
-	_, err = tx.Exec(ctx, `UPDATE guardrail_usage SET `+counterAssignments(prefix)+` WHERE guardrail_id = ? AND subject = ?`,
-		append(counterArgs(*c), guardrailID, subject)...)
+	_, err := tx.Exec(ctx, `UPDATE `+table+` SET `+counterAssignments(prefix)+` WHERE `+where, append(counterArgs(*c), args...)...)
 	return err
 }
 
@@ -310,12 +312,8 @@ func (s *Store) Release(ctx context.Context, reservationID string) (err error) {
 func (s *Store) FindGeneration(ctx context.Context, orgID, id string) (_ *gatehouse.Generation, err error) {
 	defer wrap(&err, "FindGeneration")
 	return read(ctx, s, func(tx *Tx) (*gatehouse.Generation, error) {
-		g, err := scanGeneration(tx.QueryRow(ctx, `SELECT `+generationColumns+` FROM generations
+		return found("generation", id, scanGeneration, tx.QueryRow(ctx, `SELECT `+generationColumns+` FROM generations
 			WHERE id = ? AND organization_id = ?`, id, orgID))
-		if errors.Is(err, ErrNoRows) {
-			return nil, gatehouse.NotFound("generation", id)
-		}
-		return g, err
 	})
 }
 

@@ -77,17 +77,9 @@ func (s *Store) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.W
 }
 
 func (tx *Tx) insertWorkspace(ctx context.Context, orgID string, w *gatehouse.Workspace) error {
-	w.ID, w.OrganizationID, w.CreatedAt = uuid.NewString(), orgID, tx.now
-	j, err := jsonArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO workspaces (`+workspaceColumns+`, default_guardrail_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		w.ID, orgID, w.Name, w.Slug, w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort,
-		j[0], j[1], w.IOLoggingSamplingRate, w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled,
-		w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, w.IsDefault, w.CreatedBy, ms(tx.now), nil,
-		gatehouse.DefaultGuardrailID(w.ID))
+	w.ID, w.OrganizationID, w.CreatedAt, w.UpdatedAt = uuid.NewString(), orgID, tx.now, nil
+	err := tx.insert(ctx, "workspaces", workspaceColumns+", default_guardrail_id",
+		append(workspaceArgs(w), gatehouse.DefaultGuardrailID(w.ID)))
 	if tx.d.IsUnique(err) {
 		return gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
 	}
@@ -107,17 +99,14 @@ func (s *Store) UpdateWorkspace(ctx context.Context, orgID, ref string, u gateho
 		}
 		now := tx.now
 		w.UpdatedAt = &now
-		j, err := jsonArgs(w.DisabledServerTools, w.IOLoggingAPIKeyIDs)
-		if err != nil {
-			return nil, err
-		}
+		args := workspaceArgs(w)
+		// args[2:15] are name through include_byok_in_budgets, args[18] is
+		// updated_at; the full slice expression makes append copy.
 		_, err = tx.Exec(ctx, `UPDATE workspaces SET name = ?, slug = ?, description = ?, default_text_model = ?,
 			default_image_model = ?, default_provider_sort = ?, disabled_server_tools = ?, io_logging_api_key_ids = ?,
 			io_logging_sampling_rate = ?, is_data_discount_logging_enabled = ?, is_observability_broadcast_enabled = ?,
 			is_observability_io_logging_enabled = ?, include_byok_in_budgets = ?, updated_at = ? WHERE id = ?`,
-			w.Name, w.Slug, w.Description, w.DefaultTextModel, w.DefaultImageModel, w.DefaultProviderSort, j[0], j[1],
-			w.IOLoggingSamplingRate, w.IsDataDiscountLoggingEnabled, w.IsObservabilityBroadcastEnabled,
-			w.IsObservabilityIOLoggingEnabled, w.IncludeBYOKInBudgets, ms(now), w.ID)
+			append(args[2:15:15], args[18], w.ID)...)
 		if tx.d.IsUnique(err) {
 			return nil, gatehouse.FieldError("slug", "a workspace with slug %q already exists", w.Slug)
 		}
