@@ -84,7 +84,7 @@ func TestCopyThroughPostgres(t *testing.T) {
 	newApp(t, pg, org)
 }
 
-func box(t *testing.T) *gatehouse.SecretBox {
+func box(t testing.TB) *gatehouse.SecretBox {
 	t.Helper()
 	b, err := gatehouse.NewSecretBox(make([]byte, 32))
 	if err != nil {
@@ -93,7 +93,7 @@ func box(t *testing.T) *gatehouse.SecretBox {
 	return b
 }
 
-func openSQLite(t *testing.T, name string) *sqlite.DB {
+func openSQLite(t testing.TB, name string) *sqlite.DB {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), name), box(t))
 	if err != nil {
