@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"gatehouse"
 
@@ -74,16 +76,10 @@ func (s *Store) AssignKeys(ctx context.Context, orgID, guardrailID string, hashe
 			return 0, (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "key_hashes: not keys of the guardrail's workspace: " +
 				gatehouse.ListIDs(unknown) + "; nothing was assigned"}).WithMetadata("key_hashes", unknown)
 		}
-		changed := 0
-		for _, h := range hashes {
-			n, err := tx.execCount(ctx, `INSERT INTO key_assignments (id, organization_id, guardrail_id, key_hash, assigned_by, created_at)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key_hash) DO UPDATE SET id = excluded.id,
-				guardrail_id = excluded.guardrail_id, assigned_by = excluded.assigned_by, created_at = excluded.created_at
-				WHERE key_assignments.guardrail_id <> excluded.guardrail_id`, uuid.NewString(), orgID, g.ID, h, by, ms(tx.now))
-			if err != nil {
-				return 0, err
-			}
-			changed += n
+		changed, err := tx.insertRows(ctx, "key_assignments", assignmentColumns("key_hash"),
+			assignmentRows(orgID, g.ID, hashes, by, tx.now), `ON CONFLICT (key_hash) DO UPDATE SET `+reassign("key_assignments"))
+		if err != nil {
+			return 0, err
 		}
 		return changed, tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysAssign, g.ID, "key_hashes", hashes, changed)
 	})
@@ -146,16 +142,10 @@ func (s *Store) AssignMembers(ctx context.Context, orgID, guardrailID string, us
 			return 0, (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "member_user_ids: not members of the organization: " +
 				gatehouse.ListIDs(unknown) + "; nothing was assigned"}).WithMetadata("member_user_ids", unknown)
 		}
-		changed := 0
-		for _, id := range ids {
-			n, err := tx.execCount(ctx, `INSERT INTO member_assignments (id, organization_id, guardrail_id, user_id, assigned_by, created_at)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (organization_id, user_id) DO UPDATE SET id = excluded.id,
-				guardrail_id = excluded.guardrail_id, assigned_by = excluded.assigned_by, created_at = excluded.created_at
-				WHERE member_assignments.guardrail_id <> excluded.guardrail_id`, uuid.NewString(), orgID, g.ID, id, by, ms(tx.now))
-			if err != nil {
-				return 0, err
-			}
-			changed += n
+		changed, err := tx.insertRows(ctx, "member_assignments", assignmentColumns("user_id"),
+			assignmentRows(orgID, g.ID, ids, by, tx.now), `ON CONFLICT (organization_id, user_id) DO UPDATE SET `+reassign("member_assignments"))
+		if err != nil {
+			return 0, err
 		}
 		return changed, tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersAssign, g.ID, "member_user_ids", ids, changed)
 	})
@@ -179,4 +169,27 @@ func (s *Store) UnassignMembers(ctx context.Context, orgID, guardrailID string, 
 		}
 		return removed, tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersUnassign, guardrailID, "member_user_ids", ids, removed)
 	})
+}
+
+// assignmentColumns are the columns of a new key or member assignment,
+// whose subject is in column.
+func assignmentColumns(column string) string {
+	return `id, organization_id, guardrail_id, ` + column + `, assigned_by, created_at`
+}
+
+// assignmentRows are the rows of new assignments of subjects (sorted: the
+// lock order) to a guardrail.
+func assignmentRows(orgID, guardrailID string, subjects []string, by *string, now time.Time) [][]any {
+	rows := make([][]any, 0, len(subjects))
+	for _, s := range slices.Sorted(slices.Values(subjects)) {
+		rows = append(rows, []any{uuid.NewString(), orgID, guardrailID, s, by, ms(now)})
+	}
+	return rows
+}
+
+// reassign moves an existing assignment of the table to the new guardrail,
+// and leaves (and does not count) one already there.
+func reassign(table string) string {
+	return `id = excluded.id, guardrail_id = excluded.guardrail_id, assigned_by = excluded.assigned_by,
+		created_at = excluded.created_at WHERE ` + table + `.guardrail_id <> excluded.guardrail_id`
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"gatehouse"
 
@@ -205,14 +206,14 @@ func (s *Store) AddWorkspaceMembers(ctx context.Context, orgID, ref string, user
 			members, err := collect(rows, err, scanMember)
 			return added{list: implicitMemberships(w.ID, members)}, err
 		}
-		n := 0
-		for _, id := range ids {
-			one, err := tx.execCount(ctx, `INSERT INTO workspace_members (id, organization_id, workspace_id, user_id, created_at)
-				VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id, user_id) DO NOTHING`, uuid.NewString(), orgID, w.ID, id, ms(tx.now))
-			if err != nil {
-				return added{}, err
-			}
-			n += one
+		values := make([][]any, 0, len(ids))
+		for _, id := range slices.Sorted(slices.Values(ids)) {
+			values = append(values, []any{uuid.NewString(), orgID, w.ID, id, ms(tx.now)})
+		}
+		n, err := tx.insertRows(ctx, "workspace_members", `id, organization_id, workspace_id, user_id, created_at`, values,
+			`ON CONFLICT (workspace_id, user_id) DO NOTHING`)
+		if err != nil {
+			return added{}, err
 		}
 		in, args := tx.in("wm.user_id", ids, w.ID)
 		rows, err := tx.Query(ctx, `SELECT `+membershipColumns+` FROM `+membershipFrom+` AND `+in+` ORDER BY wm.created_at, wm.id`, args...)
