@@ -61,8 +61,6 @@ func (dialect) In(column string, values []string) (string, []any) {
 	return column + ` = ANY(?)`, []any{values}
 }
 
-func (dialect) NoIndex(column string) string { return column }
-
 func (dialect) IsUnique(err error) bool     { return pgCode(err) == "23505" }
 func (dialect) IsForeignKey(err error) bool { return pgCode(err) == "23503" }
 

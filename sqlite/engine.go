@@ -56,8 +56,6 @@ func (dialect) In(column string, values []string) (string, []any) {
 	return column + ` IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + `)`, args
 }
 
-func (dialect) NoIndex(column string) string { return "+" + column }
-
 func (dialect) IsUnique(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)

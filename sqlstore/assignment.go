@@ -63,11 +63,16 @@ func (s *Store) AssignKeys(ctx context.Context, orgID, guardrailID string, hashe
 		if err != nil {
 			return 0, err
 		}
-		// The unary + keeps the planner on the primary key: an index on the
-		// other columns would scan every key of the workspace.
+		// The keys are looked up by primary key and filtered after (the
+		// LIMIT keeps both planners from merging the two): an index on the
+		// other columns would scan every key of the workspace, and under
+		// PostgreSQL's SERIALIZABLE its predicate locks make concurrent bulk
+		// assigns conflict and retry (100 keys at a time: 94/s without the
+		// LIMIT, 381/s with it).
 		in, args := tx.d.In("hash", hashes)
-		rows, err := tx.Query(ctx, `SELECT hash FROM api_keys WHERE `+in+` AND `+tx.d.NoIndex("organization_id")+` = ?
-			AND `+tx.d.NoIndex("workspace_id")+` = ? AND `+tx.d.NoIndex("management")+` = FALSE`, append(args, orgID, g.WorkspaceID)...)
+		rows, err := tx.Query(ctx, `SELECT hash FROM (SELECT hash, organization_id, workspace_id, management FROM api_keys
+			WHERE `+in+` LIMIT ?) k WHERE organization_id = ? AND workspace_id = ? AND management = FALSE`,
+			append(args, len(hashes), orgID, g.WorkspaceID)...)
 		known, err := collect(rows, err, scanString)
 		if err != nil {
 			return 0, err

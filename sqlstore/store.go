@@ -74,9 +74,6 @@ type Dialect interface {
 	// In returns the condition that column is one of values, and its
 	// arguments: IN (?, ?, …) or = ANY(?).
 	In(column string, values []string) (string, []any)
-	// NoIndex returns column so that the planner does not pick an index
-	// for it (SQLite's unary +), where the engine needs telling.
-	NoIndex(column string) string
 	// IsUnique and IsForeignKey classify constraint violations.
 	IsUnique(err error) bool
 	IsForeignKey(err error) bool
