@@ -251,24 +251,29 @@ record() {
   loadgen "$GH" "${args[@]}"
 }
 
-# wrk_run BASE FILE HEADER CONNECTIONS DURATION [once]: one run of wrk with
-# bench/wrk/requests.lua; prints the JSON line of its results.
+# wrk_run BASE FILE HEADER CONNECTIONS DURATION START [once]: one run of wrk
+# with bench/wrk/requests.lua, from request number START; prints the JSON
+# line of its results.
 wrk_run() {
-  local base=$1 file=$2 header=$3 conns=$4 dur=$5 once=${6:-} t=$WRK_THREADS out=$WORK/wrk.out
+  local base=$1 file=$2 header=$3 conns=$4 dur=$5 start=$6 once=${7:-} t=$WRK_THREADS out=$WORK/wrk.out
   ((conns < t)) && t=$conns
   local args=(-t "$t" -c "$conns" -d "$dur" --timeout 30s -s "$ROOT/bench/wrk/requests.lua")
   [[ -n $header ]] && args+=(-H "$header")
-  wrk "${args[@]}" "$base" -- "$file" "$t" ${once:+"$once"} > "$out" 2>&1 || { cat "$out" >&2; return 1; }
+  wrk "${args[@]}" "$base" -- "$file" "$t" "$start" ${once:+"$once"} > "$out" 2>&1 || { cat "$out" >&2; return 1; }
   grep '^{' "$out" | tail -n 1 | grep . || { cat "$out" >&2; return 1; }
 }
 
-# measure BASE FILE HEADER CONNECTIONS WARMUP [once]: a warm-up run (its
-# results dropped), then the measured run.
+# measure BASE FILE HEADER CONNECTIONS WARMUP START [once]: a warm-up run
+# (its results dropped), then the measured run going on from where the
+# warm-up stopped, as one client would; sets NEXT to the number of its
+# first request.
 measure() {
+  NEXT=$6
   if [[ $5 != 0 && $5 != 0s ]]; then
-    wrk_run "$1" "$2" "$3" "$4" "$5" > /dev/null
+    wrk_run "$1" "$2" "$3" "$4" "$5" "$NEXT" > "$WORK/warmup.json"
+    NEXT=$((NEXT + $(jq .sent "$WORK/warmup.json")))
   fi
-  wrk_run "$1" "$2" "$3" "$4" "$DUR" ${6:+"$6"}
+  wrk_run "$1" "$2" "$3" "$4" "$DUR" "$NEXT" ${7:+"$7"}
 }
 
 # refill puts back the members that bulk-remove runs took out: the
@@ -320,16 +325,22 @@ run_scenario() {
   fi
   printf '%s\n' "${kinds[@]}" > "$dir/baselines"
   log "$label $name: response $(jq -c . <<< "$meta")"
-  local r k line
+  # Each run goes on with the requests where the previous one stopped (the
+  # recorded answer was request 0), so that a scenario whose requests undo
+  # each other (bulk assign moves keys to one guardrail, then back) does
+  # not replay the same ones; one whose requests are used once starts
+  # over after its refill.
+  local r k line next=1
   for ((r = 1; r <= RUNS; r++)); do
-    [[ -n $once ]] && refill
-    measure "$GH" "$file" "$header" "$conc" "$warm" ${once:+"$once"} > "$dir/gatehouse.$r.json"
+    [[ -n $once ]] && refill && next=0
+    measure "$GH" "$file" "$header" "$conc" "$warm" "$next" ${once:+"$once"} > "$dir/gatehouse.$r.json"
+    next=$((NEXT + $(jq .sent "$dir/gatehouse.$r.json")))
     [[ -n $once ]] && used "$dir/gatehouse.$r.json"
     line="  run $r: gatehouse $(jq -r '"\(.rps | floor)/s p50 \(.latency_ms.p50)ms p99 \(.latency_ms.p99)ms errors \(.errors)"' "$dir/gatehouse.$r.json")"
     # The baselines rotate where Gatehouse uses each request once: they
     # change nothing, and would run out in a moment.
     for k in "${kinds[@]}"; do
-      measure "${url[$k]}" "$base_file" "$base_header" "$conc" "$WARM" > "$dir/baseline-$k.$r.json"
+      measure "${url[$k]}" "$base_file" "$base_header" "$conc" "$WARM" 0 > "$dir/baseline-$k.$r.json"
       line+=", $k $(jq -r '"\(.rps | floor)/s p50 \(.latency_ms.p50)ms"' "$dir/baseline-$k.$r.json")"
     done
     log "$line"
@@ -343,7 +354,7 @@ run_scenario() {
 lone_bulk_remove() {
   [[ bulk-remove-100-members =~ $ONLY ]] || return 0
   refill
-  wrk_run "$GH" "$REQ/bulk-remove-100-members" "Authorization: Bearer $MGMT" 1 3s once > "$WORK/results/$1/lone-remove.json"
+  wrk_run "$GH" "$REQ/bulk-remove-100-members" "Authorization: Bearer $MGMT" 1 3s 0 once > "$WORK/results/$1/lone-remove.json"
   used "$WORK/results/$1/lone-remove.json"
 }
 

@@ -2,14 +2,14 @@
 -- record of bench/run.sh; Debian package wrk):
 --
 --   wrk -t2 -c32 -d5s --timeout 30s -s bench/wrk/requests.lua \
---       -H "Authorization: Bearer $KEY" http://127.0.0.1:8080 -- FILE THREADS [once]
+--       -H "Authorization: Bearer $KEY" http://127.0.0.1:8080 -- FILE THREADS [START [once]]
 --
 -- FILE holds one request a line: METHOD PATH [BODY], the body being the
 -- rest of the line (JSON on one line), sent with Content-Type
 -- application/json. THREADS must be wrk's -t. The requests of a run are
--- numbered 0, 1, 2, ... as if one client sent them all, and request n is
--- line n modulo the number of lines: thread i of T sends requests i, i+T,
--- i+2T, ..., so the requests in flight together are neighbouring lines,
+-- numbered START (default 0), START+1, ... as if one client sent them all,
+-- and request n is line n modulo the number of lines: thread i of T sends
+-- requests START+i, START+i+T, ..., so the requests in flight together are neighbouring lines,
 -- as with bench/loadgen. {{.N}} in a path or body becomes the request's
 -- number. With "once" each line is sent at most once, and a thread whose
 -- lines have run out stops when its last request has been answered; when
@@ -24,7 +24,10 @@
 -- rps (ok per second), latency_ms (wrk's percentiles, which include its
 -- correction for coordinated omission), socket_errors, and with "once"
 -- lines_used (the highest line number sent) and exhausted (every thread
--- ran out of lines).
+-- ran out of lines). sent is the number of requests sent, answered or not:
+-- the START of a next run that should go on where this one stopped (a
+-- warm-up, or the runs of a scenario whose requests change what the next
+-- ones do, such as moving keys between guardrails and back).
 
 local ffi = require("ffi")
 ffi.cdef([[
@@ -103,9 +106,9 @@ end
 function init(args)
    local file, nthreads = args[1], tonumber(args[2])
    if not file or not nthreads then
-      error("requests.lua: want -- FILE THREADS [once]")
+      error("requests.lua: want -- FILE THREADS [START [once]]")
    end
-   once, stride, seq = args[3] == "once", nthreads, id
+   once, stride, seq = args[4] == "once", nthreads, (tonumber(args[3]) or 0) + id
    checked = id ~= 0
    for line in io.lines(file) do
       if line:find("%S") then
@@ -164,9 +167,10 @@ function done(summary, latency, requests)
    local socket = e.connect + e.read + e.write + e.timeout
    local seconds = summary.duration / 1e6
    local ok = summary.requests - e.status
-   local used, dry, first, last = 0, true, math.huge, 0
+   local used, dry, first, last, total = 0, true, math.huge, 0, 0
    for _, t in ipairs(threads) do
       used = math.max(used, t:get("lines_used") or 0)
+      total = total + (t:get("sent") or 0)
       dry = dry and t:get("stopped") ~= nil
       first, last = math.min(first, t:get("started") or math.huge), math.max(last, t:get("stopped") or 0)
    end
@@ -180,9 +184,9 @@ function done(summary, latency, requests)
       '{"generator":"wrk","seconds":%.3f,"requests":%d,"ok":%d,"errors":%d,"rps":%.1f,' ..
       '"latency_ms":{"min":%.3f,"mean":%.3f,"p50":%.3f,"p90":%.3f,"p99":%.3f,"p999":%.3f,"max":%.3f},' ..
       '"status_errors":%d,"socket_errors":{"connect":%d,"read":%d,"write":%d,"timeout":%d},' ..
-      '"lines_used":%d,"exhausted":%s}\n',
+      '"sent":%d,"lines_used":%d,"exhausted":%s}\n',
       seconds, summary.requests, ok, e.status + socket, seconds > 0 and ok / seconds or 0,
       ms(latency.min), ms(latency.mean), ms(latency:percentile(50)), ms(latency:percentile(90)),
       ms(latency:percentile(99)), ms(latency:percentile(99.9)), ms(latency.max),
-      e.status, e.connect, e.read, e.write, e.timeout, used, tostring(dry)))
+      e.status, e.connect, e.read, e.write, e.timeout, total, used, tostring(dry)))
 end
