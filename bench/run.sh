@@ -6,16 +6,21 @@
 # end), seeds it with `gatehouse bench-seed`, and runs every scenario: for
 # each, BENCH_RUNS runs against Gatehouse and as many against a baseline
 # server answering the same bytes (bench/baseline), interleaved, each run
-# with its own warm-up. Prints one table. --scale then does it again for the
-# read scenarios and bulk remove on a database of 1,000,000 keys, 100,000
-# guardrails, 100,000 members and 10,000 workspaces, and reports start-up
-# time, resident memory and the latency of a lone bulk remove.
+# with its own warm-up; chat completions are measured against fakellm
+# alone and behind a bare reverse proxy (bench/baseline -proxy). The load
+# generator is wrk, driven by bench/wrk/requests.lua (bench/loadgen only
+# waits for servers, records answers and puts members back). Prints one
+# table. --scale then does it again for the read scenarios and bulk remove
+# on a database of 1,000,000 keys, 100,000 guardrails, 100,000 members and
+# 10,000 workspaces, and reports start-up time, resident memory and the
+# latency of a lone bulk remove.
 #
 # Settings (environment): BENCH_CONCURRENCY (32), BENCH_DURATION (5s),
 # BENCH_WARMUP (1s), BENCH_RUNS (3), BENCH_LOG_LEVEL (info: one log line
 # per request, as in production), BENCH_PG_POOL (PostgreSQL: the server's
 # pool_max_conns), BENCH_SCENARIOS (a regular expression over scenario
-# names; default all). Needs go and jq.
+# names; default all), BENCH_WRK_THREADS (2: wrk -t; the concurrency
+# should be a multiple of it). Needs go, jq and wrk (apt-get install wrk).
 set -euo pipefail
 
 ENGINE=sqlite
@@ -24,7 +29,7 @@ for arg in "$@"; do
   case "$arg" in
     sqlite | postgres) ENGINE=$arg ;;
     --scale) SCALE=1 ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "usage: bash bench/run.sh [sqlite|postgres] [--scale]" >&2; exit 2 ;;
   esac
 done
@@ -33,7 +38,13 @@ DUR=${BENCH_DURATION:-5s}
 WARM=${BENCH_WARMUP:-1s}
 RUNS=${BENCH_RUNS:-3}
 ONLY=${BENCH_SCENARIOS:-.}
+WRK_THREADS=${BENCH_WRK_THREADS:-2}
 command -v jq > /dev/null || { echo "bench/run.sh needs jq" >&2; exit 1; }
+command -v wrk > /dev/null || {
+  echo "bench/run.sh needs wrk, its load generator: apt-get install wrk (Debian, Ubuntu)," >&2
+  echo "  brew install wrk (macOS), or build https://github.com/wg/wrk" >&2
+  exit 1
+}
 if [[ $ENGINE == postgres && -z ${GATEHOUSE_TEST_POSTGRES_URL:-} ]]; then
   echo "postgres: set GATEHOUSE_TEST_POSTGRES_URL to a server where databases may be created," >&2
   echo "  e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" >&2
@@ -164,6 +175,14 @@ providers:
         max_completion_tokens: 100
 EOF
 "$BIN/loadgen" -wait -url "$LLM/v1/models" -timeout 30s > /dev/null
+# The ceiling of a gateway in front of it: a bare reverse proxy.
+PROXY_PORT=$(free_port)
+"$BIN/baseline" -addr "127.0.0.1:$PROXY_PORT" -proxy "$LLM" 2> "$WORK/proxy.log" &
+PIDS+=($!)
+PROXY=http://127.0.0.1:$PROXY_PORT
+"$BIN/loadgen" -wait -url "$PROXY/healthz" -timeout 30s > /dev/null || { cat "$WORK/proxy.log" >&2; exit 1; }
+
+CHAT_BODY='{"model": "fake/echo", "messages": [{"role": "user", "content": "Hello, gateway! How are you today?"}]}'
 
 # make_requests MANIFEST DIR: the paths and request files of the scenarios.
 make_requests() {
@@ -181,26 +200,26 @@ make_requests() {
     ($g[0], $g[1]) as $gid | $b[] |
     {method: "POST", path: ("/api/v1/guardrails/" + $gid + "/assignments/keys"), body: {key_hashes: .}}' "$m" > "$d/assign.jsonl"
   REGULAR_KEY=$(jq -r '.regular_keys[0]' "$m")
+  # The requests of each scenario, for bench/wrk/requests.lua: METHOD PATH
+  # [BODY] a line, {{.N}} the sequence number.
+  echo 'GET /api/v1/key' > "$d/get-key"
+  sed 's|^|GET |' "$d/keys.paths" > "$d/get-key-by-hash"
+  sed 's|^|GET |' "$d/guardrails.paths" > "$d/get-guardrail"
+  echo 'GET /api/v1/guardrails?limit=100' > "$d/list-guardrails"
+  sed 's|^|PATCH |; s|$| {"name": "bench-{{.N}}"}|' "$d/keys.paths" > "$d/patch-key"
+  echo 'POST /api/v1/keys {"name": "bench-new-{{.N}}"}' > "$d/create-key"
+  jq -r '"\(.method) \(.path) \(.body | tojson)"' "$d/remove.jsonl" > "$d/bulk-remove-100-members"
+  jq -r '"\(.method) \(.path) \(.body | tojson)"' "$d/assign.jsonl" > "$d/bulk-assign-100-keys"
+  echo "POST /api/v1/chat/completions $CHAT_BODY" | tee "$d/chat-completions" > "$d/chat-completions-1"
+  # What fakellm is sent, directly or through the bare proxy.
+  echo "POST /v1/chat/completions ${CHAT_BODY/fake\/echo/echo}" > "$d/chat-upstream"
 }
 
-CHAT_BODY='{"model": "fake/echo", "messages": [{"role": "user", "content": "Hello, gateway! How are you today?"}]}'
-
-# scenario_args NAME: prints the loadgen arguments of a scenario against
-# Gatehouse, one per line; the base URL is left out (-url is added by the
-# caller). The baseline gets the same arguments against its own URL.
-scenario_args() {
-  local mg="Authorization: Bearer $MGMT" d=$REQ
+# scenario_header NAME prints the Authorization header of a scenario.
+scenario_header() {
   case $1 in
-    get-key) printf '%s\n' -path /api/v1/key -header "Authorization: Bearer $REGULAR_KEY" ;;
-    get-key-by-hash) printf '%s\n' -paths-file "$d/keys.paths" -header "$mg" ;;
-    get-guardrail) printf '%s\n' -paths-file "$d/guardrails.paths" -header "$mg" ;;
-    list-guardrails) printf '%s\n' -path '/api/v1/guardrails?limit=100' -header "$mg" ;;
-    patch-key) printf '%s\n' -paths-file "$d/keys.paths" -method PATCH -body '{"name": "bench-{{.N}}"}' -header "$mg" ;;
-    create-key) printf '%s\n' -path /api/v1/keys -method POST -body '{"name": "bench-new-{{.N}}"}' -header "$mg" ;;
-    bulk-remove-100-members) printf '%s\n' -requests-file "$d/remove.jsonl" -once -header "$mg" ;;
-    bulk-assign-100-keys) printf '%s\n' -requests-file "$d/assign.jsonl" -header "$mg" ;;
-    chat-completions) printf '%s\n' -path /api/v1/chat/completions -method POST -body "$CHAT_BODY" \
-      -header "Authorization: Bearer $REGULAR_KEY" ;;
+    get-key | chat-completions*) echo "Authorization: Bearer $REGULAR_KEY" ;;
+    *) echo "Authorization: Bearer $MGMT" ;;
   esac
 }
 
@@ -221,6 +240,42 @@ loadgen() {
   "$BIN/loadgen" "${args[@]}"
 }
 
+# record FILE HEADER OUT: sends the first request of a requests file to
+# Gatehouse ({{.N}} as 0), saves the answer's body to OUT for the baseline
+# and prints its status and content type as JSON.
+record() {
+  local method path body args
+  read -r method path body < "$1"
+  args=(-path "$path" -method "$method" -header "$2" -record "$3")
+  [[ -n $body ]] && args+=(-body "$body")
+  loadgen "$GH" "${args[@]}"
+}
+
+# wrk_run BASE FILE HEADER CONNECTIONS DURATION START [once]: one run of wrk
+# with bench/wrk/requests.lua, from request number START; prints the JSON
+# line of its results.
+wrk_run() {
+  local base=$1 file=$2 header=$3 conns=$4 dur=$5 start=$6 once=${7:-} t=$WRK_THREADS out=$WORK/wrk.out
+  ((conns < t)) && t=$conns
+  local args=(-t "$t" -c "$conns" -d "$dur" --timeout 30s -s "$ROOT/bench/wrk/requests.lua")
+  [[ -n $header ]] && args+=(-H "$header")
+  wrk "${args[@]}" "$base" -- "$file" "$t" "$start" ${once:+"$once"} > "$out" 2>&1 || { cat "$out" >&2; return 1; }
+  grep '^{' "$out" | tail -n 1 | grep . || { cat "$out" >&2; return 1; }
+}
+
+# measure BASE FILE HEADER CONNECTIONS WARMUP START [once]: a warm-up run
+# (its results dropped), then the measured run going on from where the
+# warm-up stopped, as one client would; sets NEXT to the number of its
+# first request.
+measure() {
+  NEXT=$6
+  if [[ $5 != 0 && $5 != 0s ]]; then
+    wrk_run "$1" "$2" "$3" "$4" "$5" "$NEXT" > "$WORK/warmup.json"
+    NEXT=$((NEXT + $(jq .sent "$WORK/warmup.json")))
+  fi
+  wrk_run "$1" "$2" "$3" "$4" "$DUR" "$NEXT" ${7:+"$7"}
+}
+
 # refill puts back the members that bulk-remove runs took out: the
 # workspaces of the first $USED remove requests.
 USED=0
@@ -235,51 +290,62 @@ refill() {
   USED=0
 }
 
-# used RESULT: counts the remove requests a run may have sent (those
-# measured, and those still in flight at the end).
-used() { USED=$((USED + $(jq .requests "$1") + CONC + 1)); }
+# used RESULT: counts the remove requests a run may have sent: up to the
+# highest line of the requests file that wrk sent (answered or in flight).
+used() { USED=$((USED + $(jq .lines_used "$1"))); }
 
 # run_scenario LABEL NAME: runs and records one scenario into $RESULTS.
 run_scenario() {
-  local label=$1 name=$2 dir=$WORK/results/$1/$2 args meta base_pid base_port base
+  local label=$1 name=$2 dir=$WORK/results/$1/$2 meta base_pid= base_port
   [[ $name =~ $ONLY ]] || return 0
   mkdir -p "$dir"
-  mapfile -t args < <(scenario_args "$name")
-  # The baseline answers with the bytes of one real answer.
-  meta=$(loadgen "$GH" "${args[@]}" -record "$dir/response") || { log "$name: could not record a response"; return 1; }
-  [[ $name == bulk-remove-100-members ]] && USED=1
-  if [[ $name == chat-completions ]]; then
-    base=$LLM
+  local file=$REQ/$name header conc=$CONC warm=$WARM once=
+  header=$(scenario_header "$name")
+  [[ $name == chat-completions-1 ]] && conc=1
+  # Each workspace's members are removed once, so a run warms up on none:
+  # the warm-up would use up the requests.
+  [[ $name == bulk-remove-100-members ]] && once=once warm=0
+  meta=$(record "$file" "$header" "$dir/response") || { log "$name: could not record a response"; return 1; }
+  [[ -n $once ]] && USED=1
+  # The baselines, each with the requests and header it is sent: the
+  # recorded bytes of one real answer, or for chat completions fakellm
+  # alone and the bare proxy in front of it.
+  local kinds=(recorded) base_file=$file base_header=$header
+  local -A url=()
+  if [[ $name == chat-completions* ]]; then
+    kinds=(fakellm proxy) url[fakellm]=$LLM url[proxy]=$PROXY base_file=$REQ/chat-upstream base_header=
   else
     base_port=$(free_port)
     "$BIN/baseline" -addr "127.0.0.1:$base_port" -response-file "$dir/response" -status "$(jq .status <<< "$meta")" \
       -content-type "$(jq -r .content_type <<< "$meta")" 2> "$dir/baseline.log" &
     base_pid=$!
     PIDS+=("$base_pid")
-    base=http://127.0.0.1:$base_port
-    "$BIN/loadgen" -wait -url "$base/healthz" -timeout 30s > /dev/null || { cat "$dir/baseline.log" >&2; return 1; }
+    url[recorded]=http://127.0.0.1:$base_port
+    "$BIN/loadgen" -wait -url "${url[recorded]}/healthz" -timeout 30s > /dev/null || { cat "$dir/baseline.log" >&2; return 1; }
   fi
-  # The baseline rotates where Gatehouse uses each request once: it changes
-  # nothing, and would run out in a moment.
-  local baseline_args=() a warm=$WARM
-  for a in "${args[@]}"; do [[ $a == -once ]] || baseline_args+=("$a"); done
-  # A run that uses each request once warms up on none: the warm-up would
-  # use up the requests.
-  [[ " ${args[*]} " == *" -once "* ]] && warm=0
-  if [[ $name == chat-completions ]]; then
-    baseline_args=(-path /v1/chat/completions -method POST -body "${CHAT_BODY/fake\/echo/echo}")
-  fi
+  printf '%s\n' "${kinds[@]}" > "$dir/baselines"
   log "$label $name: response $(jq -c . <<< "$meta")"
-  local r
+  # Each run goes on with the requests where the previous one stopped (the
+  # recorded answer was request 0), so that a scenario whose requests undo
+  # each other (bulk assign moves keys to one guardrail, then back) does
+  # not replay the same ones; one whose requests are used once starts
+  # over after its refill.
+  local r k line next=1
   for ((r = 1; r <= RUNS; r++)); do
-    [[ $name == bulk-remove-100-members ]] && refill
-    loadgen "$GH" "${args[@]}" -concurrency "$CONC" -warmup "$warm" -duration "$DUR" -json > "$dir/gatehouse.$r.json"
-    [[ $name == bulk-remove-100-members ]] && used "$dir/gatehouse.$r.json"
-    loadgen "$base" "${baseline_args[@]}" -concurrency "$CONC" -warmup "$WARM" -duration "$DUR" -json > "$dir/baseline.$r.json"
-    log "  run $r: gatehouse $(jq -r '"\(.rps | floor)/s p99 \(.latency_ms.p99)ms errors \(.errors)"' "$dir/gatehouse.$r.json")," \
-      "baseline $(jq -r '"\(.rps | floor)/s"' "$dir/baseline.$r.json")"
+    [[ -n $once ]] && refill && next=0
+    measure "$GH" "$file" "$header" "$conc" "$warm" "$next" ${once:+"$once"} > "$dir/gatehouse.$r.json"
+    next=$((NEXT + $(jq .sent "$dir/gatehouse.$r.json")))
+    [[ -n $once ]] && used "$dir/gatehouse.$r.json"
+    line="  run $r: gatehouse $(jq -r '"\(.rps | floor)/s p50 \(.latency_ms.p50)ms p99 \(.latency_ms.p99)ms errors \(.errors)"' "$dir/gatehouse.$r.json")"
+    # The baselines rotate where Gatehouse uses each request once: they
+    # change nothing, and would run out in a moment.
+    for k in "${kinds[@]}"; do
+      measure "${url[$k]}" "$base_file" "$base_header" "$conc" "$WARM" 0 > "$dir/baseline-$k.$r.json"
+      line+=", $k $(jq -r '"\(.rps | floor)/s p50 \(.latency_ms.p50)ms"' "$dir/baseline-$k.$r.json")"
+    done
+    log "$line"
   done
-  [[ -n ${base_pid:-} ]] && stop "$base_pid"
+  [[ -n $base_pid ]] && stop "$base_pid"
   : > "$WORK/gatehouse.log" # the request log of a scenario is not kept
   echo "$name" >> "$WORK/results/$label/order"
 }
@@ -288,31 +354,55 @@ run_scenario() {
 lone_bulk_remove() {
   [[ bulk-remove-100-members =~ $ONLY ]] || return 0
   refill
-  loadgen "$GH" -requests-file "$REQ/remove.jsonl" -once -header "Authorization: Bearer $MGMT" \
-    -concurrency 1 -warmup 0 -duration 3s -json > "$WORK/results/$1/lone-remove.json"
+  wrk_run "$GH" "$REQ/bulk-remove-100-members" "Authorization: Bearer $MGMT" 1 3s 0 once > "$WORK/results/$1/lone-remove.json"
   used "$WORK/results/$1/lone-remove.json"
+}
+
+# row NAME BASELINE DIR: the table's row of a scenario against one of its
+# baselines.
+row() {
+  local name=$1 kind=$2 dir=$3 label=$1
+  case $kind in
+    fakellm) label="$name vs fakellm alone" ;;
+    proxy) label="$name vs bare proxy" ;;
+  esac
+  jq -s -r --arg name "$label" '
+    def med: sort | .[length / 2 | floor];
+    def fmt: if . >= 100 then floor | tostring else (. * 10 | floor) / 10 | tostring end;
+    (map(select(.target == "g"))) as $g | (map(select(.target == "b"))) as $b |
+    ($g | map(.rps)) as $gr | ($b | map(.rps)) as $br |
+    "| \($name) | \($gr | med | fmt) [\($gr | min | fmt)–\($gr | max | fmt)] | " +
+    "\($g | map(.latency_ms.p50) | med * 100 | round / 100) | \($g | map(.latency_ms.p99) | med * 100 | round / 100) | " +
+    "\($g | map(.errors) | add) | \($br | med | fmt) [\($br | min | fmt)–\($br | max | fmt)] | " +
+    "\(if ($br | med) > 0 then ($gr | med) / ($br | med) | (if . < 0.1 then . * 1000 | round / 1000 else . * 100 | round / 100 end) else "n/a" end) |"' \
+    <(for f in "$dir"/gatehouse.*.json; do jq -c '. + {target: "g"}' "$f"; done
+      for f in "$dir"/baseline-"$kind".*.json; do jq -c '. + {target: "b"}' "$f"; done)
+}
+
+# added_latency DIR: what Gatehouse adds to the bare proxy's median p50.
+added_latency() {
+  jq -s -r '
+    def med: sort | .[length / 2 | floor];
+    def p50(t): map(select(.target == t) | .latency_ms.p50) | med;
+    (p50("g")) as $g | (p50("proxy")) as $p | (p50("fakellm")) as $f |
+    "\nAt 1 client (chat-completions-1), Gatehouse adds \(($g - $p) * 1000 | round) µs to the median p50 of the bare proxy " +
+    "(Gatehouse \($g) ms, bare proxy \($p) ms, fakellm alone \($f) ms)."' \
+    <(for f in "$1"/gatehouse.*.json; do jq -c '. + {target: "g"}' "$f"; done
+      for f in "$1"/baseline-proxy.*.json; do jq -c '. + {target: "proxy"}' "$f"; done
+      for f in "$1"/baseline-fakellm.*.json; do jq -c '. + {target: "fakellm"}' "$f"; done)
 }
 
 # table LABEL: prints the table of one set of results.
 table() {
-  local label=$1 name dir
-  printf '\n### %s (%s, %s clients, %s runs of %s)\n\n' "$label" "$ENGINE" "$CONC" "$RUNS" "$DUR"
+  local label=$1 name kind dir
+  printf '\n### %s (%s, %s clients unless named -1, %s runs of %s, wrk -t%s)\n\n' "$label" "$ENGINE" "$CONC" "$RUNS" "$DUR" "$WRK_THREADS"
   echo '| scenario | gatehouse req/s: median [min–max] | p50 ms | p99 ms | errors | baseline req/s: median [min–max] | ratio |'
   echo '|---|---|---|---|---|---|---|'
   while read -r name; do
     dir=$WORK/results/$label/$name
-    jq -s -r --arg name "$name" '
-      def med: sort | .[length / 2 | floor];
-      def fmt: if . >= 100 then floor | tostring else (. * 10 | floor) / 10 | tostring end;
-      (map(select(.target == "g"))) as $g | (map(select(.target == "b"))) as $b |
-      ($g | map(.rps)) as $gr | ($b | map(.rps)) as $br |
-      "| \($name) | \($gr | med | fmt) [\($gr | min | fmt)–\($gr | max | fmt)] | " +
-      "\($g | map(.latency_ms.p50) | med * 100 | round / 100) | \($g | map(.latency_ms.p99) | med * 100 | round / 100) | " +
-      "\($g | map(.errors) | add) | \($br | med | fmt) [\($br | min | fmt)–\($br | max | fmt)] | " +
-      "\(if ($br | med) > 0 then ($gr | med) / ($br | med) | (if . < 0.1 then . * 1000 | round / 1000 else . * 100 | round / 100 end) else "n/a" end) |"' \
-      <(for f in "$dir"/gatehouse.*.json; do jq -c '. + {target: "g"}' "$f"; done
-        for f in "$dir"/baseline.*.json; do jq -c '. + {target: "b"}' "$f"; done)
+    while read -r kind; do row "$name" "$kind" "$dir"; done < "$dir/baselines"
   done < "$WORK/results/$label/order"
+  [[ -f $WORK/results/$label/chat-completions-1/baselines ]] && added_latency "$WORK/results/$label/chat-completions-1"
   local lone=$WORK/results/$label/lone-remove.json
   if [[ -f $lone ]]; then
     jq -r '"\nBulk remove of 100 members sent one at a time: p50 \(.latency_ms.p50 * 100 | round / 100) ms, p99 \(.latency_ms.p99 * 100 | round / 100) ms, max \(.latency_ms.max * 100 | round / 100) ms (\(.ok) requests, \(.errors) errors)."' "$lone"
@@ -350,7 +440,7 @@ run_set() {
 }
 
 SET_SCENARIOS=(get-key get-key-by-hash get-guardrail list-guardrails patch-key create-key
-  bulk-remove-100-members bulk-assign-100-keys chat-completions)
+  bulk-remove-100-members bulk-assign-100-keys chat-completions chat-completions-1)
 # Workspaces of 100 members: one per bulk-remove request of a run.
 run_set small --keys 20000 --guardrails 2000 --members 1000 --workspaces "${BENCH_WORKSPACES:-3001}" --workspace-members 100
 LABELS=(small)
@@ -365,5 +455,6 @@ fi
   printf '\nMachine: %s cores, %s, %s MiB of memory. Go %s.\n' "$(nproc)" \
     "$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)" "$(awk '/^MemTotal/ {printf "%d", $2 / 1024}' /proc/meminfo)" \
     "$(go env GOVERSION)"
+  printf 'Load generator: %s, %s threads.\n' "$(wrk -v 2>&1 | head -n 1 | cut -d ' ' -f 1-2 || true)" "$WRK_THREADS"
   for label in "${LABELS[@]}"; do table "$label"; done
 } | tee "${BENCH_OUT:-/dev/null}"
