@@ -82,12 +82,14 @@ func (tx *Tx) ancestors(ctx context.Context, k *gatehouse.Key, forUpdate bool) (
 
 // lockKey reads any key by hash, locking its row when forUpdate.
 func (tx *Tx) lockKey(ctx context.Context, hash string, forUpdate bool) (*gatehouse.Key, error) {
-	lock := ""
+	query := keyByHash // a constant: authentication's read builds no string
 	if forUpdate {
-		lock = tx.d.ForUpdate()
+		query += tx.d.ForUpdate()
 	}
-	return found("key", hash, scanKey, tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`+lock, hash))
+	return found("key", hash, scanKey, tx.QueryRow(ctx, query, hash))
 }
+
+const keyByHash = `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`
 
 // Reserve holds a request's worst-case cost against every limit, in one
 // locking write: the key's row, its ancestors' and each budget's row are
