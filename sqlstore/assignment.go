@@ -109,21 +109,10 @@ func (tx *Tx) execCount(ctx context.Context, query string, args ...any) (int, er
 // UnassignKeys removes assignments of keys to the guardrail.
 func (s *Store) UnassignKeys(ctx context.Context, orgID, guardrailID string, hashes []string) (_ int, err error) {
 	defer wrap(&err, "UnassignKeys")
-	hashes, err = gatehouse.ValidateKeyHashes(hashes)
-	if err != nil {
+	if hashes, err = gatehouse.ValidateKeyHashes(hashes); err != nil {
 		return 0, err
 	}
-	return update(ctx, s, func(tx *Tx) (int, error) {
-		if _, err := tx.findGuardrail(ctx, orgID, guardrailID); err != nil {
-			return 0, err
-		}
-		in, args := tx.in("key_hash", hashes, guardrailID)
-		removed, err := tx.execCount(ctx, `DELETE FROM key_assignments WHERE guardrail_id = ? AND `+in, args...)
-		if err != nil {
-			return 0, err
-		}
-		return removed, tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailKeysUnassign, guardrailID, "key_hashes", hashes, removed)
-	})
+	return s.unassign(ctx, orgID, guardrailID, "key_assignments", "key_hash", hashes, gatehouse.OpGuardrailKeysUnassign, "key_hashes")
 }
 
 // AssignMembers assigns organization members to the guardrail, moving them
@@ -163,16 +152,22 @@ func (s *Store) UnassignMembers(ctx context.Context, orgID, guardrailID string, 
 	if err != nil {
 		return 0, err
 	}
+	return s.unassign(ctx, orgID, guardrailID, "member_assignments", "user_id", ids, gatehouse.OpGuardrailMembersUnassign, "member_user_ids")
+}
+
+// unassign removes the assignments to a guardrail of the subjects (in
+// column of table) and records it as op, the list under listName.
+func (s *Store) unassign(ctx context.Context, orgID, guardrailID, table, column string, subjects []string, op, listName string) (int, error) {
 	return update(ctx, s, func(tx *Tx) (int, error) {
 		if _, err := tx.findGuardrail(ctx, orgID, guardrailID); err != nil {
 			return 0, err
 		}
-		in, args := tx.in("user_id", ids, guardrailID)
-		removed, err := tx.execCount(ctx, `DELETE FROM member_assignments WHERE guardrail_id = ? AND `+in, args...)
+		in, args := tx.in(column, subjects, guardrailID)
+		removed, err := tx.execCount(ctx, `DELETE FROM `+table+` WHERE guardrail_id = ? AND `+in, args...)
 		if err != nil {
 			return 0, err
 		}
-		return removed, tx.auditAssignment(ctx, orgID, gatehouse.OpGuardrailMembersUnassign, guardrailID, "member_user_ids", ids, removed)
+		return removed, tx.auditAssignment(ctx, orgID, op, guardrailID, listName, subjects, removed)
 	})
 }
 
