@@ -75,21 +75,22 @@ func adversarialUpstream(u *fakeUpstream) {
 	u.completionTokens, u.uncapped, u.overbill, u.delay = 0, 4096, 400, 20*time.Millisecond
 }
 
-func (e *chatEnv) overspend(t *testing.T) {
+// honestChat is a request that asks for exactly 100 tokens.
+const honestChat = `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`
+
+// chatConcurrently sends n chat completions at once over a real server,
+// request i with key(i) and body(i), and returns how many got each status.
+func (e *chatEnv) chatConcurrently(t *testing.T, n int, key, body func(i int) string) map[int]int {
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)
-	honest := `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`
-	const n = 50
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
 	for i := range n {
-		body := honest
-		if i%2 == 1 {
-			body = smuggled[(i/2)%len(smuggled)].body
-		}
 		wg.Go(func() {
-			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/chat/completions", strings.NewReader(body))
+			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/chat/completions", strings.NewReader(body(i)))
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+e.key)
+			req.Header.Set("Authorization", "Bearer "+key(i))
 			res, err := srv.Client().Do(req)
 			if err != nil {
 				t.Error(err)
@@ -97,9 +98,22 @@ func (e *chatEnv) overspend(t *testing.T) {
 			}
 			io.Copy(io.Discard, res.Body)
 			res.Body.Close()
+			mu.Lock()
+			statuses[res.StatusCode]++
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
+	return statuses
+}
+
+func (e *chatEnv) overspend(t *testing.T) {
+	e.chatConcurrently(t, 50, func(int) string { return e.key }, func(i int) string {
+		if i%2 == 1 {
+			return smuggled[(i/2)%len(smuggled)].body
+		}
+		return honestChat
+	})
 	m := e.money(e.hash)
 	if m.Usage > gatehouse.USD(1) {
 		t.Errorf("spent %s of a $1 limit", m.Usage)
@@ -209,30 +223,8 @@ func TestOAuthMintedKeysShareCreatorLimit(t *testing.T) {
 		code := e.createCode(e.key, map[string]any{"callback_url": "https://app.example.com/cb"})
 		minted = append(minted, e.exchange(map[string]any{"code": code.ID}).Key)
 	}
-	srv := httptest.NewServer(e.handler)
-	t.Cleanup(srv.Close)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	statuses := map[int]int{}
-	for i := range 50 {
-		wg.Go(func() {
-			body := `{"model":"acme/exact","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`
-			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/chat/completions", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+minted[i%len(minted)])
-			res, err := srv.Client().Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			mu.Lock()
-			statuses[res.StatusCode]++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	statuses := e.chatConcurrently(t, 50, func(i int) string { return minted[i%len(minted)] },
+		func(int) string { return honestChat })
 	var sum gatehouse.Money
 	for _, k := range minted {
 		sum += e.money(gatehouse.HashKey(k)).Usage

@@ -50,11 +50,8 @@ func (db *DB) updateKeyOnce(ctx context.Context, orgID, hash string, u gatehouse
 	if !read.Apply(u, now) {
 		return read, nil // {} changes nothing, not even updated_at
 	}
-	audit, err := sqlstore.AuditArgs(ctx, orgID, now, gatehouse.AuditRecord{Operation: gatehouse.OpKeyUpdate,
+	audit := sqlstore.AuditArgs(ctx, orgID, now, gatehouse.AuditRecord{Operation: gatehouse.OpKeyUpdate,
 		ResourceType: gatehouse.ResourceKey, ResourceIDs: []string{hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
-	if err != nil {
-		return nil, err
-	}
 	args := append(append(append(sqlstore.KeyUpdateArgs(read)[:6], old[:6]...), hash, orgID), audit...)
 	k, err := sqlstore.ScanKey(row{db.pool.QueryRow(ctx, updateKeySQL, args...)})
 	if errors.Is(err, sqlstore.ErrNoRows) {

@@ -26,7 +26,7 @@ func KeyUpdateArgs(k *gatehouse.Key) []any { return keyUpdateArgs(k) }
 
 // AuditArgs returns the values of AuditColumns of a new entry made now
 // from what ctx carries. Its JSON columns are encoded when the statement
-// runs, and fail it if they cannot be: the error is always nil.
-func AuditArgs(ctx context.Context, orgID string, now time.Time, rec gatehouse.AuditRecord) ([]any, error) {
-	return auditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, rec)), nil
+// runs, and fail it if they cannot be.
+func AuditArgs(ctx context.Context, orgID string, now time.Time, rec gatehouse.AuditRecord) []any {
+	return auditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, rec))
 }

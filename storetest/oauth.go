@@ -558,11 +558,8 @@ func testOAuthCreatorGone(t *testing.T, open Opener) {
 		name string
 		kill func(f *fixture, k *gatehouse.Key) error
 	}{
-		{"disabled", func(f *fixture, k *gatehouse.Key) error {
-			_, err := f.store.UpdateKey(f.ctx, f.org.ID, k.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)})
-			return err
-		}},
-		{"deleted", func(f *fixture, k *gatehouse.Key) error { return f.store.DeleteKey(f.ctx, f.org.ID, k.Hash) }},
+		{"disabled", (*fixture).disableKey},
+		{"deleted", (*fixture).deleteKey},
 		{"expired", func(f *fixture, k *gatehouse.Key) error { f.clock.Set(*k.ExpiresAt); return nil }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -642,4 +639,14 @@ func optMoney(m *gatehouse.Money) string {
 		return "none"
 	}
 	return m.String()
+}
+
+// disableKey and deleteKey end a key's life, as its owner would.
+func (f *fixture) disableKey(k *gatehouse.Key) error {
+	_, err := f.store.UpdateKey(f.ctx, f.org.ID, k.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)})
+	return err
+}
+
+func (f *fixture) deleteKey(k *gatehouse.Key) error {
+	return f.store.DeleteKey(f.ctx, f.org.ID, k.Hash)
 }

@@ -80,11 +80,8 @@ func testOAuthMintedDiesWithCreator(t *testing.T, open Opener) {
 		name string
 		kill func(f *fixture, k *gatehouse.Key) error
 	}{
-		{"disabled", func(f *fixture, k *gatehouse.Key) error {
-			_, err := f.store.UpdateKey(f.ctx, f.org.ID, k.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)})
-			return err
-		}},
-		{"deleted", func(f *fixture, k *gatehouse.Key) error { return f.store.DeleteKey(f.ctx, f.org.ID, k.Hash) }},
+		{"disabled", (*fixture).disableKey},
+		{"deleted", (*fixture).deleteKey},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, open)
@@ -106,8 +103,8 @@ func testOAuthMintedDiesWithCreator(t *testing.T, open Opener) {
 		minted := f.mintedKey(t, creator, nil)
 		f.clock.Set(expires.Add(-time.Second))
 		f.mustReserve(t, minted, cents(1), false, f.budgets(t, minted))
-		// The minted key expires with its creator; a key whose expiry was
-		// cut short by nothing else still cannot outlive it.
+		// The minted key expires no later than its creator, so it cannot
+		// spend past the creator's expiry.
 		if minted.ExpiresAt == nil || minted.ExpiresAt.After(expires) {
 			t.Fatalf("minted key expires %v, after its creator's %v", minted.ExpiresAt, expires)
 		}
