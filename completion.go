@@ -222,15 +222,23 @@ func Budgets(guardrails []AppliedGuardrail) []Budget {
 }
 
 // Reservation holds a request's worst-case cost against every limit that
-// applies until the request settles. One left by a crash stops counting at
-// ExpiresAt.
+// applies until the request settles. One left open by a crash counts until
+// it is charged at its amount: at the next start of a SQLite server, or
+// past ExpiresAt with PostgreSQL.
 type Reservation struct {
-	ID        string
-	KeyHash   string
+	ID      string
+	KeyHash string
+	// Chain are the keys the key was minted from, parent first: the
+	// reservation holds against each of them too.
+	Chain     []string
 	Amount    Money
 	BYOK      bool
 	Budgets   []Budget
 	ExpiresAt time.Time
+	// Generation is the ledger entry the call will be recorded as; a
+	// reservation left open by a crash is charged under its id, model and
+	// provider.
+	Generation *Generation
 }
 
 // Generation is a completed request in the usage ledger.
@@ -277,6 +285,14 @@ type UsageService interface {
 	Settle(ctx context.Context, reservationID string, g *Generation) error
 	// Release drops a reservation without charging anything.
 	Release(ctx context.Context, reservationID string) error
+	// ChargeOpen charges the reservations left open past before (all of
+	// them when before is zero) at what they reserved, and returns how
+	// many it charged: a reservation counts until it is settled, released
+	// or charged.
+	ChargeOpen(ctx context.Context, before time.Time) (int, error)
+	// Ancestors returns the keys a key was minted from, parent first; a
+	// nil entry is a deleted key, and ends the chain.
+	Ancestors(ctx context.Context, key *Key) ([]*Key, error)
 	// FindGeneration returns a ledger entry of the organization. ENOTFOUND.
 	FindGeneration(ctx context.Context, orgID, id string) (*Generation, error)
 	// BudgetUsage returns the spend counted against a guardrail budget.

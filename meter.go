@@ -3,6 +3,7 @@ package gatehouse
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -15,7 +16,16 @@ import (
 // guardrails' model rules), then settle the exact cost once the provider
 // has answered, or release the reservation when it never did.
 type Meter struct {
-	Usage  UsageService
+	Usage UsageService
+	// Ledger, when set, writes settles and releases behind the request
+	// path; else each is written before Settle or Release returns.
+	Ledger Ledger
+	// Accounts, when set, admits reservations in memory, and Ledger (then
+	// required) writes their holds; else Usage.Reserve admits them in the
+	// database, as instances that share it must.
+	Accounts *Accountant
+	// Logger hears of ledger writes that failed; nil: nobody hears.
+	Logger *slog.Logger
 	Traces TraceSink // where settled calls are traced; nil: nowhere
 	Now    Clock     // stamps reservation expiries; nil: time.Now
 	// Anomaly hears of a provider whose answer breaks what it was asked
@@ -23,6 +33,22 @@ type Meter struct {
 	// no more than was reserved, and the operator should learn of it. nil:
 	// nobody hears.
 	Anomaly func(ctx context.Context, a Anomaly)
+}
+
+// Ledger writes the metering of calls behind the request path, in
+// batches; sqlstore.Ledger is one.
+type Ledger interface {
+	// Hold writes a reservation admitted in memory; the channel receives
+	// nil once it is durable, or the error that kept it from being written.
+	Hold(r *Reservation) <-chan error
+	// Settle charges a reservation as g, behind; result (may be nil)
+	// hears once it is written.
+	Settle(r *Reservation, g *Generation, result func(error))
+	// Release drops a reservation, behind; result (may be nil) hears once
+	// it is written.
+	Release(r *Reservation, result func(error))
+	// Sync waits until everything submitted before it is written.
+	Sync(ctx context.Context) error
 }
 
 // AnomalyUsageOverReservation is the kind of anomaly of a provider that
@@ -72,6 +98,26 @@ type Metering struct {
 	MaxTokens int
 	call      MeteredCall
 	started   time.Time
+	held      <-chan error // the hold's write, when admitted in memory
+	heldErr   error
+	heldDone  bool
+}
+
+// Held waits until the reservation is durable: an answer may reach its
+// client only then, so that a crash after it cannot lose its charge (an
+// open reservation is charged in full when the next process starts, or
+// when it expires). It is immediate when the database admitted it.
+func (mt *Metering) Held(ctx context.Context) error {
+	if mt.held == nil || mt.heldDone {
+		return mt.heldErr
+	}
+	select {
+	case err := <-mt.held:
+		mt.heldErr, mt.heldDone = err, true
+		return err
+	case <-ctx.Done():
+		return Errorf(EUNAVAILABLE, "the database did not record the request's reservation in time; retry shortly")
+	}
 }
 
 // Settling and releasing outlive the client: the provider works, and
@@ -110,20 +156,37 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 		return nil, err
 	}
 	mt := &Metering{MaxTokens: c.Model.CompletionCap(c.MaxTokens), call: c, started: time.Now()}
-	mt.Reservation = &Reservation{
-		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: c.Provider.BYOK, Budgets: Budgets(guardrails),
-		Amount: Estimate(c.Model, len(c.Request), mt.MaxTokens),
-		// A crash leaves it held until the longest call could have ended.
-		ExpiresAt: m.now().Add(c.Provider.CallTimeout() + time.Minute),
-	}
-	if err := m.Usage.Reserve(ctx, mt.Reservation); err != nil {
-		return nil, err
-	}
 	mt.Generation = &Generation{
 		ID: NewGenerationID(), OrganizationID: c.Key.OrganizationID, WorkspaceID: c.Key.WorkspaceID, KeyHash: c.Key.Hash,
 		Model: c.Model.Slug(), Provider: c.Provider.ID, BYOK: c.Provider.BYOK, Streamed: c.Stream,
 		SessionID: c.SessionID, ExternalUser: c.Key.ExternalUser,
 	}
+	mt.Reservation = &Reservation{
+		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: c.Provider.BYOK, Budgets: Budgets(guardrails),
+		Amount: Estimate(c.Model, len(c.Request), mt.MaxTokens),
+		// A crash leaves it held until the longest call could have ended.
+		ExpiresAt:  m.now().Add(c.Provider.CallTimeout() + time.Minute),
+		Generation: mt.Generation,
+	}
+	if m.Accounts == nil {
+		if err := m.Usage.Reserve(ctx, mt.Reservation); err != nil {
+			return nil, err
+		}
+		return mt, nil
+	}
+	chain, err := m.Usage.Ancestors(ctx, c.Key)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range chain {
+		if k != nil {
+			mt.Reservation.Chain = append(mt.Reservation.Chain, k.Hash)
+		}
+	}
+	if err := m.Accounts.Admit(ctx, c.Key, chain, mt.Reservation); err != nil {
+		return nil, err
+	}
+	mt.held = m.Ledger.Hold(mt.Reservation)
 	return mt, nil
 }
 
@@ -164,11 +227,43 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 	ended := time.Now()
 	gen.LatencyMS = ended.Sub(mt.started).Milliseconds()
 	gen.GenerationMS = gen.LatencyMS
-	if err := m.Usage.Settle(ctx, mt.Reservation.ID, gen); err != nil {
-		return err
+	if m.Ledger == nil {
+		if err := m.Usage.Settle(ctx, mt.Reservation.ID, gen); err != nil {
+			return err
+		}
+	} else {
+		r := mt.Reservation
+		if m.Accounts != nil {
+			m.Accounts.Settle(r, gen.Cost)
+		}
+		m.Ledger.Settle(r, gen, m.written(r, "settle"))
 	}
 	m.trace(mt, c, ended)
 	return nil
+}
+
+// written returns what hears of a reservation's settle or release being
+// written: the accountant may then forget its accounts, and a failure is
+// logged (the reservation, left open, is charged in full when it expires
+// or at the next start).
+func (m *Meter) written(r *Reservation, what string) func(error) {
+	return func(err error) {
+		if m.Accounts != nil {
+			m.Accounts.Written(r)
+		}
+		if err != nil && m.Logger != nil {
+			m.Logger.Error("metering: a "+what+" could not be written", "reservation_id", r.ID, "error", err.Error())
+		}
+	}
+}
+
+// Sync waits until every settle and release submitted before it is
+// written, so that a read of usage after it counts them.
+func (m *Meter) Sync(ctx context.Context) error {
+	if m.Ledger == nil {
+		return nil
+	}
+	return m.Ledger.Sync(ctx)
 }
 
 // trace publishes a settled call to the observability destinations.
@@ -188,6 +283,13 @@ func (m *Meter) trace(mt *Metering, c Completion, ended time.Time) {
 // answered: it charges nothing. It runs to the end when ctx is cancelled.
 // An error leaves the reservation to lapse at its expiry.
 func (m *Meter) Release(ctx context.Context, mt *Metering) error {
+	if m.Ledger != nil {
+		if m.Accounts != nil {
+			m.Accounts.Release(mt.Reservation)
+		}
+		m.Ledger.Release(mt.Reservation, m.written(mt.Reservation, "release"))
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	return m.Usage.Release(ctx, mt.Reservation.ID)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"time"
 
 	"gatehouse"
 )
@@ -17,6 +18,11 @@ type DataPlane struct {
 	Catalog  *gatehouse.Catalog
 	Upstream gatehouse.Upstream
 	Traces   gatehouse.TraceSink
+	// Ledger writes metering behind the request path, and Accounts admits
+	// in memory (a database this process alone serves); nil: every
+	// reservation and settle is written before the request goes on.
+	Ledger   gatehouse.Ledger
+	Accounts *gatehouse.Accountant
 }
 
 // MaxCompletionBodyBytes bounds a chat completion request; chats carry more
@@ -106,7 +112,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		return err
 	}
 	gen := m.Generation
-	sw := &streamWriter{w: w}
+	sw := &streamWriter{w: w, held: func() error { return m.Held(r.Context()) }}
 	// A whole answer is paid for even if the client leaves before it comes:
 	// the provider works (and bills) either way, so the call outlives the
 	// client, bounded by the provider's timeout. A stream stops with its
@@ -124,6 +130,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 			normalizeAnswer(obj)
 		},
 	}, sw)
+	if err == nil && !sw.started {
+		// An answer reaches its client only once its reservation is
+		// durable: a crash after that cannot lose its charge.
+		heldCtx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), heldTimeout)
+		err = m.Held(heldCtx)
+		cancel()
+	}
+	if sw.heldErr != nil {
+		err = sw.heldErr
+	}
 	if err != nil && !sw.started {
 		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
 			s.logger.Warn("release failed; the reservation lapses by itself", "reservation_id", m.Reservation.ID, "error", rerr.Error())
@@ -150,6 +166,20 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	}
 	return nil
 }
+
+// settled waits (briefly) until the settles written behind the request
+// path are in the database, so that a read of usage or of the ledger
+// counts every call answered before it. If the database is too slow, the
+// read goes ahead and shows what it has.
+func (s *Server) settled(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = s.meter.Sync(ctx)
+}
+
+// heldTimeout bounds the wait for a reservation admitted in memory to be
+// written before its answer is delivered.
+const heldTimeout = 10 * time.Second
 
 // statusClientClosed is the status logged for a request whose client left
 // before its answer (nginx's 499); it is never sent.
@@ -178,9 +208,16 @@ func normalizeAnswer(obj map[string]json.RawMessage) {
 type streamWriter struct {
 	w       http.ResponseWriter
 	started bool
+	// held waits until the reservation is durable: the first event goes
+	// out only then. heldErr is why it is not; the stream is not sent.
+	held    func() error
+	heldErr error
 }
 
 func (s *streamWriter) Start() {
+	if s.heldErr = s.held(); s.heldErr != nil {
+		return
+	}
 	s.w.Header().Set("Content-Type", "text/event-stream")
 	s.w.Header().Set("Cache-Control", "no-cache")
 	s.w.Header().Set("X-Accel-Buffering", "no")
@@ -188,7 +225,12 @@ func (s *streamWriter) Start() {
 	s.started = true
 }
 
-func (s *streamWriter) Write(b []byte) (int, error) { return s.w.Write(b) }
+func (s *streamWriter) Write(b []byte) (int, error) {
+	if s.heldErr != nil {
+		return 0, s.heldErr
+	}
+	return s.w.Write(b)
+}
 
 func (s *streamWriter) Flush() { _ = http.NewResponseController(s.w).Flush() }
 

@@ -25,6 +25,7 @@ import (
 	"gatehouse/postgres/pgtest"
 	"gatehouse/ratelimit"
 	"gatehouse/sqlite"
+	"gatehouse/sqlstore"
 	"os"
 	"sync"
 
@@ -59,6 +60,9 @@ type testEnv struct {
 	checker *openAPIChecker
 	logs    *logBuffer
 	snap    *snapshotter // shared with the copies subtests make
+	// metering is the ledger written behind the request path, when the
+	// environment serves models; reads of the database wait for it.
+	metering *sqlstore.Ledger
 
 	org  *gatehouse.Organization
 	mgmt string // plaintext management key of org
@@ -95,11 +99,16 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	db, snap := openTestStore(t, clock)
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	var metering *sqlstore.Ledger
+	if o.data.Upstream != nil {
+		metering, o.data.Accounts = startMetering(t, db, clock, logger)
+		o.data.Ledger = metering
+	}
 	e := &testEnv{
 		t: t, db: db, clock: clock, logs: logs,
 		handler: httpapi.NewHandler(db, o.limiter, logger, prometheus.NewRegistry(), clock.Now, o.data),
 		checker: newOpenAPIChecker(t),
-		snap:    snap,
+		snap:    snap, metering: metering,
 	}
 	t.Cleanup(e.snap.close) // before db.Close: cleanups run last first
 	e.org, e.mgmt = e.newOrg("Org A")
@@ -135,6 +144,31 @@ func openTestStore(t testing.TB, c *clock) (gatehouse.Store, *snapshotter) {
 		db.Now = c.Now
 		return keycache.New(db, keycache.Options{}), &snapshotter{driver: "sqlite", dsn: "file:" + path + "?mode=ro"}
 	}
+}
+
+// startMetering meters as the server does: a ledger written behind the
+// request path and, on SQLite (one process serves it), admission in
+// memory. The ledger is closed (what is queued written) before the store.
+func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logger) (*sqlstore.Ledger, *gatehouse.Accountant) {
+	store := db.(*keycache.Cache).Store.(interface {
+		gatehouse.CounterLoader
+		NewLedger(*slog.Logger, func([]string)) *sqlstore.Ledger
+	})
+	cache := db.(*keycache.Cache)
+	ledger := store.NewLedger(logger, func(hashes []string) {
+		for _, h := range hashes {
+			cache.Invalidate(h)
+		}
+	})
+	t.Cleanup(func() {
+		if err := ledger.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if testEngine == "postgres" {
+		return ledger, nil
+	}
+	return ledger, gatehouse.NewAccountant(store, c.Now)
 }
 
 // newOrg creates an organization with a management key.
@@ -244,6 +278,7 @@ func (r *response) errorMessage(t testing.TB) string {
 // transaction over the environment's cached read-only connection.
 func (e *testEnv) snapshot() string {
 	e.t.Helper()
+	e.settled()
 	s := e.snapshots()
 	tx, err := s.db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -266,6 +301,7 @@ func (e *testEnv) snapshot() string {
 // (with $1-style placeholders, which both engines accept).
 func (e *testEnv) readDB() *sql.DB {
 	e.t.Helper()
+	e.settled()
 	return e.snapshots().db
 }
 
@@ -289,6 +325,18 @@ func (e *testEnv) exec(query string, args ...any) {
 	defer db.Close()
 	if _, err := db.Exec(query, args...); err != nil {
 		e.t.Fatalf("exec %s: %v", query, err)
+	}
+}
+
+// settled waits until the metering written behind the request path is in
+// the database.
+func (e *testEnv) settled() {
+	e.t.Helper()
+	if e.metering == nil {
+		return
+	}
+	if err := e.metering.Sync(context.Background()); err != nil {
+		e.t.Fatal(err)
 	}
 }
 

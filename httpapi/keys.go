@@ -9,6 +9,7 @@ import (
 func (s *Server) getCurrentKey(w http.ResponseWriter, r *http.Request, p *principal) error {
 	// The key that authenticated may come from a cache; its usage figures
 	// must not.
+	s.settled(r.Context())
 	k, err := s.store.FindKeyByHash(gatehouse.WithFreshReads(r.Context()), p.key.Hash)
 	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND { // deleted since it authenticated
 		return gatehouse.Errorf(gatehouse.EUNAUTHORIZED, "invalid API key")
@@ -40,6 +41,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p *principal) 
 	if err != nil {
 		return err
 	}
+	s.settled(r.Context())
 	keys, err := s.store.FindKeys(r.Context(), p.org(), gatehouse.KeyFilter{
 		WorkspaceID: r.URL.Query().Get("workspace_id"), IncludeDisabled: includeDisabled,
 		Offset: offset, Limit: gatehouse.MaxKeysPerList,
@@ -87,6 +89,7 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request, p *principal) er
 	if err != nil {
 		return err
 	}
+	s.settled(r.Context())
 	k, err := s.store.FindKey(r.Context(), p.org(), hash)
 	if err != nil {
 		return err

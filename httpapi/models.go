@@ -165,6 +165,7 @@ func (s *Server) getGeneration(w http.ResponseWriter, r *http.Request, p *princi
 	case !plainText(id):
 		return gatehouse.FieldError("id", "must be UTF-8 text without NUL characters")
 	}
+	s.settled(r.Context())
 	g, err := s.store.FindGeneration(r.Context(), p.org(), id)
 	if err != nil {
 		return err

@@ -142,11 +142,16 @@ func (s *Store) RecordUsage(ctx context.Context, hash string, amount gatehouse.M
 // addKeyUsage adds an amount to a key's counters (its BYOK ones when byok)
 // and returns the key as it is afterwards.
 func (tx *Tx) addKeyUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
-	k, err := tx.lockKey(ctx, hash, true)
-	if err != nil {
+	c := &charge{usage: amount}
+	if byok {
+		c = &charge{byok: amount}
+	}
+	if err := tx.addCharge(ctx, "api_keys", "hash = ?", c, hash); errors.Is(err, ErrNoRows) {
+		return nil, gatehouse.NotFound("key", hash)
+	} else if err != nil {
 		return nil, err
 	}
-	return k, tx.addUsage(ctx, "api_keys", "hash = ?", &k.Usage, &k.BYOKUsage, amount, byok, hash)
+	return tx.lockKey(ctx, hash, false)
 }
 
 // CreateManagementKey creates a management key for the organization.

@@ -3,7 +3,9 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -95,44 +97,119 @@ const keyByHash = `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`
 // locking write: the key's row, its ancestors' and each budget's row are
 // locked (always in that order, budgets sorted, so that transactions never
 // wait on each other in a cycle), so concurrent reservations on one key or
-// one budget take turns and each sees the others' holds.
+// one budget take turns and each sees the others' holds. It fills in
+// r.Chain.
 func (s *Store) Reserve(ctx context.Context, r *gatehouse.Reservation) (err error) {
 	defer wrap(&err, "Reserve")
 	budgets := sortedBudgets(r.Budgets)
-	return s.execLocked(ctx, func(tx *Tx) error {
+	chain, err := lock(ctx, s, func(tx *Tx) ([]string, error) {
 		k, err := tx.lockKey(ctx, r.KeyHash, true)
 		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM reservations WHERE key_hash = ? AND expires_at <= ?`, r.KeyHash, ms(tx.now)); err != nil {
-			return err
+			return nil, err
 		}
 		ancestors, err := tx.ancestors(ctx, k, true)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.checkLimits(ctx, k, ancestors, budgets, r); err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO reservations (id, organization_id, key_hash, amount, byok, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ID, k.OrganizationID, r.KeyHash, int64(r.Amount), r.BYOK,
-			ms(tx.now), ms(r.ExpiresAt)); err != nil {
-			return err
-		}
-		for _, b := range budgets {
-			if _, err := tx.Exec(ctx, `INSERT INTO reservation_budgets (reservation_id, guardrail_id, subject) VALUES (?, ?, ?)`,
-				r.ID, b.GuardrailID, b.Subject); err != nil {
-				return err
-			}
-		}
-		for i, a := range ancestors {
-			if _, err := tx.Exec(ctx, `INSERT INTO reservation_holds (reservation_id, key_hash, depth) VALUES (?, ?, ?)`,
-				r.ID, a.Hash, i+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		held := *r
+		held.Chain = keyHashes(ancestors)
+		return held.Chain, tx.insertHolds(ctx, []*gatehouse.Reservation{&held})
 	})
+	r.Chain = chain
+	return err
+}
+
+// keyHashes returns the hashes of keys (none is nil past Reserve's checks).
+func keyHashes(keys []*gatehouse.Key) []string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, k.Hash)
+	}
+	return out
+}
+
+// insertHolds writes reservations: each with the budgets and the chain of
+// keys it holds against. One of a key or guardrail deleted since it was
+// admitted is left out: there is nothing left for it to hold against.
+func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) error {
+	var hashes, guardrails []string
+	for _, r := range rs {
+		hashes = append(hashes, r.KeyHash)
+		for _, b := range r.Budgets {
+			guardrails = append(guardrails, b.GuardrailID)
+		}
+	}
+	keys, err := tx.existing(ctx, `SELECT hash, organization_id FROM api_keys`, "hash", hashes)
+	if err != nil {
+		return err
+	}
+	live, err := tx.existing(ctx, `SELECT id, id FROM guardrails`, "id", guardrails)
+	if err != nil {
+		return err
+	}
+	var res, budgets, holds [][]any
+	for _, r := range rs {
+		org, ok := keys[r.KeyHash]
+		if !ok {
+			continue
+		}
+		g := r.Generation
+		if g == nil {
+			g = &gatehouse.Generation{}
+		}
+		res = append(res, []any{r.ID, org, r.KeyHash, int64(r.Amount), r.BYOK, ms(tx.now), ms(r.ExpiresAt),
+			nullIfEmpty(g.ID), nullIfEmpty(g.WorkspaceID), nullIfEmpty(g.Model), nullIfEmpty(g.Provider), g.Streamed})
+		for _, b := range sortedBudgets(r.Budgets) {
+			if _, ok := live[b.GuardrailID]; ok {
+				budgets = append(budgets, []any{r.ID, b.GuardrailID, b.Subject})
+			}
+		}
+		for i, h := range r.Chain {
+			holds = append(holds, []any{r.ID, h, i + 1})
+		}
+	}
+	for _, t := range []struct {
+		table, columns string
+		rows           [][]any
+	}{
+		{"reservations", reservationColumns, res},
+		{"reservation_budgets", "reservation_id, guardrail_id, subject", budgets},
+		{"reservation_holds", "reservation_id, key_hash, depth", holds},
+	} {
+		for chunk := range slices.Chunk(t.rows, 500) {
+			if _, err := tx.insertRows(ctx, t.table, t.columns, chunk, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reservationColumns are the columns a reservation is written with.
+const reservationColumns = `id, organization_id, key_hash, amount, byok, created_at, expires_at,
+	generation_id, workspace_id, model, provider, streamed`
+
+// existing returns, of values, those that query (selecting the value and
+// one more column FROM a table) finds in column, mapped to the other column.
+func (tx *Tx) existing(ctx context.Context, query, column string, values []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(values) == 0 {
+		return out, nil
+	}
+	slices.Sort(values)
+	cond, args := tx.in(column, slices.Compact(values))
+	rows, err := tx.Query(ctx, query+` WHERE `+cond, args...)
+	pairs, err := collect(rows, err, func(s Scanner) ([2]string, error) {
+		var p [2]string
+		return p, s.Scan(&p[0], &p[1])
+	})
+	for _, p := range pairs {
+		out[p[0]] = p[1]
+	}
+	return out, err
 }
 
 // checkLimits checks a reservation against the key's limit, the chain of
@@ -177,16 +254,17 @@ func sortedBudgets(in []gatehouse.Budget) []gatehouse.Budget {
 	return out
 }
 
-// reservedForKey sums the live reservations that hold against the key:
+// reservedForKey sums the open reservations that hold against the key:
 // all of them, and the BYOK ones. They are its own and, through
-// reservation_holds, those of the keys minted from it.
+// reservation_holds, those of the keys minted from it. One past its expiry
+// still counts until it is charged (chargeExpired).
 func (tx *Tx) reservedForKey(ctx context.Context, k *gatehouse.Key) (gatehouse.Reserved, error) {
 	var r gatehouse.Reserved
 	err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0) FROM (
-		SELECT amount, byok FROM reservations WHERE key_hash = ? AND expires_at > ?
+		SELECT amount, byok FROM reservations WHERE key_hash = ?
 		UNION ALL
 		SELECT r.amount, r.byok FROM reservation_holds h JOIN reservations r ON r.id = h.reservation_id
-		WHERE h.key_hash = ? AND r.expires_at > ?) held`, k.Hash, ms(tx.now), k.Hash, ms(tx.now)).Scan(&r.All, &r.BYOK)
+		WHERE h.key_hash = ?) held`, k.Hash, k.Hash).Scan(&r.All, &r.BYOK)
 	return r, err
 }
 
@@ -211,103 +289,225 @@ func (tx *Tx) budgetSpend(ctx context.Context, b gatehouse.Budget) (gatehouse.Bu
 	s.Usage, s.BYOK = u.At(tx.now), byok.At(tx.now)
 	err = tx.QueryRow(ctx, `SELECT COALESCE(SUM(r.amount), 0), COALESCE(SUM(CASE WHEN r.byok THEN r.amount ELSE 0 END), 0)
 		FROM reservation_budgets rb JOIN reservations r ON r.id = rb.reservation_id
-		WHERE rb.guardrail_id = ? AND rb.subject = ? AND r.expires_at > ?`,
-		b.GuardrailID, b.Subject, ms(tx.now)).Scan(&s.Reserved.All, &s.Reserved.BYOK)
+		WHERE rb.guardrail_id = ? AND rb.subject = ?`,
+		b.GuardrailID, b.Subject).Scan(&s.Reserved.All, &s.Reserved.BYOK)
 	return s, err
 }
 
-// Settle records a completed request and drops its reservation. It takes
-// the key's row lock first, as Reserve does, then its ancestors', then the
-// budgets' rows in order, so that the two never wait on each other in a
-// cycle.
+// Settle records a completed request and drops its reservation.
+// ENOTFOUND when the reservation is gone.
 func (s *Store) Settle(ctx context.Context, reservationID string, g *gatehouse.Generation) (err error) {
 	defer wrap(&err, "Settle")
-	at, err := lock(ctx, s, func(tx *Tx) (time.Time, error) {
-		var keyHash string
-		err := tx.QueryRow(ctx, `SELECT key_hash FROM reservations WHERE id = ?`, reservationID).Scan(&keyHash)
-		if errors.Is(err, ErrNoRows) {
-			return time.Time{}, gatehouse.NotFound("reservation", reservationID)
-		}
-		if err != nil {
-			return time.Time{}, err
-		}
-		if _, err := tx.addKeyUsage(ctx, keyHash, g.Cost, g.BYOK); err != nil {
-			return time.Time{}, err
-		}
-		rows, err := tx.Query(ctx, `SELECT key_hash FROM reservation_holds WHERE reservation_id = ? ORDER BY depth`, reservationID)
-		holds, err := collect(rows, err, scanString)
-		if err != nil {
-			return time.Time{}, err
-		}
-		for _, hash := range holds {
-			// A deleted ancestor has nothing left to charge.
-			if _, err := tx.addKeyUsage(ctx, hash, g.Cost, g.BYOK); err != nil && gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
-				return time.Time{}, err
-			}
-		}
-		rows, err = tx.Query(ctx, `SELECT guardrail_id, subject FROM reservation_budgets WHERE reservation_id = ?
-			ORDER BY guardrail_id, subject`, reservationID)
-		budgets, err := collect(rows, err, func(s Scanner) ([2]string, error) {
-			var b [2]string
-			return b, s.Scan(&b[0], &b[1])
-		})
-		if err != nil {
-			return time.Time{}, err
-		}
-		n, err := tx.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, reservationID)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if n == 0 { // settled or released meanwhile
-			return time.Time{}, gatehouse.NotFound("reservation", reservationID)
-		}
-		gen := *g
-		gen.CreatedAt = tx.now
-		if err := tx.insert(ctx, "generations", generationColumns, generationArgs(&gen)); err != nil {
-			return time.Time{}, err
-		}
-		for _, b := range budgets {
-			if err := tx.addBudgetUsage(ctx, b[0], b[1], g.Cost, g.BYOK); err != nil {
-				return time.Time{}, err
-			}
-		}
-		return tx.now, nil
-	})
-	if err == nil {
-		g.CreatedAt = at // stamped once the run that wrote it has committed
-	}
-	return err
-}
-
-// addBudgetUsage adds an amount to a guardrail budget's counters.
-func (tx *Tx) addBudgetUsage(ctx context.Context, guardrailID, subject string, amount gatehouse.Money, byok bool) error {
-	u, b, err := tx.lockBudget(ctx, guardrailID, subject)
-	if err != nil {
-		return err
-	}
-	return tx.addUsage(ctx, "guardrail_usage", "guardrail_id = ? AND subject = ?", &u, &b, amount, byok, guardrailID, subject)
-}
-
-// addUsage adds an amount to the counters u (or b, when byok) of the
-// locked row of table that where selects with its args, and writes them
-// back.
-func (tx *Tx) addUsage(ctx context.Context, table, where string, u, b *gatehouse.Counter, amount gatehouse.Money, byok bool, args ...any) error {
-	prefix, c := "usage", u
-	if byok {
-		prefix, c = "byok", b
-	}
-	*c = c.Add(tx.now, amount)
-	_, err := tx.Exec(ctx, `UPDATE `+table+` SET `+counterAssignments(prefix)+` WHERE `+where, append(counterArgs(*c), args...)...)
-	return err
+	return s.settleOne(ctx, Settlement{ReservationID: reservationID, Generation: g})
 }
 
 // Release drops a reservation without charging anything.
 func (s *Store) Release(ctx context.Context, reservationID string) (err error) {
 	defer wrap(&err, "Release")
-	return s.execLocked(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, reservationID)
-		return err
+	err = s.settleOne(ctx, Settlement{ReservationID: reservationID})
+	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
+		return nil
+	}
+	return err
+}
+
+func (s *Store) settleOne(ctx context.Context, st Settlement) error {
+	at, err := lock(ctx, s, func(tx *Tx) (time.Time, error) {
+		done, err := tx.settle(ctx, []Settlement{st})
+		if err == nil && !done[st.ReservationID] {
+			err = gatehouse.NotFound("reservation", st.ReservationID)
+		}
+		return tx.now, err
 	})
+	if err == nil && st.Generation != nil {
+		st.Generation.CreatedAt = at // stamped once the write has committed
+	}
+	return err
+}
+
+// Settlement ends a reservation: charged as Generation (its cost, stamped
+// with the instant it is written), or released when Generation is nil.
+type Settlement struct {
+	ReservationID string
+	Generation    *gatehouse.Generation
+}
+
+// charge is what a batch of settlements adds to one key's or budget's
+// counters.
+type charge struct{ usage, byok gatehouse.Money }
+
+func (c *charge) add(g *gatehouse.Generation) {
+	if g.BYOK {
+		c.byok += g.Cost
+	} else {
+		c.usage += g.Cost
+	}
+}
+
+// settle ends the reservations of a batch of settlements, in one write:
+// each charged one adds its generation to the ledger and its cost to the
+// counters of its key, of the keys it was minted from and of its budgets,
+// once per key and budget for the whole batch. It returns the reservations
+// it ended; one already ended (settled, released or charged as expired,
+// perhaps by another instance) charges nothing. Keys are locked in hash
+// order, then budgets in order.
+func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, error) {
+	ids := make([]string, 0, len(ss))
+	for _, st := range ss {
+		ids = append(ids, st.ReservationID)
+	}
+	cond, args := tx.in("reservation_id", ids)
+	rows, err := tx.Query(ctx, `SELECT reservation_id, key_hash FROM reservation_holds WHERE `+cond+` ORDER BY depth`, args...)
+	holds, err := collect(rows, err, scanPair)
+	if err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, `SELECT reservation_id, guardrail_id, subject FROM reservation_budgets WHERE `+cond, args...)
+	budgets, err := collect(rows, err, func(s Scanner) ([3]string, error) {
+		var b [3]string
+		return b, s.Scan(&b[0], &b[1], &b[2])
+	})
+	if err != nil {
+		return nil, err
+	}
+	cond, args = tx.in("id", ids)
+	rows, err = tx.Query(ctx, `DELETE FROM reservations WHERE `+cond+` RETURNING id, key_hash`, args...)
+	ended, err := collect(rows, err, scanPair)
+	if err != nil {
+		return nil, err
+	}
+	done := make(map[string]bool, len(ended))
+	keyOf := make(map[string]string, len(ended))
+	for _, e := range ended {
+		done[e[0]], keyOf[e[0]] = true, e[1]
+	}
+	gens := make(map[string]*gatehouse.Generation, len(ss))
+	var ledger [][]any
+	keys := map[string]*charge{}
+	for _, st := range ss {
+		if !done[st.ReservationID] || st.Generation == nil || gens[st.ReservationID] != nil {
+			continue
+		}
+		g := *st.Generation
+		g.CreatedAt = tx.now
+		gens[st.ReservationID] = &g
+		ledger = append(ledger, generationArgs(&g))
+		chargeTo(keys, keyOf[st.ReservationID], &g)
+	}
+	for _, h := range holds {
+		if g := gens[h[0]]; g != nil {
+			chargeTo(keys, h[1], g)
+		}
+	}
+	spent := map[[2]string]*charge{}
+	for _, b := range budgets {
+		if g := gens[b[0]]; g != nil {
+			chargeTo(spent, [2]string{b[1], b[2]}, g)
+		}
+	}
+	for chunk := range slices.Chunk(ledger, 500) {
+		if _, err := tx.insertRows(ctx, "generations", generationColumns, chunk, ""); err != nil {
+			return nil, err
+		}
+	}
+	for _, hash := range slices.Sorted(maps.Keys(keys)) {
+		err := tx.addCharge(ctx, "api_keys", "hash = ?", keys[hash], hash)
+		if err != nil && !errors.Is(err, ErrNoRows) { // a deleted ancestor has nothing left to charge
+			return nil, err
+		}
+	}
+	for _, b := range slices.SortedFunc(maps.Keys(spent), func(x, y [2]string) int {
+		return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1]))
+	}) {
+		if _, err := tx.Exec(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+			b[0], b[1]); err != nil {
+			return nil, err
+		}
+		if err := tx.addCharge(ctx, "guardrail_usage", "guardrail_id = ? AND subject = ?", spent[b], b[0], b[1]); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
+// chargeTo adds a generation's cost to the charge of one key or budget.
+func chargeTo[K comparable](m map[K]*charge, k K, g *gatehouse.Generation) {
+	c := m[k]
+	if c == nil {
+		c = &charge{}
+		m[k] = c
+	}
+	c.add(g)
+}
+
+// addCharge adds a charge to the counters of the row of table that where
+// selects with its args, locking it. ErrNoRows when there is none.
+func (tx *Tx) addCharge(ctx context.Context, table, where string, c *charge, args ...any) error {
+	u, b, err := scanCounters(tx.QueryRow(ctx, `SELECT `+counterColumns+` FROM `+table+` WHERE `+where+tx.d.ForUpdate(), args...))
+	if err != nil {
+		return err
+	}
+	u, b = u.Add(tx.now, c.usage), b.Add(tx.now, c.byok)
+	_, err = tx.Exec(ctx, `UPDATE `+table+` SET `+counterAssignments("usage")+`, `+counterAssignments("byok")+` WHERE `+where,
+		append(append(counterArgs(u), counterArgs(b)...), args...)...)
+	return err
+}
+
+// scanPair scans a row of two text columns.
+func scanPair(s Scanner) ([2]string, error) {
+	var p [2]string
+	return p, s.Scan(&p[0], &p[1])
+}
+
+// ChargeOpen charges the reservations that a crash left open at what they
+// reserved, as partial generations under the ids their calls were given:
+// every open one (before, zero: at the start of the one process that owns
+// a SQLite database) or those that expired before before (PostgreSQL,
+// where other instances' reservations are live until they expire). The
+// answers their clients may have received are paid for; the ledger cannot
+// say what they cost, so the worst case is charged. It returns how many it
+// charged.
+func (s *Store) ChargeOpen(ctx context.Context, before time.Time) (_ int, err error) {
+	defer wrap(&err, "ChargeOpen")
+	total := 0
+	for {
+		n, err := lock(ctx, s, func(tx *Tx) (int, error) {
+			where, args := `1 = 1`, []any{}
+			if !before.IsZero() {
+				where, args = `expires_at <= ?`, []any{ms(before)}
+			}
+			rows, err := tx.Query(ctx, `SELECT id, organization_id, key_hash, amount, byok, generation_id, workspace_id,
+				model, provider, streamed FROM reservations WHERE `+where+` ORDER BY id LIMIT 500`, args...)
+			open, err := collect(rows, err, scanOpenReservation)
+			if err != nil || len(open) == 0 {
+				return 0, err
+			}
+			done, err := tx.settle(ctx, open)
+			return len(done), err
+		})
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}
+
+// scanOpenReservation scans a reservation as the settlement that charges
+// it at its amount.
+func scanOpenReservation(s Scanner) (Settlement, error) {
+	var g gatehouse.Generation
+	var id string
+	var genID, workspace, model, provider sql.NullString
+	if err := s.Scan(&id, &g.OrganizationID, &g.KeyHash, &g.Cost, &g.BYOK, &genID, &workspace, &model, &provider,
+		&g.Streamed); err != nil {
+		return Settlement{}, err
+	}
+	g.ID, g.WorkspaceID, g.Model, g.Provider = genID.String, workspace.String, model.String, provider.String
+	if g.ID == "" { // reserved before reservations named their generation
+		g.ID, g.Model, g.Provider = gatehouse.NewGenerationID(), "unknown", "unknown"
+	}
+	g.Status = gatehouse.GenerationPartial
+	return Settlement{ReservationID: id, Generation: &g}, nil
 }
 
 // FindGeneration returns a ledger entry of the organization.
@@ -332,4 +532,57 @@ func (s *Store) BudgetUsage(ctx context.Context, guardrailID, subject string) (_
 		return usage{u.At(tx.now), b.At(tx.now)}, err
 	})
 	return got.u, got.b, err
+}
+
+// LoadCounters reads the counters of keys and budgets in one snapshot; a
+// key or budget that has none (deleted, or never charged) reads as zero.
+func (s *Store) LoadCounters(ctx context.Context, keyHashes []string, budgets []gatehouse.Budget) (_ map[string]gatehouse.Counters, _ map[[2]string]gatehouse.Counters, err error) {
+	defer wrap(&err, "LoadCounters")
+	type loaded struct {
+		keys    map[string]gatehouse.Counters
+		budgets map[[2]string]gatehouse.Counters
+	}
+	got, err := view(ctx, s, func(tx *Tx) (loaded, error) {
+		l := loaded{map[string]gatehouse.Counters{}, map[[2]string]gatehouse.Counters{}}
+		if len(keyHashes) > 0 {
+			cond, args := tx.in("hash", keyHashes)
+			rows, err := tx.Query(ctx, `SELECT hash, `+counterColumns+` FROM api_keys WHERE `+cond, args...)
+			if err != nil {
+				return l, err
+			}
+			for rows.Next() {
+				var hash string
+				var c gatehouse.Counters
+				if err := rows.Scan(append([]any{&hash}, append(counterDest(&c.Usage), counterDest(&c.BYOK)...)...)...); err != nil {
+					rows.Close()
+					return l, err
+				}
+				l.keys[hash] = c
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return l, err
+			}
+		}
+		for _, b := range budgets {
+			u, byok, err := scanCounters(tx.QueryRow(ctx, `SELECT `+counterColumns+` FROM guardrail_usage
+				WHERE guardrail_id = ? AND subject = ?`, b.GuardrailID, b.Subject))
+			if err != nil && !errors.Is(err, ErrNoRows) {
+				return l, err
+			}
+			l.budgets[[2]string{b.GuardrailID, b.Subject}] = gatehouse.Counters{Usage: u, BYOK: byok}
+		}
+		return l, nil
+	})
+	return got.keys, got.budgets, err
+}
+
+// Ancestors returns the keys a key was minted from, parent first; a nil
+// entry is a deleted key, and ends the chain.
+func (s *Store) Ancestors(ctx context.Context, key *gatehouse.Key) (_ []*gatehouse.Key, err error) {
+	defer wrap(&err, "Ancestors")
+	if key.ParentKeyHash == nil {
+		return nil, nil
+	}
+	return view(ctx, s, func(tx *Tx) ([]*gatehouse.Key, error) { return tx.ancestors(ctx, key, false) })
 }

@@ -143,10 +143,19 @@ func testPlaneKeyLimit(t *testing.T, open Opener) {
 	_, err = f.reserve(&gatehouse.Key{Hash: gatehouse.HashKey("unknown")}, 1, false, nil)
 	wantCode(t, err, gatehouse.ENOTFOUND)
 
-	// A new day: the daily limit is whole again (the holds have lapsed too).
+	// A new day: the daily limit is whole again, but yesterday's holds,
+	// never settled, count until they are charged, and expired ones are
+	// charged at what they reserved: a crash cannot make spending vanish.
 	f.clock.Set(midnight(2028, 2, 24))
-	f.mustReserve(t, k, gatehouse.USD(1), false, nil)
-	wantUsage(t, "usage", f.readKey(t, k.Hash).Usage.At(f.clock.Now()), cents(30), 0, cents(30), cents(30))
+	_, err = f.reserve(k, cents(31), false, nil)
+	wantMeta(t, err, "limit_remaining", cents(30))
+	n, err := f.store.ChargeOpen(f.ctx, f.clock.Now())
+	ok(t, err)
+	if n != 3 {
+		t.Errorf("ChargeOpen charged %d reservations, want 3", n)
+	}
+	wantUsage(t, "usage", f.readKey(t, k.Hash).Usage.At(f.clock.Now()), cents(100), cents(70), cents(100), cents(100))
+	f.mustReserve(t, k, cents(30), false, nil)
 }
 
 func testPlaneKeyLimitBYOK(t *testing.T, open Opener) {
@@ -195,21 +204,31 @@ func testPlaneReservationsHold(t *testing.T, open Opener) {
 	_, err = f.reserve(k, cents(60), false, nil)
 	wantCode(t, err, gatehouse.EPAYMENT)
 
-	// Past its expiry a hold stops counting, and is cleaned up.
+	// Past its expiry a hold still counts until it is charged; then it is
+	// charged at what it reserved, as a partial generation, and its late
+	// settle charges nothing more. One not yet expired is left alone.
 	f.clock.Set(b.ExpiresAt.Add(time.Millisecond))
-	c := f.mustReserve(t, k, cents(60), false, nil)
-	lost := generation(k, cents(60), false)
+	_, err = f.reserve(k, cents(41), false, nil)
+	wantMeta(t, err, "limit_remaining", cents(40))
+	c := f.mustReserve(t, k, cents(40), false, nil)
+	n, err := f.store.ChargeOpen(f.ctx, f.clock.Now())
+	ok(t, err)
+	if n != 1 {
+		t.Errorf("ChargeOpen charged %d reservations, want 1", n)
+	}
+	lost := generation(k, cents(10), false)
 	wantCode(t, f.store.Settle(f.ctx, b.ID, lost), gatehouse.ENOTFOUND)
 	_, err = f.store.FindGeneration(f.ctx, f.org.ID, lost.ID)
 	wantCode(t, err, gatehouse.ENOTFOUND)
+	wantUsage(t, "usage", f.readKey(t, k.Hash).Usage.At(f.clock.Now()), cents(60), cents(60), cents(60), cents(60))
 
 	// Settling replaces the hold with the exact cost.
 	ok(t, f.store.Settle(f.ctx, c.ID, generation(k, cents(15), false)))
-	_, err = f.reserve(k, cents(86), false, nil)
+	_, err = f.reserve(k, cents(26), false, nil)
 	wantCode(t, err, gatehouse.EPAYMENT)
-	wantMeta(t, err, "limit_remaining", cents(85))
-	f.mustReserve(t, k, cents(85), false, nil)
-	wantUsage(t, "usage", f.readKey(t, k.Hash).Usage.At(f.clock.Now()), cents(15), cents(15), cents(15), cents(15))
+	wantMeta(t, err, "limit_remaining", cents(25))
+	f.mustReserve(t, k, cents(25), false, nil)
+	wantUsage(t, "usage", f.readKey(t, k.Hash).Usage.At(f.clock.Now()), cents(75), cents(75), cents(75), cents(75))
 }
 
 func testPlaneSettle(t *testing.T, open Opener) {

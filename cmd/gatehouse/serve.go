@@ -22,6 +22,7 @@ import (
 	"gatehouse/postgres"
 	"gatehouse/ratelimit"
 	"gatehouse/sqlite"
+	"gatehouse/sqlstore"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -49,7 +50,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer closeStore()
-	handler, closeHandler, err := newServeHandler(ctx, cfg, store, catalog, logger)
+	metering, closeMetering, err := startMetering(ctx, cfg, store, logger)
+	if err != nil {
+		return err
+	}
+	defer closeMetering()
+	handler, closeHandler, err := newServeHandler(ctx, cfg, store, catalog, logger, metering)
 	if err != nil {
 		return err
 	}
@@ -94,7 +100,7 @@ func serveLogger(cfg Config, stderr io.Writer) (*slog.Logger, func()) {
 // openServeStore opens the store, bootstraps it and puts the key cache in
 // front of it. The returned function stops the cache's watch, then closes
 // the store.
-func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger, stderr io.Writer) (gatehouse.Store, func(), error) {
+func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger, stderr io.Writer) (*keycache.Cache, func(), error) {
 	db, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, nil, err
@@ -110,7 +116,7 @@ func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger, stderr
 // newServeHandler builds the API's handler with its metrics, rate limiter
 // and trace publisher, and serves /metrics apart when configured. The
 // returned function delivers the queued traces, then closes the limiter.
-func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *gatehouse.Catalog, logger *slog.Logger) (http.Handler, func(), error) {
+func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *gatehouse.Catalog, logger *slog.Logger, metering httpapi.DataPlane) (http.Handler, func(), error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	limiter, closeLimiter, err := newLimiter(ctx, cfg, logger, registry)
@@ -120,7 +126,8 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress})
 	closeAll := func() { closeTraces(traces, logger); closeLimiter() }
 	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now,
-		httpapi.DataPlane{Catalog: catalog, Upstream: gateway.NewClient(), Traces: traces})
+		httpapi.DataPlane{Catalog: catalog, Upstream: gateway.NewClient(), Traces: traces,
+			Ledger: metering.Ledger, Accounts: metering.Accounts})
 	handler.TrustProxies(cfg.TrustedProxies)
 	handler.SetEgressPolicy(cfg.Egress)
 	if cfg.MetricsAddr != "" {
@@ -308,7 +315,7 @@ func redactURL(raw string) string {
 // cacheKeys puts the key cache in front of the store. On PostgreSQL other
 // instances write too, so the cache follows the database's change feed
 // until ctx ends; on SQLite every write goes through this process.
-func cacheKeys(ctx context.Context, db gatehouse.Store) gatehouse.Store {
+func cacheKeys(ctx context.Context, db gatehouse.Store) *keycache.Cache {
 	pg, ok := db.(*postgres.DB)
 	if !ok {
 		return keycache.New(db, keycache.Options{})
@@ -400,4 +407,81 @@ func bootstrap(ctx context.Context, cfg Config, store gatehouse.Store, logger *s
 		"Use it as: Authorization: Bearer <key>. More keys: gatehouse mgmt-keys create --org %s\n\n",
 		org.Name, org.ID, plaintext, org.ID)
 	return nil
+}
+
+// meteringStore is what serving needs of a store to meter off the request
+// path: both engines' stores are one.
+type meteringStore interface {
+	gatehouse.CounterLoader
+	NewLedger(logger *slog.Logger, written func(keyHashes []string)) *sqlstore.Ledger
+	ChargeOpen(ctx context.Context, before time.Time) (int, error)
+}
+
+// startMetering starts the ledger that writes metering behind the request
+// path. On SQLite this process takes the serve lock, charges what a crash
+// of the last one left open, and admits in memory; on PostgreSQL the
+// database admits (instances share it), and reservations that a crashed
+// instance left open are charged once they expire. The returned function
+// writes what is queued, then stops.
+func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logger *slog.Logger) (httpapi.DataPlane, func(), error) {
+	db := cache.Store.(meteringStore)
+	invalidate := func(hashes []string) {
+		for _, h := range hashes {
+			cache.Invalidate(h)
+		}
+	}
+	var dp httpapi.DataPlane
+	unlock := func() {}
+	if !cfg.isPostgres() {
+		release, err := sqlite.ServeLock(cfg.DatabaseURL)
+		if err != nil {
+			return dp, nil, err
+		}
+		unlock = release
+		n, err := db.ChargeOpen(ctx, time.Time{})
+		if err != nil {
+			release()
+			return dp, nil, fmt.Errorf("charge the reservations left open by the last run: %w", err)
+		}
+		if n > 0 {
+			logger.Warn("charged reservations left open by the last run at what they reserved (it stopped without settling them)", "reservations", n)
+		}
+		dp.Accounts = gatehouse.NewAccountant(db, nil)
+	}
+	ledger := db.NewLedger(logger, invalidate)
+	dp.Ledger = ledger
+	sweepCtx, stopSweeping := context.WithCancel(ctx)
+	if cfg.isPostgres() {
+		go sweepExpired(sweepCtx, db, logger)
+	}
+	return dp, func() {
+		stopSweeping()
+		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := ledger.Close(closeCtx); err != nil {
+			logger.Error(err.Error())
+		}
+		unlock()
+	}, nil
+}
+
+// sweepExpired charges, every few seconds, the reservations that expired
+// open: their instance died without settling them.
+func sweepExpired(ctx context.Context, db meteringStore, logger *slog.Logger) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := db.ChargeOpen(ctx, time.Now())
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("charging expired reservations failed; retrying", "error", err.Error())
+		}
+		if n > 0 {
+			logger.Warn("charged expired reservations at what they reserved (their instance stopped without settling them)", "reservations", n)
+		}
+	}
 }

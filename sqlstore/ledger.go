@@ -1,0 +1,257 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"gatehouse"
+)
+
+// Ledger writes metering behind the request path: the holds of
+// reservations admitted in memory, and every settle and release, go to the
+// database in batches, one locking write for all that queued while the one
+// before it was committing (so one transaction every few milliseconds
+// under load, not one a request). A hold's writer waits for it (Hold's
+// channel) before its answer is delivered; nothing else waits, but Sync
+// waits for everything submitted before it.
+type Ledger struct {
+	s      *Store
+	logger *slog.Logger
+	// written hears of the keys each batch charged or released, once it
+	// is committed: caches of their rows forget them.
+	written func(keyHashes []string)
+
+	mu        sync.Mutex
+	queue     []ledgerOp
+	submitted uint64 // ops queued, ever
+	done      uint64 // ops written (or failed), ever
+	flushed   chan struct{}
+	closed    bool
+	wake      chan struct{}
+	stopped   chan struct{}
+}
+
+// ledgerOp is one thing to write: a hold, or a settlement.
+type ledgerOp struct {
+	hold   *gatehouse.Reservation
+	settle Settlement
+	keys   []string // the keys it touches
+	result func(error)
+}
+
+// maxLedgerBatch bounds the operations in one transaction, and
+// maxLedgerQueue the operations waiting: past it new holds are refused
+// (the database is not keeping up, or is down), so memory stays bounded.
+const (
+	maxLedgerBatch = 2000
+	maxLedgerQueue = 200_000
+)
+
+// NewLedger starts the writer of s's metering ledger. written (may be nil)
+// hears of the keys each batch changed.
+func (s *Store) NewLedger(logger *slog.Logger, written func(keyHashes []string)) *Ledger {
+	l := &Ledger{s: s, logger: logger, written: written, flushed: make(chan struct{}),
+		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+// Hold writes a reservation admitted in memory; the channel receives nil
+// once it is durable, or the error that kept it from being written.
+func (l *Ledger) Hold(r *gatehouse.Reservation) <-chan error {
+	ch := make(chan error, 1)
+	l.submit(ledgerOp{hold: r, keys: append([]string{r.KeyHash}, r.Chain...), result: func(err error) { ch <- err }})
+	return ch
+}
+
+// Settle charges a reservation as g, behind; result (may be nil) hears
+// once it is written.
+func (l *Ledger) Settle(r *gatehouse.Reservation, g *gatehouse.Generation, result func(error)) {
+	l.submit(ledgerOp{settle: Settlement{ReservationID: r.ID, Generation: g}, keys: append([]string{r.KeyHash}, r.Chain...), result: result})
+}
+
+// Release drops a reservation, behind; result (may be nil) hears once it
+// is written.
+func (l *Ledger) Release(r *gatehouse.Reservation, result func(error)) {
+	l.submit(ledgerOp{settle: Settlement{ReservationID: r.ID}, keys: append([]string{r.KeyHash}, r.Chain...), result: result})
+}
+
+var (
+	errLedgerClosed = gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the server is shutting down")
+	errLedgerFull   = gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the database is not keeping up with metering; retry shortly")
+)
+
+func (l *Ledger) submit(op ledgerOp) {
+	l.mu.Lock()
+	var refused error
+	switch {
+	case l.closed:
+		refused = errLedgerClosed
+	case op.hold != nil && len(l.queue) >= maxLedgerQueue:
+		refused = errLedgerFull
+	default:
+		l.queue = append(l.queue, op)
+		l.submitted++
+	}
+	l.mu.Unlock()
+	if refused != nil {
+		if op.result != nil {
+			op.result(refused)
+		}
+		return
+	}
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Sync waits until everything submitted before it is written (or has
+// failed).
+func (l *Ledger) Sync(ctx context.Context) error {
+	l.mu.Lock()
+	target := l.submitted
+	for l.done < target {
+		ch := l.flushed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// Close writes what is queued and stops the writer; ctx bounds the wait.
+func (l *Ledger) Close(ctx context.Context) error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-l.stopped:
+		return nil
+	case <-ctx.Done():
+		return errors.New("metering ledger: operations still queued at exit were not written")
+	}
+}
+
+func (l *Ledger) run() {
+	defer close(l.stopped)
+	for {
+		l.mu.Lock()
+		n := min(len(l.queue), maxLedgerBatch)
+		batch := l.queue[:n:n]
+		l.queue = l.queue[n:]
+		closed := l.closed
+		l.mu.Unlock()
+		if n == 0 {
+			if closed {
+				return
+			}
+			<-l.wake
+			continue
+		}
+		l.write(batch)
+		l.mu.Lock()
+		l.done += uint64(n)
+		close(l.flushed)
+		l.flushed = make(chan struct{})
+		l.mu.Unlock()
+	}
+}
+
+// write writes a batch in one transaction, retrying while the database is
+// unavailable. A batch that fails otherwise is written one operation at a
+// time, so that one bad operation fails alone.
+func (l *Ledger) write(batch []ledgerOp) {
+	err := l.retry(func(ctx context.Context) error { return l.writeBatch(ctx, batch) })
+	if err != nil && len(batch) > 1 {
+		l.logger.Warn("metering ledger: a batch failed; writing its operations one by one", "ops", len(batch), "error", err.Error())
+		for _, op := range batch {
+			l.write([]ledgerOp{op})
+		}
+		return
+	}
+	if err != nil {
+		l.logger.Error("metering ledger: an operation could not be written", "reservation_id", opID(batch[0]), "error", err.Error())
+	}
+	var keys []string
+	for _, op := range batch {
+		keys = append(keys, op.keys...)
+		if op.result != nil {
+			op.result(err)
+		}
+	}
+	if err == nil && l.written != nil {
+		l.written(keys)
+	}
+}
+
+func opID(op ledgerOp) string {
+	if op.hold != nil {
+		return op.hold.ID
+	}
+	return op.settle.ReservationID
+}
+
+// retry runs fn until it succeeds, fails with anything but unavailability,
+// or the ledger is closed and the database has been unavailable for a
+// minute.
+func (l *Ledger) retry(fn func(ctx context.Context) error) error {
+	backoff := 10 * time.Millisecond
+	start := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := fn(ctx)
+		cancel()
+		if err == nil || gatehouse.ErrorCode(err) != gatehouse.EUNAVAILABLE {
+			return err
+		}
+		l.mu.Lock()
+		closed := l.closed
+		l.mu.Unlock()
+		if closed && time.Since(start) > time.Minute {
+			return err
+		}
+		l.logger.Warn("metering ledger: database unavailable; retrying", "error", err.Error(), "backoff", backoff.String())
+		time.Sleep(backoff)
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// writeBatch writes the holds of a batch, then its settlements, in one
+// locking write.
+func (l *Ledger) writeBatch(ctx context.Context, batch []ledgerOp) error {
+	var holds []*gatehouse.Reservation
+	var settlements []Settlement
+	for _, op := range batch {
+		if op.hold != nil {
+			holds = append(holds, op.hold)
+		} else {
+			settlements = append(settlements, op.settle)
+		}
+	}
+	return l.s.execLocked(ctx, func(tx *Tx) error {
+		if len(holds) > 0 {
+			if err := tx.insertHolds(ctx, holds); err != nil {
+				return err
+			}
+		}
+		if len(settlements) > 0 {
+			if _, err := tx.settle(ctx, settlements); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
