@@ -11,7 +11,8 @@
 // max_completion_tokens) cuts the answer to that many words, with
 // finish_reason "length". Any model name is accepted and echoed back; any
 // API key is accepted. It serves POST /v1/chat/completions and
-// GET /v1/models, and logs one line per request.
+// GET /v1/models, and logs one line per request. Its first log line names
+// the address it listens on, so that --addr 127.0.0.1:0 takes any free port.
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -32,10 +34,13 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
 	flag.Parse()
 	logger := log.New(os.Stderr, "fakellm ", log.LstdFlags)
-	logger.Printf("listening on http://%s/v1", *addr)
-	if err := http.ListenAndServe(*addr, newHandler(logger)); err != nil {
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
 		logger.Fatal(err)
 	}
+	// The address listened on, so that port 0 tells which port it got.
+	logger.Printf("listening on http://%s/v1", ln.Addr())
+	logger.Fatal(http.Serve(ln, newHandler(logger)))
 }
 
 // newHandler serves the API, logging one line per request.

@@ -161,6 +161,17 @@ func testCrashKeepsAcknowledgedWrites(t *testing.T, vars map[string]string, key 
 	}
 	time.Sleep(time.Duration(mrand.New(mrand.NewPCG(seed, clients)).IntN(300)) * time.Millisecond)
 	killed.Store(true)
+	sigkill(t, s, cmd)
+	wg.Wait()
+	t.Logf("killed after %d acknowledged writes, %d bulk requests sent", l.acked.Load(), len(l.bulk))
+
+	l.s = startProcess(t, vars)
+	l.check(t)
+}
+
+// sigkill kills the process of s with SIGKILL and waits until it is dead.
+func sigkill(t *testing.T, s *testServer, cmd *exec.Cmd) {
+	t.Helper()
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -175,11 +186,6 @@ func testCrashKeepsAcknowledgedWrites(t *testing.T, vars map[string]string, key 
 			t.Fatal("the process did not die of SIGKILL")
 		}
 	})
-	wg.Wait()
-	t.Logf("killed after %d acknowledged writes, %d bulk requests sent", l.acked.Load(), len(l.bulk))
-
-	l.s = startProcess(t, vars)
-	l.check(t)
 }
 
 // setup creates the workspace, the guardrails and the keys each client

@@ -22,32 +22,42 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
+// builtCommand is a command of this module, built once per test run so
+// that tests can start it as a real process.
+type builtCommand struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-// gatehouseBinary builds the command once per test run, so that tests can
-// start real server processes.
-func gatehouseBinary(t *testing.T) string {
+var gatehouseCommand, fakellmCommand builtCommand
+
+// gatehouseBinary builds the gatehouse command.
+func gatehouseBinary(t *testing.T) string { return gatehouseCommand.build(t, "gatehouse", ".") }
+
+// fakellmBinary builds cmd/fakellm, the stand-in model server.
+func fakellmBinary(t *testing.T) string { return fakellmCommand.build(t, "fakellm", "../fakellm") }
+
+// build builds the package at dir (relative to this one) as name, the
+// first time it is asked.
+func (b *builtCommand) build(t *testing.T, name, dir string) string {
 	t.Helper()
-	binaryOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gatehouse-bin-")
+	b.once.Do(func() {
+		tmp, err := os.MkdirTemp("", name+"-bin-")
 		if err != nil {
-			binaryErr = err
+			b.err = err
 			return
 		}
-		binaryPath = filepath.Join(dir, "gatehouse")
-		out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
+		b.path = filepath.Join(tmp, name)
+		out, err := exec.Command("go", "build", "-o", b.path, dir).CombinedOutput()
 		if err != nil {
-			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", dir, err, out)
 		}
 	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binaryPath
+	return b.path
 }
 
 // startProcess starts `gatehouse serve` as a separate process with only

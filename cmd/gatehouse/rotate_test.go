@@ -14,7 +14,7 @@ import (
 	"gatehouse/sqlite"
 )
 
-// openWithKey opens the database directly with only the given key, and
+// readsSecrets opens the database directly with only the given key, and
 // reports whether it can read the destination's secrets.
 func readsSecrets(t *testing.T, dbURL string, key []byte, orgID, id string) bool {
 	t.Helper()
@@ -22,19 +22,26 @@ func readsSecrets(t *testing.T, dbURL string, key []byte, orgID, id string) bool
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	store := openDatabase(t, dbURL, box)
+	defer store.Close()
+	d, err := store.FindDestination(context.Background(), orgID, id)
+	return err == nil && d.Config.Headers["Authorization"] == headerSecret
+}
+
+// openDatabase opens the database of a server (not running) directly.
+func openDatabase(t *testing.T, dbURL string, box *gatehouse.SecretBox) gatehouse.Store {
+	t.Helper()
 	var store gatehouse.Store
+	var err error
 	if strings.HasPrefix(dbURL, "postgres://") {
-		store, err = postgres.Open(ctx, dbURL, box, postgres.Options{})
+		store, err = postgres.Open(context.Background(), dbURL, box, postgres.Options{})
 	} else {
-		store, err = sqlite.Open(ctx, dbURL, box)
+		store, err = sqlite.Open(context.Background(), dbURL, box)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	d, err := store.FindDestination(ctx, orgID, id)
-	return err == nil && d.Config.Headers["Authorization"] == headerSecret
+	return store
 }
 
 // orgOf returns the organization of a management key.
