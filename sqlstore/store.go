@@ -98,7 +98,14 @@ type Store struct {
 	engine Engine
 	d      Dialect
 	box    *gatehouse.SecretBox
+	// instance names this process in the reservations it writes, so that
+	// others can charge them once it is gone (SetInstance).
+	instance string
 }
+
+// SetInstance names this process in the reservations it writes from now
+// on; call it before serving.
+func (s *Store) SetInstance(id string) { s.instance = id }
 
 // New returns the store of an engine; box seals destination secrets.
 func New(e Engine, box *gatehouse.SecretBox) *Store {
@@ -112,10 +119,12 @@ type Tx struct {
 	d   Dialect
 	box *gatehouse.SecretBox
 	now time.Time
+	// instance names this process in the reservations it writes.
+	instance string
 }
 
 func (s *Store) tx(q Querier) *Tx {
-	return &Tx{Querier: q, d: s.d, box: s.box, now: s.Now().UTC().Truncate(time.Millisecond)}
+	return &Tx{Querier: q, d: s.d, box: s.box, now: s.Now().UTC().Truncate(time.Millisecond), instance: s.instance}
 }
 
 // run runs fn with a Tx through one of the engine's ways and returns its

@@ -161,7 +161,8 @@ func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) erro
 			g = &gatehouse.Generation{}
 		}
 		res = append(res, []any{r.ID, org, r.KeyHash, int64(r.Amount), r.BYOK, ms(tx.now), ms(r.ExpiresAt),
-			nullIfEmpty(g.ID), nullIfEmpty(g.WorkspaceID), nullIfEmpty(g.Model), nullIfEmpty(g.Provider), g.Streamed})
+			nullIfEmpty(g.ID), nullIfEmpty(g.WorkspaceID), nullIfEmpty(g.Model), nullIfEmpty(g.Provider), g.Streamed,
+			nullIfEmpty(tx.instance)})
 		for _, b := range sortedBudgets(r.Budgets) {
 			if _, ok := live[b.GuardrailID]; ok {
 				budgets = append(budgets, []any{r.ID, b.GuardrailID, b.Subject})
@@ -190,7 +191,7 @@ func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) erro
 
 // reservationColumns are the columns a reservation is written with.
 const reservationColumns = `id, organization_id, key_hash, amount, byok, created_at, expires_at,
-	generation_id, workspace_id, model, provider, streamed`
+	generation_id, workspace_id, model, provider, streamed, instance_id`
 
 // existing returns, of values, those that query (selecting the value and
 // one more column FROM a table) finds in column, mapped to the other column.
@@ -469,13 +470,34 @@ func scanPair(s Scanner) ([2]string, error) {
 // charged.
 func (s *Store) ChargeOpen(ctx context.Context, before time.Time) (_ int, err error) {
 	defer wrap(&err, "ChargeOpen")
+	if before.IsZero() {
+		return s.chargeOpen(ctx, `1 = 1`)
+	}
+	return s.chargeOpen(ctx, `expires_at <= ?`, ms(before))
+}
+
+// ChargeInstance charges the reservations a process left open, as
+// ChargeOpen does, once it is known to be gone.
+func (s *Store) ChargeInstance(ctx context.Context, instance string) (_ int, err error) {
+	defer wrap(&err, "ChargeInstance")
+	return s.chargeOpen(ctx, `instance_id = ?`, instance)
+}
+
+// OpenInstances returns the processes other than this one that hold open
+// reservations.
+func (s *Store) OpenInstances(ctx context.Context) (_ []string, err error) {
+	defer wrap(&err, "OpenInstances")
+	return read(ctx, s, func(tx *Tx) ([]string, error) {
+		rows, err := tx.Query(ctx, `SELECT DISTINCT instance_id FROM reservations WHERE instance_id IS NOT NULL AND instance_id <> ?`, tx.instance)
+		return collect(rows, err, scanString)
+	})
+}
+
+// chargeOpen charges the open reservations that where selects, in batches.
+func (s *Store) chargeOpen(ctx context.Context, where string, args ...any) (int, error) {
 	total := 0
 	for {
 		n, err := lock(ctx, s, func(tx *Tx) (int, error) {
-			where, args := `1 = 1`, []any{}
-			if !before.IsZero() {
-				where, args = `expires_at <= ?`, []any{ms(before)}
-			}
 			rows, err := tx.Query(ctx, `SELECT id, organization_id, key_hash, amount, byok, generation_id, workspace_id,
 				model, provider, streamed FROM reservations WHERE `+where+` ORDER BY id LIMIT 500`, args...)
 			open, err := collect(rows, err, scanOpenReservation)

@@ -419,10 +419,11 @@ type meteringStore interface {
 
 // startMetering starts the ledger that writes metering behind the request
 // path. On SQLite this process takes the serve lock, charges what a crash
-// of the last one left open, and admits in memory; on PostgreSQL the
-// database admits (instances share it), and reservations that a crashed
-// instance left open are charged once they expire. The returned function
-// writes what is queued, then stops.
+// of the last one left open, and admits in memory. On PostgreSQL the
+// database admits (instances share it); this instance holds its instance
+// lock, and charges the reservations of instances that are gone as soon
+// as it sees them (and any reservation once it expires). The returned
+// function writes what is queued, then stops.
 func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logger *slog.Logger) (httpapi.DataPlane, func(), error) {
 	db := cache.Store.(meteringStore)
 	invalidate := func(hashes []string) {
@@ -432,7 +433,14 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 	}
 	var dp httpapi.DataPlane
 	unlock := func() {}
-	if !cfg.isPostgres() {
+	if pg, ok := cache.Store.(*postgres.DB); ok {
+		release, err := pg.HoldInstance(ctx)
+		if err != nil {
+			return dp, nil, fmt.Errorf("take this instance's lock: %w", err)
+		}
+		unlock = release
+		chargeGone(ctx, pg, logger)
+	} else {
 		release, err := sqlite.ServeLock(cfg.DatabaseURL)
 		if err != nil {
 			return dp, nil, err
@@ -451,8 +459,8 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 	ledger := db.NewLedger(logger, invalidate)
 	dp.Ledger = ledger
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
-	if cfg.isPostgres() {
-		go sweepExpired(sweepCtx, db, logger)
+	if pg, ok := cache.Store.(*postgres.DB); ok {
+		go sweep(sweepCtx, pg, logger)
 	}
 	return dp, func() {
 		stopSweeping()
@@ -465,23 +473,38 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 	}, nil
 }
 
-// sweepExpired charges, every few seconds, the reservations that expired
-// open: their instance died without settling them.
-func sweepExpired(ctx context.Context, db meteringStore, logger *slog.Logger) {
-	t := time.NewTicker(10 * time.Second)
+// sweep charges, every second, the reservations of instances that are
+// gone, and every ten seconds those that expired open.
+func sweep(ctx context.Context, pg *postgres.DB, logger *slog.Logger) {
+	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	for {
+	for i := 1; ; i++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		n, err := db.ChargeOpen(ctx, time.Now())
+		chargeGone(ctx, pg, logger)
+		if i%10 != 0 {
+			continue
+		}
+		n, err := pg.ChargeOpen(ctx, time.Now())
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("charging expired reservations failed; retrying", "error", err.Error())
 		}
 		if n > 0 {
 			logger.Warn("charged expired reservations at what they reserved (their instance stopped without settling them)", "reservations", n)
 		}
+	}
+}
+
+// chargeGone charges the open reservations of instances that are gone.
+func chargeGone(ctx context.Context, pg *postgres.DB, logger *slog.Logger) {
+	n, err := pg.ChargeGoneInstances(ctx)
+	if err != nil && ctx.Err() == nil {
+		logger.Warn("charging the reservations of stopped instances failed; retrying", "error", err.Error())
+	}
+	if n > 0 {
+		logger.Warn("charged reservations left open by a stopped instance at what they reserved", "reservations", n)
 	}
 }
