@@ -169,7 +169,15 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 		Generation: mt.Generation,
 	}
 	if m.Accounts == nil {
-		if err := m.Usage.Reserve(ctx, mt.Reservation); err != nil {
+		err := m.Usage.Reserve(ctx, mt.Reservation)
+		if code := ErrorCode(err); (code == EPAYMENT || code == EFORBIDDEN) && m.Ledger != nil {
+			// Settles not yet written hold their reservations, which may
+			// exceed their costs: refuse only on the figures they leave.
+			if m.Ledger.Sync(ctx) == nil {
+				err = m.Usage.Reserve(ctx, mt.Reservation)
+			}
+		}
+		if err != nil {
 			return nil, err
 		}
 		return mt, nil
