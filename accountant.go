@@ -173,6 +173,22 @@ func (a *Accountant) dropIdle() {
 	}
 }
 
+// Seed sets what the accountant knows of a key (guardrailID empty) or of a
+// budget: its recorded counters and what is held against it. It is for an
+// accountant that lives for one database transaction, over figures read
+// under lock (the database's batched admission); one built with a nil
+// loader knows only what was seeded.
+func (a *Accountant) Seed(keyHash, guardrailID, subject string, c Counters, held Reserved) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acct := &account{Counters: c, held: held}
+	if guardrailID == "" {
+		a.keys[keyHash] = acct
+	} else {
+		a.budgets[budgetRef{guardrailID, subject}] = acct
+	}
+}
+
 // present reports whether the accounts of a reservation are in memory.
 func (a *Accountant) present(key *Key, chain []*Key, budgets []Budget) bool {
 	for _, k := range append([]*Key{key}, chain...) {
@@ -208,6 +224,9 @@ func (a *Accountant) ensure(ctx context.Context, key *Key, chain []*Key, budgets
 	a.mu.Unlock()
 	if len(hashes) == 0 && len(refs) == 0 {
 		return nil
+	}
+	if a.load == nil {
+		return Errorf(EUNAVAILABLE, "metering: the figures of a key or budget were not read")
 	}
 	keys, bs, err := a.load.LoadCounters(ctx, hashes, refs)
 	if err != nil {

@@ -166,6 +166,8 @@ func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logg
 		}
 	})
 	if testEngine == "postgres" {
+		stop := db.(*keycache.Cache).Store.(interface{ BatchReserves() func() }).BatchReserves()
+		t.Cleanup(stop)
 		return ledger, nil
 	}
 	return ledger, gatehouse.NewAccountant(store, c.Now)

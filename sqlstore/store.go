@@ -101,6 +101,8 @@ type Store struct {
 	// instance names this process in the reservations it writes, so that
 	// others can charge them once it is gone (SetInstance).
 	instance string
+	// admitter batches reservations (BatchReserves); nil: each alone.
+	admitter *admitter
 }
 
 // SetInstance names this process in the reservations it writes from now

@@ -93,35 +93,6 @@ func (tx *Tx) lockKey(ctx context.Context, hash string, forUpdate bool) (*gateho
 
 const keyByHash = `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`
 
-// Reserve holds a request's worst-case cost against every limit, in one
-// locking write: the key's row, its ancestors' and each budget's row are
-// locked (always in that order, budgets sorted, so that transactions never
-// wait on each other in a cycle), so concurrent reservations on one key or
-// one budget take turns and each sees the others' holds. It fills in
-// r.Chain.
-func (s *Store) Reserve(ctx context.Context, r *gatehouse.Reservation) (err error) {
-	defer wrap(&err, "Reserve")
-	budgets := sortedBudgets(r.Budgets)
-	chain, err := lock(ctx, s, func(tx *Tx) ([]string, error) {
-		k, err := tx.lockKey(ctx, r.KeyHash, true)
-		if err != nil {
-			return nil, err
-		}
-		ancestors, err := tx.ancestors(ctx, k, true)
-		if err != nil {
-			return nil, err
-		}
-		if err := tx.checkLimits(ctx, k, ancestors, budgets, r); err != nil {
-			return nil, err
-		}
-		held := *r
-		held.Chain = keyHashes(ancestors)
-		return held.Chain, tx.insertHolds(ctx, []*gatehouse.Reservation{&held})
-	})
-	r.Chain = chain
-	return err
-}
-
 // keyHashes returns the hashes of keys (none is nil past Reserve's checks).
 func keyHashes(keys []*gatehouse.Key) []string {
 	var out []string
@@ -213,48 +184,6 @@ func (tx *Tx) existing(ctx context.Context, query, column string, values []strin
 	return out, err
 }
 
-// checkLimits checks a reservation against the key's limit, the chain of
-// keys it was minted from, and every budget, in the domain's order.
-func (tx *Tx) checkLimits(ctx context.Context, k *gatehouse.Key, ancestors []*gatehouse.Key, budgets []gatehouse.Budget, r *gatehouse.Reservation) error {
-	reserved, err := tx.reservedForKey(ctx, k)
-	if err != nil {
-		return err
-	}
-	if err := gatehouse.CheckKeyLimit(k, tx.now, reserved, r); err != nil {
-		return err
-	}
-	for _, a := range ancestors {
-		var reserved gatehouse.Reserved
-		if a != nil {
-			if reserved, err = tx.reservedForKey(ctx, a); err != nil {
-				return err
-			}
-		}
-		if err := gatehouse.MintedFrom(a, tx.now, reserved, r); err != nil {
-			return err
-		}
-	}
-	for _, b := range budgets {
-		spent, err := tx.budgetSpend(ctx, b)
-		if err != nil {
-			return err
-		}
-		if err := gatehouse.CheckBudget(b, spent, r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sortedBudgets orders budgets by guardrail and subject: the lock order.
-func sortedBudgets(in []gatehouse.Budget) []gatehouse.Budget {
-	out := slices.Clone(in)
-	slices.SortFunc(out, func(a, b gatehouse.Budget) int {
-		return cmp.Or(cmp.Compare(a.GuardrailID, b.GuardrailID), cmp.Compare(a.Subject, b.Subject))
-	})
-	return out
-}
-
 // reservedForKey sums the open reservations that hold against the key:
 // all of them, and the BYOK ones. They are its own and, through
 // reservation_holds, those of the keys minted from it. One past its expiry
@@ -267,32 +196,6 @@ func (tx *Tx) reservedForKey(ctx context.Context, k *gatehouse.Key) (gatehouse.R
 		SELECT r.amount, r.byok FROM reservation_holds h JOIN reservations r ON r.id = h.reservation_id
 		WHERE h.key_hash = ?) held`, k.Hash, k.Hash).Scan(&r.All, &r.BYOK)
 	return r, err
-}
-
-// lockBudget makes sure a budget's counter row exists and locks it.
-func (tx *Tx) lockBudget(ctx context.Context, guardrailID, subject string) (gatehouse.Counter, gatehouse.Counter, error) {
-	if _, err := tx.Exec(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject) VALUES (?, ?) ON CONFLICT DO NOTHING`,
-		guardrailID, subject); err != nil {
-		return gatehouse.Counter{}, gatehouse.Counter{}, err
-	}
-	return scanCounters(tx.QueryRow(ctx, `SELECT `+counterColumns+` FROM guardrail_usage
-		WHERE guardrail_id = ? AND subject = ?`+tx.d.ForUpdate(), guardrailID, subject))
-}
-
-// budgetSpend locks a budget's counters and returns what counts against
-// it: the recorded spend of its subject and its live reservations.
-func (tx *Tx) budgetSpend(ctx context.Context, b gatehouse.Budget) (gatehouse.BudgetSpend, error) {
-	var s gatehouse.BudgetSpend
-	u, byok, err := tx.lockBudget(ctx, b.GuardrailID, b.Subject)
-	if err != nil {
-		return s, err
-	}
-	s.Usage, s.BYOK = u.At(tx.now), byok.At(tx.now)
-	err = tx.QueryRow(ctx, `SELECT COALESCE(SUM(r.amount), 0), COALESCE(SUM(CASE WHEN r.byok THEN r.amount ELSE 0 END), 0)
-		FROM reservation_budgets rb JOIN reservations r ON r.id = rb.reservation_id
-		WHERE rb.guardrail_id = ? AND rb.subject = ?`,
-		b.GuardrailID, b.Subject).Scan(&s.Reserved.All, &s.Reserved.BYOK)
-	return s, err
 }
 
 // Settle records a completed request and drops its reservation.

@@ -27,6 +27,8 @@ func testUsagePlane(t *testing.T, open Opener) {
 		{"LedgerEqualsCounters", testPlaneLedgerEqualsCounters},
 		{"ConcurrentKeyLimit", testPlaneConcurrentKeyLimit},
 		{"ConcurrentMemberBudget", testPlaneConcurrentMemberBudget},
+		{"ConcurrentKeyLimitBatched", batched(testPlaneConcurrentKeyLimit)},
+		{"ConcurrentMemberBudgetBatched", batched(testPlaneConcurrentMemberBudget)},
 	})
 }
 

@@ -201,3 +201,19 @@ func testPlaneConcurrentMemberBudget(t *testing.T, open Opener) {
 		t.Errorf("the two keys spent %s, want 1", spent)
 	}
 }
+
+// batched runs a test with the store admitting concurrent reservations in
+// batches (what serving on PostgreSQL does), when it can.
+func batched(test func(t *testing.T, open Opener)) func(t *testing.T, open Opener) {
+	return func(t *testing.T, open Opener) {
+		test(t, func(t *testing.T, now gatehouse.Clock) gatehouse.Store {
+			s := open(t, now)
+			b, ok := s.(interface{ BatchReserves() (stop func()) })
+			if !ok {
+				t.Skip("the store does not batch reservations")
+			}
+			t.Cleanup(b.BatchReserves())
+			return s
+		})
+	}
+}

@@ -420,7 +420,8 @@ type meteringStore interface {
 // startMetering starts the ledger that writes metering behind the request
 // path. On SQLite this process takes the serve lock, charges what a crash
 // of the last one left open, and admits in memory. On PostgreSQL the
-// database admits (instances share it); this instance holds its instance
+// database admits (instances share it), the reservations of concurrent
+// requests in one transaction a batch; this instance holds its instance
 // lock, and charges the reservations of instances that are gone as soon
 // as it sees them (and any reservation once it expires). The returned
 // function writes what is queued, then stops.
@@ -438,7 +439,8 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 		if err != nil {
 			return dp, nil, fmt.Errorf("take this instance's lock: %w", err)
 		}
-		unlock = release
+		stopBatching := pg.BatchReserves()
+		unlock = func() { stopBatching(); release() }
 		chargeGone(ctx, pg, logger)
 	} else {
 		release, err := sqlite.ServeLock(cfg.DatabaseURL)

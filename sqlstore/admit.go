@@ -1,0 +1,357 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"gatehouse"
+)
+
+// Reserve holds a request's worst-case cost against every limit, in the
+// database: with BatchReserves, in the batch of the reservations that
+// queued meanwhile, else alone. It fills in r.Chain.
+func (s *Store) Reserve(ctx context.Context, r *gatehouse.Reservation) (err error) {
+	defer wrap(&err, "Reserve")
+	if a := s.admitter; a != nil {
+		return a.admit(ctx, r)
+	}
+	errs, err := s.reserveBatch(ctx, []*gatehouse.Reservation{r})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// reserveBatch admits reservations in one locking write. Every key and
+// key up their chains is locked in hash order, then every budget in
+// order (the order the ledger's settles take too), so batches never wait
+// on each other in a cycle. The figures read under those locks seed an
+// accountant that admits the reservations one after the other, in their
+// order, with the in-memory path's checks; the admitted ones are written.
+// It returns each reservation's refusal (nil: admitted).
+func (s *Store) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) ([]error, error) {
+	type result struct {
+		errs  []error
+		holds []*gatehouse.Reservation
+	}
+	got, err := lock(ctx, s, func(tx *Tx) (result, error) {
+		errs, holds, err := tx.reserveBatch(ctx, rs)
+		return result{errs, holds}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rs {
+		if got.errs[i] == nil {
+			r.Chain = got.holds[i].Chain
+		}
+	}
+	return got.errs, nil
+}
+
+func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) ([]error, []*gatehouse.Reservation, error) {
+	chains, err := tx.chains(ctx, rs)
+	if err != nil {
+		return nil, nil, err
+	}
+	hashes := slices.Sorted(maps.Keys(chains.all))
+	cond, args := tx.in("hash", hashes)
+	rows, err := tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+cond+` ORDER BY hash`+tx.d.ForUpdate(), args...)
+	locked, err := collect(rows, err, scanKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := make(map[string]*gatehouse.Key, len(locked))
+	for _, k := range locked {
+		keys[k.Hash] = k
+	}
+	held, err := tx.heldByKeys(ctx, hashes)
+	if err != nil {
+		return nil, nil, err
+	}
+	acct := gatehouse.NewAccountant(nil, func() time.Time { return tx.now })
+	for _, k := range locked {
+		acct.Seed(k.Hash, "", "", gatehouse.Counters{Usage: k.Usage, BYOK: k.BYOKUsage}, held[k.Hash])
+	}
+	var budgets []gatehouse.Budget
+	for _, r := range rs {
+		budgets = append(budgets, r.Budgets...)
+	}
+	budgets = sortedBudgets(budgets)
+	budgets = slices.CompactFunc(budgets, func(a, b gatehouse.Budget) bool {
+		return a.GuardrailID == b.GuardrailID && a.Subject == b.Subject
+	})
+	var created []gatehouse.Budget
+	for _, b := range budgets {
+		spend, err := tx.budgetSpend(ctx, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		acct.Seed("", b.GuardrailID, b.Subject, spend.counters, spend.held)
+		if spend.created {
+			created = append(created, b)
+		}
+	}
+	errs := make([]error, len(rs))
+	holds := make([]*gatehouse.Reservation, len(rs))
+	var admitted []*gatehouse.Reservation
+	for i, r := range rs {
+		k := keys[r.KeyHash]
+		if k == nil {
+			errs[i] = gatehouse.NotFound("key", r.KeyHash)
+			continue
+		}
+		var chain []*gatehouse.Key
+		for _, h := range chains.of[r.KeyHash] {
+			chain = append(chain, keys[h]) // nil: deleted, which ends the chain
+			if keys[h] == nil {
+				break
+			}
+		}
+		h := *r
+		h.Chain = nil
+		for _, a := range chain {
+			if a != nil {
+				h.Chain = append(h.Chain, a.Hash)
+			}
+		}
+		if errs[i] = acct.Admit(ctx, k, chain, &h); errs[i] == nil {
+			holds[i] = &h
+			admitted = append(admitted, &h)
+		}
+	}
+	if len(admitted) > 0 {
+		if err := tx.insertHolds(ctx, admitted); err != nil {
+			return nil, nil, err
+		}
+	}
+	// A refusal changes nothing: a counter row made for budgets that no
+	// admitted reservation holds against goes again.
+	for _, b := range created {
+		if !slices.ContainsFunc(admitted, func(r *gatehouse.Reservation) bool {
+			return slices.ContainsFunc(r.Budgets, func(x gatehouse.Budget) bool { return x.GuardrailID == b.GuardrailID && x.Subject == b.Subject })
+		}) {
+			if _, err := tx.Exec(ctx, `DELETE FROM guardrail_usage WHERE guardrail_id = ? AND subject = ?`, b.GuardrailID, b.Subject); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return errs, holds, nil
+}
+
+// keyChains are the keys of a batch of reservations and the chains of
+// keys they were minted from.
+type keyChains struct {
+	all map[string]bool     // every key of the batch, and up its chains
+	of  map[string][]string // a key's chain, parent first
+}
+
+// chains finds the chains of a batch's keys. parent_key_hash never
+// changes, so it is read without locks, before everything is locked in
+// one order.
+func (tx *Tx) chains(ctx context.Context, rs []*gatehouse.Reservation) (keyChains, error) {
+	c := keyChains{all: map[string]bool{}, of: map[string][]string{}}
+	parents := map[string]string{}
+	next := []string{}
+	for _, r := range rs {
+		if !c.all[r.KeyHash] {
+			c.all[r.KeyHash] = true
+			next = append(next, r.KeyHash)
+		}
+	}
+	for depth := 0; len(next) > 0 && depth <= gatehouse.MaxMintDepth; depth++ {
+		cond, args := tx.in("hash", next)
+		rows, err := tx.Query(ctx, `SELECT hash, parent_key_hash FROM api_keys WHERE `+cond+` AND parent_key_hash IS NOT NULL`, args...)
+		pairs, err := collect(rows, err, scanPair)
+		if err != nil {
+			return c, err
+		}
+		next = next[:0]
+		for _, p := range pairs {
+			parents[p[0]] = p[1]
+			if !c.all[p[1]] {
+				c.all[p[1]] = true
+				next = append(next, p[1])
+			}
+		}
+	}
+	for _, r := range rs {
+		if _, done := c.of[r.KeyHash]; done {
+			continue // another reservation of the same key
+		}
+		c.of[r.KeyHash] = nil
+		h := r.KeyHash
+		for len(c.of[r.KeyHash]) < gatehouse.MaxMintDepth {
+			p, ok := parents[h]
+			if !ok {
+				break
+			}
+			c.of[r.KeyHash] = append(c.of[r.KeyHash], p)
+			h = p
+		}
+	}
+	return c, nil
+}
+
+// heldByKeys sums the open reservations that hold against each key: its
+// own and, through reservation_holds, those of the keys minted from it.
+func (tx *Tx) heldByKeys(ctx context.Context, hashes []string) (map[string]gatehouse.Reserved, error) {
+	cond1, args := tx.in("key_hash", hashes)
+	cond2, args := tx.in("h.key_hash", hashes, args...)
+	rows, err := tx.Query(ctx, `SELECT key_hash, COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0) FROM (
+		SELECT key_hash, amount, byok FROM reservations WHERE `+cond1+`
+		UNION ALL
+		SELECT h.key_hash, r.amount, r.byok FROM reservation_holds h JOIN reservations r ON r.id = h.reservation_id
+		WHERE `+cond2+`) held GROUP BY key_hash`, args...)
+	type sum struct {
+		hash string
+		r    gatehouse.Reserved
+	}
+	sums, err := collect(rows, err, func(s Scanner) (sum, error) {
+		var x sum
+		return x, s.Scan(&x.hash, &x.r.All, &x.r.BYOK)
+	})
+	out := make(map[string]gatehouse.Reserved, len(sums))
+	for _, x := range sums {
+		out[x.hash] = x.r
+	}
+	return out, err
+}
+
+// budgetFigures are a budget's counters, locked, and what is held against
+// it; created says the batch made its counter row.
+type budgetFigures struct {
+	counters gatehouse.Counters
+	held     gatehouse.Reserved
+	created  bool
+}
+
+// budgetSpend makes sure a budget's counter row exists (unless its
+// guardrail was deleted meanwhile: then it is no budget), locks it, and
+// returns its figures with its open reservations.
+func (tx *Tx) budgetSpend(ctx context.Context, b gatehouse.Budget) (budgetFigures, error) {
+	var f budgetFigures
+	n, err := tx.Exec(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject)
+		SELECT ?, ? WHERE EXISTS (SELECT 1 FROM guardrails WHERE id = ?) ON CONFLICT DO NOTHING`,
+		b.GuardrailID, b.Subject, b.GuardrailID)
+	if err != nil {
+		return f, err
+	}
+	f.created = n > 0
+	u, byok, err := scanCounters(tx.QueryRow(ctx, `SELECT `+counterColumns+` FROM guardrail_usage
+		WHERE guardrail_id = ? AND subject = ?`+tx.d.ForUpdate(), b.GuardrailID, b.Subject))
+	if errors.Is(err, ErrNoRows) {
+		return f, nil
+	}
+	if err != nil {
+		return f, err
+	}
+	f.counters = gatehouse.Counters{Usage: u, BYOK: byok}
+	err = tx.QueryRow(ctx, `SELECT COALESCE(SUM(r.amount), 0), COALESCE(SUM(CASE WHEN r.byok THEN r.amount ELSE 0 END), 0)
+		FROM reservation_budgets rb JOIN reservations r ON r.id = rb.reservation_id
+		WHERE rb.guardrail_id = ? AND rb.subject = ?`,
+		b.GuardrailID, b.Subject).Scan(&f.held.All, &f.held.BYOK)
+	return f, err
+}
+
+// sortedBudgets orders budgets by guardrail and subject: the lock order.
+func sortedBudgets(in []gatehouse.Budget) []gatehouse.Budget {
+	out := slices.Clone(in)
+	slices.SortFunc(out, func(a, b gatehouse.Budget) int {
+		return cmp.Or(cmp.Compare(a.GuardrailID, b.GuardrailID), cmp.Compare(a.Subject, b.Subject))
+	})
+	return out
+}
+
+// admitter batches the reservations of concurrent requests: each waits
+// while the batch before it commits, then all that queued meanwhile are
+// admitted in one transaction, so that a hot key's row is locked once a
+// batch, not once a request.
+type admitter struct {
+	s     *Store
+	mu    sync.Mutex
+	queue []admission
+	wake  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+type admission struct {
+	r      *gatehouse.Reservation
+	result chan error
+}
+
+// maxAdmitBatch bounds the reservations of one batch.
+const maxAdmitBatch = 256
+
+// BatchReserves makes Reserve queue its reservation for the next batch;
+// the returned function stops batching once no request is waiting.
+func (s *Store) BatchReserves() (stop func()) {
+	a := &admitter{s: s, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s.admitter = a
+	go a.run()
+	return func() {
+		close(a.stop)
+		<-a.done
+	}
+}
+
+func (a *admitter) admit(ctx context.Context, r *gatehouse.Reservation) error {
+	result := make(chan error, 1)
+	a.mu.Lock()
+	a.queue = append(a.queue, admission{r, result})
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+	// Waited for even if ctx ends (a batch is bounded in time): a hold
+	// admitted for a request that left is released, never left to be
+	// charged.
+	err := <-result
+	if err == nil && ctx.Err() != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = a.s.settleOne(rctx, Settlement{ReservationID: r.ID})
+		return gatehouse.WrapError(ctx.Err(), gatehouse.EUNAVAILABLE, "the request ended while its reservation was admitted")
+	}
+	return err
+}
+
+func (a *admitter) run() {
+	defer close(a.done)
+	for {
+		a.mu.Lock()
+		n := min(len(a.queue), maxAdmitBatch)
+		batch := a.queue[:n:n]
+		a.queue = a.queue[n:]
+		a.mu.Unlock()
+		if n == 0 {
+			select {
+			case <-a.wake:
+				continue
+			case <-a.stop:
+				return
+			}
+		}
+		rs := make([]*gatehouse.Reservation, n)
+		for i, x := range batch {
+			rs[i] = x.r
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs, err := a.s.reserveBatch(ctx, rs)
+		cancel()
+		for i, x := range batch {
+			if err != nil {
+				x.result <- err
+			} else {
+				x.result <- errs[i]
+			}
+		}
+	}
+}
