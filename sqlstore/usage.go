@@ -93,15 +93,6 @@ func (tx *Tx) lockKey(ctx context.Context, hash string, forUpdate bool) (*gateho
 
 const keyByHash = `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`
 
-// keyHashes returns the hashes of keys (none is nil past Reserve's checks).
-func keyHashes(keys []*gatehouse.Key) []string {
-	var out []string
-	for _, k := range keys {
-		out = append(out, k.Hash)
-	}
-	return out
-}
-
 // insertHolds writes reservations: each with the budgets and the chain of
 // keys it holds against. One of a key or guardrail deleted since it was
 // admitted is left out: there is nothing left for it to hold against.
