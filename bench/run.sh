@@ -255,7 +255,7 @@ record() {
 # with bench/wrk/requests.lua, from request number START; prints the JSON
 # line of its results.
 wrk_run() {
-  local base=$1 file=$2 header=$3 conns=$4 dur=$5 start=$6 once=${7:-} t=$WRK_THREADS out=$WORK/wrk.out
+  local base=$1 file=$2 header=$3 conns=$4 dur=$5 start=$6 once=${7:-} t=$WRK_THREADS out=${WRK_OUT:-$WORK/wrk.out}
   ((conns < t)) && t=$conns
   local args=(-t "$t" -c "$conns" -d "$dur" --timeout 30s -s "$ROOT/bench/wrk/requests.lua")
   [[ -n $header ]] && args+=(-H "$header")
@@ -270,8 +270,9 @@ wrk_run() {
 measure() {
   NEXT=$6
   if [[ $5 != 0 && $5 != 0s ]]; then
-    wrk_run "$1" "$2" "$3" "$4" "$5" "$NEXT" > "$WORK/warmup.json"
-    NEXT=$((NEXT + $(jq .sent "$WORK/warmup.json")))
+    local warmup=${WRK_OUT:-$WORK/wrk.out}.warmup.json
+    wrk_run "$1" "$2" "$3" "$4" "$5" "$NEXT" > "$warmup"
+    NEXT=$((NEXT + $(jq .sent "$warmup")))
   fi
   wrk_run "$1" "$2" "$3" "$4" "$DUR" "$NEXT" ${7:+"$7"}
 }
@@ -347,6 +348,37 @@ run_scenario() {
   done
   [[ -n $base_pid ]] && stop "$base_pid"
   : > "$WORK/gatehouse.log" # the request log of a scenario is not kept
+  echo "$name" >> "$WORK/results/$label/order"
+}
+
+# two_instances LABEL DB (PostgreSQL): chat completions on one hot key
+# through two Gatehouse instances on the same database, each sent half the
+# clients by a wrk of its own, both at once; the figure is their sum (p50
+# the mean of the two, p99 the larger), against the bare proxy at all the
+# clients.
+two_instances() {
+  local label=$1 db=$2 name=chat-completions-2-instances
+  [[ $ENGINE == postgres && $name =~ $ONLY ]] || return 0
+  local dir=$WORK/results/$label/$name first=$GH first_pid=$GH_PID second second_pid r a b
+  mkdir -p "$dir"
+  start_gatehouse "$db"
+  second=$GH second_pid=$GH_PID GH=$first GH_PID=$first_pid
+  local half=$((CONC / 2)) header
+  header=$(scenario_header chat-completions)
+  echo proxy > "$dir/baselines"
+  for ((r = 1; r <= RUNS; r++)); do
+    WRK_THREADS=1 WRK_OUT=$dir/a.out measure "$first" "$REQ/chat-completions" "$header" "$half" "$WARM" 0 > "$dir/a.$r.json" &
+    a=$!
+    WRK_THREADS=1 WRK_OUT=$dir/b.out measure "$second" "$REQ/chat-completions" "$header" "$half" "$WARM" 0 > "$dir/b.$r.json" &
+    b=$!
+    wait "$a" "$b"
+    jq -s '{rps: (.[0].rps + .[1].rps), errors: (.[0].errors + .[1].errors), sent: (.[0].sent + .[1].sent),
+      latency_ms: {p50: ((.[0].latency_ms.p50 + .[1].latency_ms.p50) / 2), p99: ([.[0].latency_ms.p99, .[1].latency_ms.p99] | max)}}' \
+      "$dir/a.$r.json" "$dir/b.$r.json" > "$dir/gatehouse.$r.json"
+    measure "$PROXY" "$REQ/chat-upstream" "" "$CONC" "$WARM" 0 > "$dir/baseline-proxy.$r.json"
+    log "  run $r: two instances $(jq -r '"\(.rps | floor)/s (\(.errors) errors)"' "$dir/gatehouse.$r.json"), proxy $(jq -r '"\(.rps | floor)/s"' "$dir/baseline-proxy.$r.json")"
+  done
+  stop "$second_pid"
   echo "$name" >> "$WORK/results/$label/order"
 }
 
@@ -435,12 +467,14 @@ run_set() {
     run_scenario "$label" "$s"
   done
   lone_bulk_remove "$label"
+  two_instances "$label" "$db"
   read -r RSS_NOW[$label] RSS_PEAK[$label] < <(rss "$GH_PID")
   stop "$GH_PID"
 }
 
 SET_SCENARIOS=(get-key get-key-by-hash get-guardrail list-guardrails patch-key create-key
   bulk-remove-100-members bulk-assign-100-keys chat-completions chat-completions-1)
+# (and on PostgreSQL, chat-completions-2-instances: two_instances)
 # Workspaces of 100 members: one per bulk-remove request of a run.
 run_set small --keys 20000 --guardrails 2000 --members 1000 --workspaces "${BENCH_WORKSPACES:-3001}" --workspace-members 100
 LABELS=(small)

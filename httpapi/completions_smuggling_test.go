@@ -156,8 +156,22 @@ func TestChatClientCancelIsMetered(t *testing.T) {
 	e := newChatEnv(t, func(u *fakeUpstream) { u.completionTokens, u.delay = 0, 300*time.Millisecond }, nil)
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// The client leaves once the provider has the request: not before
+	// (on a loaded machine admission alone may take a while), nor after.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			e.up.mu.Lock()
+			n := len(e.up.bodies)
+			e.up.mu.Unlock()
+			if n > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
 	data, _ := json.Marshal(chatBody("acme/exact", "max_tokens", 30))
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/v1/chat/completions", bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")

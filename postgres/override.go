@@ -28,6 +28,7 @@ func (db *DB) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.Key
 	}
 	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
 	defer cancel()
+	defer db.Wrote()
 	for range maxAttempts {
 		k, err := db.updateKeyOnce(ctx, orgID, hash, u)
 		if !errors.Is(err, errKeyChanged) {

@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"gatehouse"
@@ -103,6 +105,12 @@ type Store struct {
 	instance string
 	// admitter batches reservations (BatchReserves); nil: each alone.
 	admitter *admitter
+	// writes counts the writes this process committed (every management
+	// change is one), and policies remembers the guardrails that govern
+	// keys until the next write, for at most policyTTL.
+	writes      atomic.Uint64
+	policies    sync.Map // key hash -> *policy
+	policyCount atomic.Int64
 }
 
 // SetInstance names this process in the reservations it writes from now
@@ -155,8 +163,13 @@ func read[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, 
 }
 
 func update[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
+	defer s.Wrote()
 	return run(ctx, s, s.engine.Update, fn)
 }
+
+// Wrote records that a write was committed (or tried): what was read
+// before it may have changed. An engine's own writes call it too.
+func (s *Store) Wrote() { s.writes.Add(1) }
 
 func lock[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
 	return run(ctx, s, s.engine.Lock, fn)

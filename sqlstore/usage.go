@@ -14,8 +14,56 @@ import (
 
 // GuardrailsForKey returns the guardrails that govern a key, and those
 // of every key it was minted from: what a minted key spends, they spend.
+//
+// Every metered request asks, so the answer is remembered until the next
+// write this process commits (any of them may change it), or another
+// instance's for at most policyTTL (the staleness bound of the key cache):
+// the caller must not change it.
 func (s *Store) GuardrailsForKey(ctx context.Context, key *gatehouse.Key) (_ []gatehouse.AppliedGuardrail, err error) {
 	defer wrap(&err, "GuardrailsForKey")
+	writes, now := s.writes.Load(), time.Now()
+	if v, ok := s.policies.Load(key.Hash); ok {
+		if p := v.(*policy); p.writes == writes && now.Sub(p.at) < policyTTL && p.sameKey(key) {
+			return p.guardrails, nil
+		}
+	}
+	guardrails, err := s.guardrailsForKey(ctx, key)
+	if err == nil {
+		if s.policyCount.Add(1) > maxPolicies {
+			s.policies.Clear()
+			s.policyCount.Store(0)
+		}
+		s.policies.Store(key.Hash, &policy{writes: writes, at: now, workspace: key.WorkspaceID,
+			creator: key.CreatorUserID, parent: key.ParentKeyHash, guardrails: guardrails})
+	}
+	return guardrails, err
+}
+
+// policy is the remembered answer of GuardrailsForKey for one key.
+type policy struct {
+	writes     uint64
+	at         time.Time
+	workspace  string
+	creator    *string
+	parent     *string
+	guardrails []gatehouse.AppliedGuardrail
+}
+
+// policyTTL bounds how long another instance's change to what governs a
+// key may go unseen; maxPolicies bounds the answers remembered.
+const (
+	policyTTL   = time.Second
+	maxPolicies = 100_000
+)
+
+// sameKey reports whether the answer was for the key as it is now.
+func (p *policy) sameKey(k *gatehouse.Key) bool {
+	return p.workspace == k.WorkspaceID && equalPtr(p.creator, k.CreatorUserID) && equalPtr(p.parent, k.ParentKeyHash)
+}
+
+func equalPtr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func (s *Store) guardrailsForKey(ctx context.Context, key *gatehouse.Key) ([]gatehouse.AppliedGuardrail, error) {
 	return view(ctx, s, func(tx *Tx) ([]gatehouse.AppliedGuardrail, error) {
 		ancestors, err := tx.ancestors(ctx, key, false)
 		if err != nil {

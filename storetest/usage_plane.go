@@ -22,6 +22,7 @@ func testUsagePlane(t *testing.T, open Opener) {
 		{"SettleIsOneTransaction", testPlaneSettleAtomic},
 		{"SettleGone", testPlaneSettleGone},
 		{"GuardrailsForKey", testPlaneGuardrailsForKey},
+		{"GuardrailsForKeyFollowWrites", testPlaneGuardrailsFollowWrites},
 		{"BudgetSubjects", testPlaneBudgetSubjects},
 		{"BudgetBYOK", testPlaneBudgetBYOK},
 		{"LedgerEqualsCounters", testPlaneLedgerEqualsCounters},
@@ -456,4 +457,29 @@ func testPlaneBudgetBYOK(t *testing.T, open Opener) {
 	f.mustReserve(t, kIn, cents(30), true, f.budgets(t, kIn))
 	_, err = f.reserve(kIn, cents(11), false, f.budgets(t, kIn))
 	wantMeta(t, err, "remaining", cents(10))
+}
+
+// testPlaneGuardrailsFollowWrites: the guardrails that govern a key, asked
+// on every request (and remembered between writes), follow every change:
+// an assignment, a guardrail's new budget, its deletion.
+func testPlaneGuardrailsFollowWrites(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{})
+	if b := f.budgets(t, k); len(b) != 0 {
+		t.Fatalf("budgets before any assignment: %v", b)
+	}
+	g := f.budgetGuardrail(t, "team", gatehouse.USD(1), gatehouse.Daily, false)
+	f.assignKey(t, g, k)
+	if b := f.budgets(t, k); len(b) != 1 || b[0].Limit != gatehouse.USD(1) {
+		t.Fatalf("budgets after the assignment: %v", b)
+	}
+	_, err := f.store.UpdateGuardrail(f.ctx, f.org.ID, g.ID, gatehouse.GuardrailUpdate{LimitUSD: gatehouse.Val(gatehouse.USD(2))})
+	ok(t, err)
+	if b := f.budgets(t, k); len(b) != 1 || b[0].Limit != gatehouse.USD(2) {
+		t.Fatalf("budgets after the limit changed: %v", b)
+	}
+	ok(t, f.store.DeleteGuardrail(f.ctx, f.org.ID, g.ID))
+	if b := f.budgets(t, k); len(b) != 0 {
+		t.Fatalf("budgets after the guardrail was deleted: %v", b)
+	}
 }
