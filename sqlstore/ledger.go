@@ -26,6 +26,9 @@ type Ledger struct {
 
 	mu        sync.Mutex
 	queue     []ledgerOp
+	holds     int    // holds in queue: someone waits for them
+	syncing   int    // Sync calls waiting
+	lingered  bool   // the queue has waited settleLinger for company
 	submitted uint64 // ops queued, ever
 	done      uint64 // ops written (or failed), ever
 	flushed   chan struct{}
@@ -95,6 +98,9 @@ func (l *Ledger) submit(op ledgerOp) {
 	default:
 		l.queue = append(l.queue, op)
 		l.submitted++
+		if op.hold != nil {
+			l.holds++
+		}
 	}
 	l.mu.Unlock()
 	if refused != nil {
@@ -114,6 +120,12 @@ func (l *Ledger) submit(op ledgerOp) {
 func (l *Ledger) Sync(ctx context.Context) error {
 	l.mu.Lock()
 	target := l.submitted
+	l.syncing++
+	defer func() { l.mu.Lock(); l.syncing--; l.mu.Unlock() }()
+	select { // a lingering writer stops lingering
+	case l.wake <- struct{}{}:
+	default:
+	}
 	for l.done < target {
 		ch := l.flushed
 		l.mu.Unlock()
@@ -145,13 +157,31 @@ func (l *Ledger) Close(ctx context.Context) error {
 	}
 }
 
+// settleLinger is how long settles and releases that nobody waits for wait
+// for company before they are written: with few clients, a settle then
+// shares the commit of the next request's hold instead of making that
+// hold wait for a commit of its own.
+const settleLinger = 2 * time.Millisecond
+
 func (l *Ledger) run() {
 	defer close(l.stopped)
 	for {
 		l.mu.Lock()
+		if len(l.queue) > 0 && l.holds == 0 && l.syncing == 0 && !l.closed && !l.lingered {
+			l.lingered = true
+			l.mu.Unlock()
+			l.linger()
+			continue
+		}
+		l.lingered = false
 		n := min(len(l.queue), maxLedgerBatch)
 		batch := l.queue[:n:n]
 		l.queue = l.queue[n:]
+		for _, op := range batch {
+			if op.hold != nil {
+				l.holds--
+			}
+		}
 		closed := l.closed
 		l.mu.Unlock()
 		if n == 0 {
@@ -226,6 +256,26 @@ func (l *Ledger) retry(fn func(ctx context.Context) error) error {
 		l.logger.Warn("metering ledger: database unavailable; retrying", "error", err.Error(), "backoff", backoff.String())
 		time.Sleep(backoff)
 		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// linger waits settleLinger, or less if a hold comes (someone waits for
+// it), Sync is called, or the ledger is closed.
+func (l *Ledger) linger() {
+	timer := time.NewTimer(settleLinger)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		urgent := l.holds > 0 || l.syncing > 0 || l.closed
+		l.mu.Unlock()
+		if urgent {
+			return
+		}
+		select {
+		case <-l.wake:
+		case <-timer.C:
+			return
+		}
 	}
 }
 
