@@ -7,8 +7,8 @@ import (
 )
 
 func (s *Server) getCurrentKey(w http.ResponseWriter, r *http.Request, p *principal) error {
-	// The key that authenticated may come from a cache; its usage figures
-	// must not.
+	// The key that authenticated may come from a cache entry whose usage
+	// figures have changed since; a fresh read may not.
 	k, err := s.store.FindKeyByHash(gatehouse.WithFreshReads(r.Context()), p.key.Hash)
 	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND { // deleted since it authenticated
 		return gatehouse.Errorf(gatehouse.EUNAUTHORIZED, "invalid API key")

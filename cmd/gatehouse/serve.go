@@ -305,16 +305,17 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
-// cacheKeys puts the key cache in front of the store. On PostgreSQL other
-// instances write too, so the cache follows the database's change feed
-// until ctx ends; on SQLite every write goes through this process.
+// cacheKeys puts the key and guardrail cache in front of the store. On
+// PostgreSQL other instances write too, so the cache follows the
+// database's change feed until ctx ends; on SQLite every write goes
+// through this process.
 func cacheKeys(ctx context.Context, db gatehouse.Store) gatehouse.Store {
 	pg, ok := db.(*postgres.DB)
 	if !ok {
 		return keycache.New(db, keycache.Options{})
 	}
 	cache := keycache.New(db, keycache.Options{Feed: true})
-	go pg.WatchKeys(ctx, cache)
+	go pg.WatchChanges(ctx, cache)
 	return cache
 }
 
