@@ -1,7 +1,7 @@
 // Package keycache keeps the reads of keys and guardrails by id off the
 // database: it wraps a gatehouse.Store and answers FindKeyByHash (for
-// authentication, and for the current key with WithFreshReads), FindKey
-// and FindGuardrail from memory.
+// authentication, and for the current key with WithFreshReads), FindKey,
+// FindGuardrail and FindGuardrails (see lists.go) from memory.
 //
 // Staleness is bounded. Writes made through the wrapper invalidate at once:
 // key and guardrail updates and deletions, usage recorded by Settle and
@@ -45,6 +45,7 @@ type Cache struct {
 	now        func() time.Time
 	keys       *table[*gatehouse.Key]
 	guardrails *table[*gatehouse.Guardrail]
+	pages      *table[*page] // of guardrails, see lists.go
 	// With a feed, entries are trusted by authentication and guardrail
 	// reads only while the feed's last heartbeat (unix nanos) is at most
 	// maxStale old, and by what a user is shown of a key only when read at
@@ -60,9 +61,10 @@ type Options struct {
 	TTL time.Duration
 	// MaxEntries bounds the number of keys held (default 100,000).
 	MaxEntries int
-	// MaxGuardrailBytes bounds the memory held by guardrails, as estimated
-	// from their contents (default 16 MiB). A guardrail of more than a
-	// thirty-second of it is not cached.
+	// MaxGuardrailBytes bounds the memory held by guardrails, and again
+	// by pages of guardrails, as estimated from their contents (default 16
+	// MiB each). A guardrail or page of more than a thirty-second of it is
+	// not cached.
 	MaxGuardrailBytes int
 	// Feed says that other writers exist and a change feed reports their
 	// changes (calling Invalidate, InvalidateGuardrail, Reset and
@@ -93,6 +95,7 @@ func New(store gatehouse.Store, opts Options) *Cache {
 		Store: store, ttl: opts.TTL, now: time.Now,
 		keys:       newTable(opts.MaxEntries, func(*gatehouse.Key) int { return 1 }),
 		guardrails: newTable(opts.MaxGuardrailBytes, guardrailSize),
+		pages:      newTable(opts.MaxGuardrailBytes, pageCost),
 		feed:       opts.Feed, maxStale: opts.MaxStaleness,
 	}
 }
@@ -193,6 +196,7 @@ func (c *Cache) InvalidateGuardrail(id string) { c.guardrails.forget(id) }
 func (c *Cache) Reset() {
 	c.keys.reset()
 	c.guardrails.reset()
+	c.pages.reset()
 }
 
 // Len returns the number of cached keys.

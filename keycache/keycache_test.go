@@ -18,6 +18,12 @@ type counting struct {
 	gatehouse.Store
 	lookups          atomic.Int64 // of keys
 	guardrailLookups atomic.Int64
+	pageLookups      atomic.Int64 // of guardrail lists
+}
+
+func (c *counting) FindGuardrails(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Guardrail, int, error) {
+	c.pageLookups.Add(1)
+	return c.Store.FindGuardrails(ctx, orgID, workspaceRef, page)
 }
 
 func (c *counting) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, error) {

@@ -72,19 +72,28 @@ func (c *Cache) DeleteWorkspace(ctx context.Context, orgID, ref string, confirmD
 func (c *Cache) forgetOrganization(orgID string) {
 	c.keys.forgetIf(func(k *gatehouse.Key) bool { return k.OrganizationID == orgID })
 	c.guardrails.forgetIf(func(g *gatehouse.Guardrail) bool { return g.OrganizationID == orgID })
+	c.forgetPages(orgID)
 }
 
-// UpdateGuardrail updates through the store and forgets the cached copy.
-// Assignments are not part of a guardrail, so their changes need not.
+// UpdateGuardrail updates through the store and forgets the cached copy
+// and the pages of the organization's guardrails (the first update of a
+// workspace's default guardrail creates it). Assignments are not part of
+// a guardrail, so their changes need not.
 func (c *Cache) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse.GuardrailUpdate) (*gatehouse.Guardrail, error) {
-	defer c.InvalidateGuardrail(id)
+	defer c.forgetGuardrail(orgID, id)
 	return c.Store.UpdateGuardrail(ctx, orgID, id, u)
 }
 
-// DeleteGuardrail deletes through the store and forgets the cached copy.
+// DeleteGuardrail deletes through the store and forgets the cached copy
+// and the pages of the organization's guardrails.
 func (c *Cache) DeleteGuardrail(ctx context.Context, orgID, id string) error {
-	defer c.InvalidateGuardrail(id)
+	defer c.forgetGuardrail(orgID, id)
 	return c.Store.DeleteGuardrail(ctx, orgID, id)
+}
+
+func (c *Cache) forgetGuardrail(orgID, id string) {
+	c.InvalidateGuardrail(id)
+	c.forgetPages(orgID)
 }
 
 // guardrailSize estimates the bytes a cached guardrail holds: its strings

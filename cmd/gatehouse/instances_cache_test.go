@@ -9,8 +9,9 @@ import (
 
 // Reads of keys and guardrails by id are served from each instance's cache;
 // what one instance writes, another shows within the staleness bound of
-// 1 s: key changes and usage (read again once the cached copy is 1 s old),
-// guardrail changes (announced by the database as they commit).
+// 1 s: key changes and usage, and lists of guardrails (read again once the
+// cached copy is 1 s old), guardrail changes (announced by the database as
+// they commit).
 
 // seenWithin polls check until it holds, failing the test if a check that
 // began more than limit after since still saw the old state.
@@ -90,11 +91,21 @@ func TestInstancesShowEachOthersWrites(t *testing.T) {
 		})
 	})
 
-	t.Run("guardrail changed and deleted on A", func(t *testing.T) {
+	t.Run("guardrail created, changed and deleted on A", func(t *testing.T) {
+		// total returns the total_count of B's first page of guardrails.
+		total := func() float64 {
+			status, body := b.do("GET", "/api/v1/guardrails?limit=100", mgmt, nil)
+			if status != http.StatusOK {
+				t.Fatalf("list on B: %d %v", status, body)
+			}
+			return body["total_count"].(float64)
+		}
+		before := total() // B caches the page
 		status, body := a.do("POST", "/api/v1/guardrails", mgmt, map[string]any{"name": "shared"})
 		if status != http.StatusCreated {
 			t.Fatalf("create guardrail on A: %d %v", status, body)
 		}
+		seenWithin(t, "guardrail created, in B's list", time.Now(), bound, func() bool { return total() == before+1 })
 		path := "/api/v1/guardrails/" + str(body["data"].(map[string]any)["id"])
 		for range 3 { // B caches the guardrail
 			field(path, mgmt, "name")
