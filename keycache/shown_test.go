@@ -267,3 +267,26 @@ func TestDeleteWorkspaceForgetsItsKeys(t *testing.T) {
 		t.Errorf("guardrail of the deleted workspace: err = %v, want ENOTFOUND", err)
 	}
 }
+
+// TestSettleWithASilentFeed: the chain of a settled key comes from cached
+// entries however old (a key's parent never changes), so a settle costs no
+// read while the feed is silent.
+func TestSettleWithASilentFeed(t *testing.T) {
+	f := newFixture(t, keycache.Options{Feed: true, MaxStaleness: time.Second})
+	clk := f.withClock()
+	f.cache.Heartbeat()
+	minted := f.mint(t, f.key)
+	f.shown(t, f.key)
+	f.shown(t, minted)
+	clk.advance(2 * time.Second) // the feed falls silent
+	before := f.store.lookups.Load()
+	f.spend(t, minted, gatehouse.USD(1))
+	if n := f.store.lookups.Load() - before; n != 0 {
+		t.Errorf("the settle read %d keys from the store, want 0", n)
+	}
+	for _, k := range []*gatehouse.Key{f.key, minted} {
+		if got := f.shown(t, k).Usage.Total; got != gatehouse.USD(1) {
+			t.Errorf("key %s shows usage %s, want $1", k.Name, got)
+		}
+	}
+}

@@ -40,13 +40,12 @@ func (c *Cache) Settle(ctx context.Context, reservationID string, g *gatehouse.G
 }
 
 // chainUsageChanged marks the usage of a key and of the keys it was minted
-// from as changed. The chain comes from the cache (a key's parent never
-// changes), else from the store, whose answer is then cached; when the
-// store cannot answer, every key of the organization (which the whole
-// chain belongs to) is marked instead.
+// from as changed. The chain comes from the cache, else from the store,
+// whose answer is then cached; when the store cannot answer, every key of
+// the organization (which the whole chain belongs to) is marked instead.
 func (c *Cache) chainUsageChanged(ctx context.Context, orgID, hash string) {
 	for range gatehouse.MaxMintDepth + 1 {
-		k, err := c.key(ctx, hash, false)
+		parent, err := c.parent(ctx, hash)
 		c.UsageChanged(hash)
 		switch {
 		case gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND:
@@ -54,11 +53,25 @@ func (c *Cache) chainUsageChanged(ctx context.Context, orgID, hash string) {
 		case err != nil:
 			c.keys.changeIf(func(k *gatehouse.Key) bool { return k.OrganizationID == orgID })
 			return
-		case k.ParentKeyHash == nil:
+		case parent == nil:
 			return
 		}
-		hash = *k.ParentKeyHash
+		hash = *parent
 	}
+}
+
+// parent returns the hash of the key a key was minted from, nil for none.
+// A key's parent never changes, so any entry answers, however old, even
+// while the feed is silent.
+func (c *Cache) parent(ctx context.Context, hash string) (*string, error) {
+	if e, _, ok := c.keys.get(hash); ok {
+		return e.value.ParentKeyHash, nil
+	}
+	k, err := c.key(ctx, hash, false)
+	if err != nil {
+		return nil, err
+	}
+	return k.ParentKeyHash, nil
 }
 
 // DeleteWorkspace deletes through the store, then forgets the keys and
