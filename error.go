@@ -82,15 +82,13 @@ func (e *Error) WithMetadata(key string, value any) *Error {
 // ErrorCode returns the code of err: "" for nil, the code of an *Error in
 // its chain, and EINTERNAL for anything else.
 func ErrorCode(err error) string {
-	var e *Error
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &e):
-		return e.Code
-	default:
-		return EINTERNAL
+	if err == nil {
+		return "" // before any *Error variable: errors.As would put one on the heap
 	}
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	return EINTERNAL
 }
 
 // ErrorMessage returns the client-safe message of err: the message of an

@@ -30,7 +30,9 @@ func NewKeySecret(management bool) string {
 // SHA-256 of it. Only hashes are stored.
 func HashKey(plaintext string) string {
 	sum := sha256.Sum256([]byte(plaintext))
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:]) // one allocation, where hex.EncodeToString makes two
 }
 
 // IsKeyHash reports whether s has the shape of a key hash.

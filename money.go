@@ -110,11 +110,13 @@ func isDigits(s string) bool {
 // String formats m as a decimal number of dollars with no trailing zeros:
 // "0", "1.5", "-0.000000001".
 func (m Money) String() string {
-	var b []byte
-	return string(m.appendDecimal(b))
+	var b [24]byte
+	return string(m.AppendDecimal(b[:0]))
 }
 
-func (m Money) appendDecimal(b []byte) []byte {
+// AppendDecimal appends m as String formats it, allocating nothing beyond
+// what b needs to grow.
+func (m Money) AppendDecimal(b []byte) []byte {
 	u := uint64(m)
 	if m < 0 {
 		b = append(b, '-')
@@ -125,13 +127,17 @@ func (m Money) appendDecimal(b []byte) []byte {
 	if frac == 0 {
 		return b
 	}
-	digits := strconv.FormatUint(frac+NanosPerUSD, 10)[1:] // zero-padded to 9
-	return append(append(b, '.'), strings.TrimRight(digits, "0")...)
+	var buf [10]byte
+	digits := strconv.AppendUint(buf[:0], frac+NanosPerUSD, 10)[1:] // zero-padded to 9
+	for digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+	}
+	return append(append(b, '.'), digits...)
 }
 
 // MarshalJSON encodes m as a JSON number of dollars, exactly.
 func (m Money) MarshalJSON() ([]byte, error) {
-	return m.appendDecimal(make([]byte, 0, 24)), nil
+	return m.AppendDecimal(make([]byte, 0, 24)), nil
 }
 
 // UnmarshalJSON decodes a JSON number of dollars. Anything else, or a number

@@ -25,9 +25,12 @@ type Store interface {
 
 type freshReadsKey struct{}
 
-// WithFreshReads marks ctx so that stores answer from the database, not
-// from a cache: for callers that show state to a user, such as the usage
-// figures of GET /key.
+// WithFreshReads marks ctx for reads whose answer a user is shown, such as
+// the usage figures of GET /key: a cache in front of the store may answer
+// only with what it knows to be current up to its staleness bound (every
+// write made through it, and writes made elsewhere, usage included, at most
+// the bound ago); otherwise the store reads the database. Reads without the
+// mark, such as authentication's, may be older in what they do not need.
 func WithFreshReads(ctx context.Context) context.Context {
 	return context.WithValue(ctx, freshReadsKey{}, true)
 }

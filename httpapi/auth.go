@@ -38,14 +38,16 @@ func (s *Server) management(h authHandler) http.HandlerFunc {
 func (s *Server) authenticated(h authHandler) http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		key, authErr := s.authenticate(r)
-		// Failed authentications have buckets of their own, per address, so
-		// that a flood of bogus tokens cannot starve the code exchange.
-		bucket := "authfail:" + addressBucket(s.clientIP(r))
+		var bucket string
 		if authErr == nil {
 			bucket = "key:" + key.Hash
 			if rec, ok := w.(*recorder); ok {
 				rec.keyHash = key.Hash
 			}
+		} else {
+			// Failed authentications have buckets of their own, per address, so
+			// that a flood of bogus tokens cannot starve the code exchange.
+			bucket = "authfail:" + addressBucket(s.clientIP(r))
 		}
 		if err := s.rateLimit(w, r.Context(), bucket); err != nil {
 			return err

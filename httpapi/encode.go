@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gatehouse"
@@ -73,19 +74,45 @@ type errorDetail struct {
 }
 
 // writeJSON encodes v into a buffer first, so that an encoding failure still
-// becomes a clean 500 rather than half a response.
+// becomes a clean 500 rather than half a response. Bodies that encode
+// themselves (see appendjson.go) skip encoding/json.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
+	if a, ok := v.(bodyAppender); ok {
+		buf := bodyBuffers.Get().(*[]byte)
+		defer putBodyBuffer(buf)
+		*buf = append(a.appendBody((*buf)[:0]), '\n')
+		writeBody(w, status, *buf)
+		return nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode response: %w", err)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	writeBody(w, status, buf.Bytes())
 	return nil
+}
+
+// bodyBuffers holds the buffers that self-encoding bodies are appended to:
+// a page of guardrails is some 74 KB, which a fresh buffer would reach by
+// copying itself eight times.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// putBodyBuffer returns a buffer to the pool, unless it grew past what a
+// page of the API takes, so that one huge body is not kept alive.
+func putBodyBuffer(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		bodyBuffers.Put(b)
+	}
+}
+
+// writeBody writes an encoded JSON body.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // writeError renders err as the JSON error body. Internal errors show only
@@ -544,9 +571,12 @@ func (t *timestamp) ptr() *time.Time {
 // over its output on every field of every object).
 type jsonTime string
 
+// jsonTimeLayout is the layout of jsonTime.
+const jsonTimeLayout = "2006-01-02T15:04:05.000Z"
+
 // newJSONTime formats a time.
 func newJSONTime(t time.Time) jsonTime {
-	return jsonTime(t.UTC().Format("2006-01-02T15:04:05.000Z"))
+	return jsonTime(t.UTC().Format(jsonTimeLayout))
 }
 
 // jsonTimePtr converts an optional time.

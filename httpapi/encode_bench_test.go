@@ -42,6 +42,20 @@ func benchGuardrail() *gatehouse.Guardrail {
 
 // BenchmarkWriteKeyJSON is the encoding of a GET /keys/{hash} answer.
 func BenchmarkWriteKeyJSON(b *testing.B) {
+	k := benchKey()
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		now := time.Now()
+		if err := writeJSON(w, http.StatusOK, dataOf(func(b []byte) []byte { return appendKey(b, k, now) })); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWriteKeyJSONReflect is the same answer through its wire struct
+// and encoding/json, as answers to key writes are encoded.
+func BenchmarkWriteKeyJSONReflect(b *testing.B) {
 	s := &Server{now: time.Now}
 	k := benchKey()
 	w := &discardWriter{h: http.Header{}}
@@ -59,7 +73,7 @@ func BenchmarkWriteGuardrailJSON(b *testing.B) {
 	w := &discardWriter{h: http.Header{}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := writeJSON(w, http.StatusOK, dataJSON[guardrailJSON]{toGuardrailJSON(g)}); err != nil {
+		if err := writeJSON(w, http.StatusOK, dataOf(func(b []byte) []byte { return appendGuardrail(b, g) })); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -68,14 +82,30 @@ func BenchmarkWriteGuardrailJSON(b *testing.B) {
 // BenchmarkWriteGuardrailListJSON is the encoding of a page of 100
 // guardrails (GET /guardrails?limit=100).
 func BenchmarkWriteGuardrailListJSON(b *testing.B) {
-	page := make([]guardrailJSON, 100)
+	page := make([]*gatehouse.Guardrail, 100)
 	for i := range page {
-		page[i] = toGuardrailJSON(benchGuardrail())
+		page[i] = benchGuardrail()
 	}
 	w := &discardWriter{h: http.Header{}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := writeJSON(w, http.StatusOK, listJSON[guardrailJSON]{Data: page, TotalCount: 1000}); err != nil {
+		if err := writeJSON(w, http.StatusOK, listOf(page, 1000, appendGuardrail)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWriteGuardrailListJSONReflect is the same page through its wire
+// structs and encoding/json, as before the appenders.
+func BenchmarkWriteGuardrailListJSONReflect(b *testing.B) {
+	page := make([]*gatehouse.Guardrail, 100)
+	for i := range page {
+		page[i] = benchGuardrail()
+	}
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := writeJSON(w, http.StatusOK, listJSON[guardrailJSON]{Data: mapSlice(page, toGuardrailJSON), TotalCount: 1000}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,10 +6,16 @@ import (
 	"gatehouse"
 )
 
-func (s *Server) listGuardrails() authHandler {
-	return list(func(r *http.Request, p *principal, page gatehouse.Page) ([]*gatehouse.Guardrail, int, error) {
-		return s.store.FindGuardrails(r.Context(), p.org(), r.URL.Query().Get("workspace_id"), page)
-	}, toGuardrailJSON)
+func (s *Server) listGuardrails(w http.ResponseWriter, r *http.Request, p *principal) error {
+	page, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	gs, total, err := s.store.FindGuardrails(r.Context(), p.org(), r.URL.Query().Get("workspace_id"), page)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, listOf(gs, total, appendGuardrail))
 }
 
 func (s *Server) createGuardrail(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -33,7 +39,7 @@ func (s *Server) getGuardrail(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, dataJSON[guardrailJSON]{toGuardrailJSON(g)})
+	return writeJSON(w, http.StatusOK, dataOf(func(b []byte) []byte { return appendGuardrail(b, g) }))
 }
 
 func (s *Server) updateGuardrail(w http.ResponseWriter, r *http.Request, p *principal) error {

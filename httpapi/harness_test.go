@@ -157,7 +157,7 @@ func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logg
 	cache := db.(*keycache.Cache)
 	ledger := store.NewLedger(logger, func(hashes []string) {
 		for _, h := range hashes {
-			cache.Invalidate(h)
+			cache.UsageChanged(h)
 		}
 	})
 	t.Cleanup(func() {

@@ -7,8 +7,8 @@ import (
 )
 
 func (s *Server) getCurrentKey(w http.ResponseWriter, r *http.Request, p *principal) error {
-	// The key that authenticated may come from a cache; its usage figures
-	// must not.
+	// The key that authenticated may come from a cache entry whose usage
+	// figures have changed since; a fresh read may not.
 	s.settled(r.Context())
 	k, err := s.store.FindKeyByHash(gatehouse.WithFreshReads(r.Context()), p.key.Hash)
 	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND { // deleted since it authenticated
@@ -17,19 +17,8 @@ func (s *Server) getCurrentKey(w http.ResponseWriter, r *http.Request, p *princi
 	if err != nil {
 		return err
 	}
-	limits, usage := s.usage(k)
-	cur := currentKeyJSON{
-		Label: k.Name, limitJSON: limits, usageJSON: usage, CreatorUserID: k.CreatorUserID,
-		ExpiresAt: jsonTimePtr(k.ExpiresAt), IsManagementKey: k.Management, IsProvisioningKey: k.Management,
-		OrganizationID:         &k.OrganizationID,
-		AllowedDataRegions:     []string{"global", "europe", "us"},
-		FreeModelDailyRequests: freeModelRequestsJSON{},
-		RateLimit:              legacyRateLimitJSON{Requests: -1, Interval: "10s", Note: "deprecated"},
-	}
-	if !k.Management {
-		cur.WorkspaceID = &k.WorkspaceID
-	}
-	return writeJSON(w, http.StatusOK, dataJSON[currentKeyJSON]{cur})
+	now := s.now()
+	return writeJSON(w, http.StatusOK, dataOf(func(b []byte) []byte { return appendCurrentKey(b, k, now) }))
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -94,7 +83,8 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request, p *principal) er
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, dataJSON[keyJSON]{s.keyJSON(k)})
+	now := s.now()
+	return writeJSON(w, http.StatusOK, dataOf(func(b []byte) []byte { return appendKey(b, k, now) }))
 }
 
 func (s *Server) updateKey(w http.ResponseWriter, r *http.Request, p *principal) error {

@@ -42,7 +42,7 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("POST "+v1+"/workspaces/{id}/members/add", s.management(s.addWorkspaceMembers))
 	m.HandleFunc("POST "+v1+"/workspaces/{id}/members/remove", s.management(s.removeWorkspaceMembers))
 
-	m.HandleFunc("GET "+v1+"/guardrails", s.management(s.listGuardrails()))
+	m.HandleFunc("GET "+v1+"/guardrails", s.management(s.listGuardrails))
 	m.HandleFunc("POST "+v1+"/guardrails", s.management(s.createGuardrail))
 	m.HandleFunc("GET "+v1+"/guardrails/{id}", s.management(s.getGuardrail))
 	m.HandleFunc("PATCH "+v1+"/guardrails/{id}", s.management(s.updateGuardrail))

@@ -79,6 +79,25 @@ func (s *Server) keyJSON(k *gatehouse.Key) keyJSON {
 	}
 }
 
+// currentKeyOf is the key that authenticated as GET /key shows it. The
+// handler writes it with appendCurrentKey; this struct is its declaration,
+// which TestAppendedJSONMatchesWireStructs holds the appender to.
+func (s *Server) currentKeyOf(k *gatehouse.Key) currentKeyJSON {
+	limits, usage := s.usage(k)
+	cur := currentKeyJSON{
+		Label: k.Name, limitJSON: limits, usageJSON: usage, CreatorUserID: k.CreatorUserID,
+		ExpiresAt: jsonTimePtr(k.ExpiresAt), IsManagementKey: k.Management, IsProvisioningKey: k.Management,
+		OrganizationID:         &k.OrganizationID,
+		AllowedDataRegions:     []string{"global", "europe", "us"},
+		FreeModelDailyRequests: freeModelRequestsJSON{},
+		RateLimit:              legacyRateLimitJSON{Requests: -1, Interval: "10s", Note: "deprecated"},
+	}
+	if !k.Management {
+		cur.WorkspaceID = &k.WorkspaceID
+	}
+	return cur
+}
+
 type currentKeyJSON struct {
 	Label string `json:"label"`
 	limitJSON

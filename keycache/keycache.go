@@ -1,67 +1,79 @@
-// Package keycache keeps authentication off the database on the hot path:
-// it wraps a gatehouse.Store and answers FindKeyByHash from memory.
+// Package keycache keeps the reads of keys and guardrails by id off the
+// database: it wraps a gatehouse.Store and answers FindKeyByHash (for
+// authentication, and for the current key with WithFreshReads), FindKey,
+// FindGuardrail and FindGuardrails (see lists.go) from memory.
 //
-// Staleness is bounded. Writes made through the wrapper invalidate at once.
+// Staleness is bounded. Writes made through the wrapper invalidate at once:
+// key and guardrail updates and deletions, usage recorded by Settle and
+// RecordUsage (on the key and every key it was minted from), and a
+// workspace's deletion, whose cascade takes keys and guardrails with it.
 // Writes made elsewhere (another instance on the same PostgreSQL database)
-// arrive as invalidations from a change feed (postgres.DB.WatchKeys), which
-// also proves it is alive every few hundred milliseconds with Heartbeat.
-// When the last proof is older than MaxStaleness the cache is bypassed, so
-// a change made anywhere is seen everywhere within MaxStaleness (1 s by
-// default), and in practice within the milliseconds a notification takes.
+// are bounded by MaxStaleness (1 s by default), in one of two ways:
+//
+//   - Authentication and guardrails: a change feed (postgres.DB.WatchChanges)
+//     reports every change to what authentication reads of a key, and every
+//     guardrail update or deletion, in the milliseconds a notification
+//     takes; it also proves it is alive every few hundred milliseconds with
+//     Heartbeat. When the last proof is older than MaxStaleness the cache is
+//     bypassed.
+//   - What a user is shown of a key (FindKey, and FindKeyByHash with
+//     WithFreshReads): its usage changes with every metered request, which
+//     the database does not announce, since a notification per request would
+//     cost PostgreSQL much of its CPU (see the trigger in
+//     postgres/migration/0001_init.sql). With a feed, such a read is served
+//     only from an entry whose read began at most MaxStaleness ago, whatever
+//     the feed says.
+//
 // A TTL bounds how long any entry lives regardless. Expiry needs no
 // invalidation: callers check ExpiresAt against the clock on every request.
+// The values returned are shared: callers must not modify them.
 package keycache
 
 import (
 	"context"
-	"hash/maphash"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"gatehouse"
 )
 
-// Cache is a gatehouse.Store whose FindKeyByHash is served from memory.
+// Cache is a gatehouse.Store whose reads of keys and guardrails by id are
+// served from memory.
 type Cache struct {
 	gatehouse.Store
-	ttl    time.Duration
-	now    func() time.Time
-	seed   maphash.Seed
-	shards [shardCount]shard
-	max    int
-	// With a feed, entries are trusted only while the feed's last
-	// heartbeat (unix nanos) is at most maxStale old.
+	ttl        time.Duration
+	now        func() time.Time
+	keys       *table[*gatehouse.Key]
+	guardrails *table[*gatehouse.Guardrail]
+	pages      *table[*page] // of guardrails, see lists.go
+	// With a feed, entries are trusted by authentication and guardrail
+	// reads only while the feed's last heartbeat (unix nanos) is at most
+	// maxStale old, and by what a user is shown of a key only when read at
+	// most maxStale ago.
 	feed      bool
 	maxStale  time.Duration
 	heartbeat atomic.Int64
-}
-
-const shardCount = 32
-
-type shard struct {
-	mu      sync.RWMutex
-	entries map[string]entry
-	gen     uint64 // bumped by every invalidation, so a read that raced one is not cached
-}
-
-type entry struct {
-	key     *gatehouse.Key
-	expires time.Time
 }
 
 // Options tune a Cache.
 type Options struct {
 	// TTL bounds the life of an entry (default 10s).
 	TTL time.Duration
-	// MaxEntries bounds the memory used (default 100,000 keys).
+	// MaxEntries bounds the number of keys held (default 100,000).
 	MaxEntries int
+	// MaxGuardrailBytes bounds the memory held by guardrails, and again
+	// by pages of guardrails, as estimated from their contents (default 16
+	// MiB each). A guardrail or page of more than a thirty-second of it is
+	// not cached.
+	MaxGuardrailBytes int
 	// Feed says that other writers exist and a change feed reports their
-	// changes (calling Invalidate, Reset and Heartbeat); without it every
-	// write is assumed to go through this wrapper, as with SQLite.
+	// changes (calling Invalidate, InvalidateGuardrail, Reset and
+	// Heartbeat); without it every write is assumed to go through this
+	// wrapper, as with SQLite.
 	Feed bool
-	// MaxStaleness is how old the feed's last heartbeat may be for the
-	// cache to answer (default 1s).
+	// MaxStaleness is how old the feed's last heartbeat, and with a feed
+	// the read behind what a user is shown of a key, may be for the cache
+	// to answer (default 1s).
 	MaxStaleness time.Duration
 }
 
@@ -73,19 +85,23 @@ func New(store gatehouse.Store, opts Options) *Cache {
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = 100_000
 	}
+	if opts.MaxGuardrailBytes <= 0 {
+		opts.MaxGuardrailBytes = 16 << 20
+	}
 	if opts.MaxStaleness <= 0 {
 		opts.MaxStaleness = time.Second
 	}
-	c := &Cache{Store: store, ttl: opts.TTL, now: time.Now, seed: maphash.MakeSeed(), max: opts.MaxEntries,
-		feed: opts.Feed, maxStale: opts.MaxStaleness}
-	for i := range c.shards {
-		c.shards[i].entries = map[string]entry{}
+	return &Cache{
+		Store: store, ttl: opts.TTL, now: time.Now,
+		keys:       newTable(opts.MaxEntries, func(*gatehouse.Key) int { return 1 }),
+		guardrails: newTable(opts.MaxGuardrailBytes, guardrailSize),
+		pages:      newTable(opts.MaxGuardrailBytes, pageCost),
+		feed:       opts.Feed, maxStale: opts.MaxStaleness,
 	}
-	return c
 }
 
-// trusted reports whether cached entries may be used at now.
-func (c *Cache) trusted(now time.Time) bool {
+// live reports whether the feed, if any, vouches for the entries at now.
+func (c *Cache) live(now time.Time) bool {
 	return !c.feed || now.UnixNano()-c.heartbeat.Load() <= int64(c.maxStale)
 }
 
@@ -93,98 +109,100 @@ func (c *Cache) trusted(now time.Time) bool {
 // every change up to now.
 func (c *Cache) Heartbeat() { c.heartbeat.Store(c.now().UnixNano()) }
 
-func (c *Cache) shard(hash string) *shard {
-	return &c.shards[maphash.String(c.seed, hash)%shardCount]
+// FindKeyByHash returns the key from memory when it is there and fresh,
+// else from the store (caching it). With WithFreshReads it answers as
+// FindKey does: with the key as a user may be shown it. Unknown keys are
+// not cached, so that requests with made-up keys cannot fill the cache.
+func (c *Cache) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, error) {
+	return c.key(ctx, hash, gatehouse.FreshReads(ctx))
 }
 
-// FindKeyByHash returns the key from memory when it is there and fresh,
-// else from the store (caching it). Unknown keys are not cached, so that
-// requests with made-up keys cannot fill the cache.
-func (c *Cache) FindKeyByHash(ctx context.Context, hash string) (*gatehouse.Key, error) {
+// FindKey returns a regular key of the organization, from memory when an
+// entry is fresh enough to be shown (see the package comment). ENOTFOUND,
+// as the store answers, for a key of another organization or a management
+// key.
+func (c *Cache) FindKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
+	k, err := c.key(ctx, hash, true)
+	if err != nil {
+		return nil, err
+	}
+	if k.OrganizationID != orgID || k.Management {
+		return nil, gatehouse.NotFound("key", hash)
+	}
+	return k, nil
+}
+
+// key returns any key by hash. shown asks for what a user is shown: an
+// entry whose usage has not changed since it was read and, with a feed,
+// read at most maxStale ago; authentication takes any entry within its
+// TTL while the feed is live.
+func (c *Cache) key(ctx context.Context, hash string, shown bool) (*gatehouse.Key, error) {
 	now := c.now()
-	if !c.trusted(now) || gatehouse.FreshReads(ctx) {
+	if !shown && !c.live(now) {
 		return c.Store.FindKeyByHash(ctx, hash)
 	}
-	s := c.shard(hash)
-	s.mu.RLock()
-	e, ok := s.entries[hash]
-	gen := s.gen
-	s.mu.RUnlock()
-	if ok && now.Before(e.expires) {
-		return e.key, nil
+	e, gen, ok := c.keys.get(hash)
+	if ok && now.Before(e.expires) && (!shown || !e.changed && (!c.feed || now.Sub(e.read) <= c.maxStale)) {
+		return e.value, nil
 	}
 	k, err := c.Store.FindKeyByHash(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gen != gen {
-		return k, nil // invalidated while we read: this copy may already be old
-	}
-	if len(s.entries) >= c.max/shardCount {
-		for h := range s.entries { // map order is random: evict an arbitrary tenth
-			delete(s.entries, h)
-			if len(s.entries) < c.max/shardCount*9/10 {
-				break
-			}
-		}
-	}
-	s.entries[hash] = entry{key: k, expires: now.Add(c.ttl)}
+	c.keys.put(hash, k, now, now.Add(c.ttl), gen)
 	return k, nil
 }
 
-// Invalidate forgets one key; the change feed calls it for every key that
-// changed anywhere.
-func (c *Cache) Invalidate(hash string) {
-	s := c.shard(hash)
-	s.mu.Lock()
-	delete(s.entries, hash)
-	s.gen++
-	s.mu.Unlock()
+// FindGuardrail returns a guardrail of the organization from memory when
+// it is there and fresh, else from the store (caching it). ENOTFOUND, as
+// the store answers, for a guardrail of another organization.
+func (c *Cache) FindGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
+	now := c.now()
+	if !c.live(now) {
+		return c.Store.FindGuardrail(ctx, orgID, id)
+	}
+	e, gen, ok := c.guardrails.get(id)
+	if ok && now.Before(e.expires) {
+		if e.value.OrganizationID != orgID {
+			return nil, gatehouse.NotFound("guardrail", id)
+		}
+		return e.value, nil
+	}
+	g, err := c.Store.FindGuardrail(ctx, orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	c.guardrails.put(id, g, now, now.Add(c.ttl), gen)
+	return g, nil
 }
+
+// Invalidate forgets one key. The change feed calls it for every key that
+// changed anywhere; a writer of keys that bypasses this wrapper calls it
+// after each write it commits.
+func (c *Cache) Invalidate(hash string) { c.keys.forget(hash) }
+
+// UsageChanged records that a key's usage changed: authentication may go
+// on using the cached key (it reads no usage), what a user is shown of it
+// is read again. A writer of usage that bypasses this wrapper (Settle and
+// RecordUsage call it themselves) calls it after each write it commits.
+func (c *Cache) UsageChanged(hash string) { c.keys.change(hash) }
+
+// InvalidateGuardrail forgets one guardrail; the change feed calls it for
+// every guardrail that changed anywhere.
+func (c *Cache) InvalidateGuardrail(id string) { c.guardrails.forget(id) }
 
 // Reset forgets every entry: the change feed calls it when it
 // (re)connects, since changes made while it was away were not reported.
 func (c *Cache) Reset() {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		clear(s.entries)
-		s.gen++
-		s.mu.Unlock()
-	}
+	c.keys.reset()
+	c.guardrails.reset()
+	c.pages.reset()
 }
 
 // Len returns the number of cached keys.
-func (c *Cache) Len() int {
-	n := 0
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.RLock()
-		n += len(s.entries)
-		s.mu.RUnlock()
-	}
-	return n
-}
+func (c *Cache) Len() int { return c.keys.len() }
 
-// UpdateKey updates through the store and forgets the cached copy.
-func (c *Cache) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.KeyUpdate) (*gatehouse.Key, error) {
-	defer c.Invalidate(hash)
-	return c.Store.UpdateKey(ctx, orgID, hash, u)
-}
-
-// DeleteKey deletes through the store and forgets the cached copy.
-func (c *Cache) DeleteKey(ctx context.Context, orgID, hash string) error {
-	defer c.Invalidate(hash)
-	return c.Store.DeleteKey(ctx, orgID, hash)
-}
-
-// RecordUsage records through the store and forgets the cached copy, whose
-// usage figures it changed.
-func (c *Cache) RecordUsage(ctx context.Context, hash string, amount gatehouse.Money, byok bool) (*gatehouse.Key, error) {
-	defer c.Invalidate(hash)
-	return c.Store.RecordUsage(ctx, hash, amount, byok)
-}
+// GuardrailLen returns the number of cached guardrails.
+func (c *Cache) GuardrailLen() int { return c.guardrails.len() }
 
 var _ gatehouse.Store = (*Cache)(nil)

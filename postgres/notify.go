@@ -8,32 +8,40 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// keyChannel is the channel on which the database announces key changes
-// (see the trigger in migration/0001_init.sql).
-const keyChannel = "gatehouse_keys"
+// The channels on which the database announces changes: keyChannel the
+// hash of a key whose authentication data changed or that was deleted (see
+// the trigger in migration/0001_init.sql), guardrailChannel the id of a
+// guardrail updated or deleted (migration/0008_guardrail_changes.sql).
+const (
+	keyChannel       = "gatehouse_keys"
+	guardrailChannel = "gatehouse_guardrails"
+)
 
-// KeyWatcher receives the key change feed; keycache.Cache is one.
-type KeyWatcher interface {
+// ChangeWatcher receives the change feed; keycache.Cache is one.
+type ChangeWatcher interface {
 	// Invalidate forgets a key that changed or was deleted.
 	Invalidate(hash string)
+	// InvalidateGuardrail forgets a guardrail that changed or was deleted.
+	InvalidateGuardrail(id string)
 	// Reset forgets everything: changes made while not listening are lost.
 	Reset()
 	// Heartbeat records that the feed is listening and up to date.
 	Heartbeat()
 }
 
-// WatchKeys reports changes to keys made by any instance to w: Invalidate
-// for each key whose authentication data changed or that was deleted,
+// WatchChanges reports changes to keys and guardrails made by any instance
+// to w: Invalidate for each key whose authentication data changed or that
+// was deleted, InvalidateGuardrail for each guardrail updated or deleted,
 // Reset when it (re)starts listening, and Heartbeat at least every
 // heartbeatInterval while it listens, so that w can stop trusting its
 // entries as soon as the feed falls silent. It reconnects with backoff and
 // returns when ctx ends.
-func (db *DB) WatchKeys(ctx context.Context, w KeyWatcher) {
+func (db *DB) WatchChanges(ctx context.Context, w ChangeWatcher) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		// A lost connection is expected during outages; the silence of
 		// the heartbeat is the report, so the error itself is not needed.
-		if listening, _ := db.watchKeys(ctx, w); listening {
+		if listening, _ := db.watchChanges(ctx, w); listening {
 			backoff = 100 * time.Millisecond
 		}
 		select {
@@ -53,7 +61,7 @@ const (
 	heartbeatTimeout  = 500 * time.Millisecond
 )
 
-func (db *DB) watchKeys(ctx context.Context, w KeyWatcher) (bool, error) {
+func (db *DB) watchChanges(ctx context.Context, w ChangeWatcher) (bool, error) {
 	connectCtx, cancel := context.WithTimeout(ctx, db.opTimeout)
 	conn, err := pgx.ConnectConfig(connectCtx, db.pool.Config().ConnConfig)
 	cancel()
@@ -61,7 +69,7 @@ func (db *DB) watchKeys(ctx context.Context, w KeyWatcher) (bool, error) {
 		return false, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, `LISTEN `+keyChannel); err != nil {
+	if _, err := conn.Exec(ctx, `LISTEN `+keyChannel+`; LISTEN `+guardrailChannel); err != nil {
 		return false, err
 	}
 	w.Reset()
@@ -72,7 +80,11 @@ func (db *DB) watchKeys(ctx context.Context, w KeyWatcher) (bool, error) {
 		cancel()
 		switch {
 		case err == nil:
-			w.Invalidate(n.Payload)
+			if n.Channel == guardrailChannel {
+				w.InvalidateGuardrail(n.Payload)
+			} else {
+				w.Invalidate(n.Payload)
+			}
 			w.Heartbeat()
 			continue
 		case ctx.Err() != nil:

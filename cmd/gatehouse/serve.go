@@ -312,16 +312,17 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
-// cacheKeys puts the key cache in front of the store. On PostgreSQL other
-// instances write too, so the cache follows the database's change feed
-// until ctx ends; on SQLite every write goes through this process.
+// cacheKeys puts the key and guardrail cache in front of the store. On
+// PostgreSQL other instances write too, so the cache follows the
+// database's change feed until ctx ends; on SQLite every write goes
+// through this process.
 func cacheKeys(ctx context.Context, db gatehouse.Store) *keycache.Cache {
 	pg, ok := db.(*postgres.DB)
 	if !ok {
 		return keycache.New(db, keycache.Options{})
 	}
 	cache := keycache.New(db, keycache.Options{Feed: true})
-	go pg.WatchKeys(ctx, cache)
+	go pg.WatchChanges(ctx, cache)
 	return cache
 }
 
@@ -429,7 +430,7 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 	db := cache.Store.(meteringStore)
 	invalidate := func(hashes []string) {
 		for _, h := range hashes {
-			cache.Invalidate(h)
+			cache.UsageChanged(h)
 		}
 	}
 	var dp httpapi.DataPlane
