@@ -170,6 +170,7 @@ func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logg
 		t.Cleanup(stop)
 		return ledger, nil
 	}
+	ledger.LingerSettles()
 	return ledger, gatehouse.NewAccountant(store, c.Now)
 }
 

@@ -87,10 +87,14 @@ func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) ([]
 		return a.GuardrailID == b.GuardrailID && a.Subject == b.Subject
 	})
 	var created []gatehouse.Budget
+	live := map[string]string{}
 	for _, b := range budgets {
 		spend, err := tx.budgetSpend(ctx, b)
 		if err != nil {
 			return nil, nil, err
+		}
+		if spend.exists {
+			live[b.GuardrailID] = b.GuardrailID
 		}
 		acct.Seed("", b.GuardrailID, b.Subject, spend.counters, spend.held)
 		if spend.created {
@@ -126,7 +130,11 @@ func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) ([]
 		}
 	}
 	if len(admitted) > 0 {
-		if err := tx.insertHolds(ctx, admitted); err != nil {
+		orgs := make(map[string]string, len(keys))
+		for h, k := range keys {
+			orgs[h] = k.OrganizationID
+		}
+		if err := tx.writeHolds(ctx, admitted, orgs, live); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -229,6 +237,7 @@ type budgetFigures struct {
 	counters gatehouse.Counters
 	held     gatehouse.Reserved
 	created  bool
+	exists   bool // false: its guardrail was deleted
 }
 
 // budgetSpend makes sure a budget's counter row exists (unless its
@@ -251,6 +260,7 @@ func (tx *Tx) budgetSpend(ctx context.Context, b gatehouse.Budget) (budgetFigure
 	if err != nil {
 		return f, err
 	}
+	f.exists = true
 	f.counters = gatehouse.Counters{Usage: u, BYOK: byok}
 	err = tx.QueryRow(ctx, `SELECT COALESCE(SUM(r.amount), 0), COALESCE(SUM(CASE WHEN r.byok THEN r.amount ELSE 0 END), 0)
 		FROM reservation_budgets rb JOIN reservations r ON r.id = rb.reservation_id

@@ -33,8 +33,10 @@ type Ledger struct {
 	done      uint64 // ops written (or failed), ever
 	flushed   chan struct{}
 	closed    bool
-	wake      chan struct{}
-	stopped   chan struct{}
+	// lingers says settles wait for company (LingerSettles).
+	lingers bool
+	wake    chan struct{}
+	stopped chan struct{}
 }
 
 // ledgerOp is one thing to write: a hold, or a settlement.
@@ -60,6 +62,15 @@ func (s *Store) NewLedger(logger *slog.Logger, written func(keyHashes []string))
 		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	go l.run()
 	return l
+}
+
+// LingerSettles makes settles and releases that nobody waits for wait up
+// to settleLinger for a hold to share their commit: for a ledger that
+// writes holds (admission in memory), before it is used.
+func (l *Ledger) LingerSettles() {
+	l.mu.Lock()
+	l.lingers = true
+	l.mu.Unlock()
 }
 
 // Hold writes a reservation admitted in memory; the channel receives nil
@@ -167,7 +178,7 @@ func (l *Ledger) run() {
 	defer close(l.stopped)
 	for {
 		l.mu.Lock()
-		if len(l.queue) > 0 && l.holds == 0 && l.syncing == 0 && !l.closed && !l.lingered {
+		if l.lingers && len(l.queue) > 0 && l.holds == 0 && l.syncing == 0 && !l.closed && !l.lingered {
 			l.lingered = true
 			l.mu.Unlock()
 			l.linger()

@@ -160,6 +160,13 @@ func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) erro
 	if err != nil {
 		return err
 	}
+	return tx.writeHolds(ctx, rs, keys, live)
+}
+
+// writeHolds writes reservations whose keys' organizations (orgs, by key
+// hash) and live guardrails (live, by id) are known; the others are left
+// out.
+func (tx *Tx) writeHolds(ctx context.Context, rs []*gatehouse.Reservation, keys, live map[string]string) error {
 	var res, budgets, holds [][]any
 	for _, r := range rs {
 		org, ok := keys[r.KeyHash]

@@ -460,6 +460,9 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 		dp.Accounts = gatehouse.NewAccountant(db, nil)
 	}
 	ledger := db.NewLedger(logger, invalidate)
+	if dp.Accounts != nil {
+		ledger.LingerSettles()
+	}
 	dp.Ledger = ledger
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
 	if pg, ok := cache.Store.(*postgres.DB); ok {
