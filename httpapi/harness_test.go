@@ -165,12 +165,12 @@ func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logg
 			t.Error(err)
 		}
 	})
+	ledger.LingerSettles()
 	if testEngine == "postgres" {
 		stop := db.(*keycache.Cache).Store.(interface{ BatchReserves() func() }).BatchReserves()
 		t.Cleanup(stop)
 		return ledger, nil
 	}
-	ledger.LingerSettles()
 	return ledger, gatehouse.NewAccountant(store, c.Now)
 }
 

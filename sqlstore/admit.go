@@ -20,27 +20,30 @@ func (s *Store) Reserve(ctx context.Context, r *gatehouse.Reservation) (err erro
 	if a := s.admitter; a != nil {
 		return a.admit(ctx, r)
 	}
-	errs, err := s.reserveBatch(ctx, []*gatehouse.Reservation{r})
+	errs, err := s.reserveBatch(ctx, []*gatehouse.Reservation{r}, nil)
 	if err != nil {
 		return err
 	}
 	return errs[0]
 }
 
-// reserveBatch admits reservations in one locking write. Every key and
-// key up their chains is locked in hash order, then every budget in
-// order (the order the ledger's settles take too), so batches never wait
-// on each other in a cycle. The figures read under those locks seed an
-// accountant that admits the reservations one after the other, in their
-// order, with the in-memory path's checks; the admitted ones are written.
-// It returns each reservation's refusal (nil: admitted).
-func (s *Store) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) ([]error, error) {
+// reserveBatch admits reservations in one locking write, and writes
+// settles (taken from the ledger's queue, so that on PostgreSQL one
+// transaction a cycle locks a hot key's row, not two) before them. Every
+// key it touches (the reservations' keys, up their chains, and the
+// settles') is locked in hash order, then every budget in order, so
+// batches never wait on each other in a cycle. The figures read under
+// those locks, after the settles, seed an accountant that admits the
+// reservations one after the other, in their order, with the in-memory
+// path's checks; the admitted ones are written. It returns each
+// reservation's refusal (nil: admitted).
+func (s *Store) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, settles []ledgerOp) ([]error, error) {
 	type result struct {
 		errs  []error
 		holds []*gatehouse.Reservation
 	}
 	got, err := lock(ctx, s, func(tx *Tx) (result, error) {
-		errs, holds, err := tx.reserveBatch(ctx, rs)
+		errs, holds, err := tx.reserveBatch(ctx, rs, settles)
 		return result{errs, holds}, err
 	})
 	if err != nil {
@@ -54,14 +57,63 @@ func (s *Store) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) (
 	return got.errs, nil
 }
 
-func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) ([]error, []*gatehouse.Reservation, error) {
+func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, settles []ledgerOp) ([]error, []*gatehouse.Reservation, error) {
 	chains, err := tx.chains(ctx, rs)
 	if err != nil {
 		return nil, nil, err
 	}
 	hashes := slices.Sorted(maps.Keys(chains.all))
-	cond, args := tx.in("hash", hashes)
-	rows, err := tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+cond+` ORDER BY hash`+tx.d.ForUpdate(), args...)
+	lockHashes := maps.Clone(chains.all)
+	var budgets []gatehouse.Budget
+	for _, r := range rs {
+		budgets = append(budgets, r.Budgets...)
+	}
+	admitBudgets := len(budgets)
+	var settlements []Settlement
+	for _, op := range settles {
+		settlements = append(settlements, op.settle)
+		for _, h := range op.keys {
+			lockHashes[h] = true
+		}
+		budgets = append(budgets, op.budgets...)
+	}
+	cond, args := tx.in("hash", slices.Sorted(maps.Keys(lockHashes)))
+	rows, err := tx.Query(ctx, `SELECT hash FROM api_keys WHERE `+cond+` ORDER BY hash`+tx.d.ForUpdate(), args...)
+	if _, err := collect(rows, err, scanString); err != nil {
+		return nil, nil, err
+	}
+	inAdmission := map[[2]string]bool{}
+	for _, b := range budgets[:admitBudgets] {
+		inAdmission[[2]string{b.GuardrailID, b.Subject}] = true
+	}
+	budgets = sortedBudgets(budgets)
+	budgets = slices.CompactFunc(budgets, func(a, b gatehouse.Budget) bool {
+		return a.GuardrailID == b.GuardrailID && a.Subject == b.Subject
+	})
+	created := map[[2]string]bool{}
+	live := map[string]string{}
+	for _, b := range budgets {
+		made, exists, err := tx.lockBudgetRow(ctx, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		if made {
+			created[[2]string{b.GuardrailID, b.Subject}] = true
+		}
+		if exists {
+			live[b.GuardrailID] = b.GuardrailID
+		}
+	}
+	if len(settlements) > 0 {
+		if _, err := tx.settle(ctx, settlements); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(rs) == 0 {
+		return nil, nil, nil
+	}
+	cond, args = tx.in("hash", hashes)
+	rows, err = tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+cond, args...)
 	locked, err := collect(rows, err, scanKey)
 	if err != nil {
 		return nil, nil, err
@@ -78,28 +130,15 @@ func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) ([]
 	for _, k := range locked {
 		acct.Seed(k.Hash, "", "", gatehouse.Counters{Usage: k.Usage, BYOK: k.BYOKUsage}, held[k.Hash])
 	}
-	var budgets []gatehouse.Budget
-	for _, r := range rs {
-		budgets = append(budgets, r.Budgets...)
-	}
-	budgets = sortedBudgets(budgets)
-	budgets = slices.CompactFunc(budgets, func(a, b gatehouse.Budget) bool {
-		return a.GuardrailID == b.GuardrailID && a.Subject == b.Subject
-	})
-	var created []gatehouse.Budget
-	live := map[string]string{}
 	for _, b := range budgets {
-		spend, err := tx.budgetSpend(ctx, b)
+		if !inAdmission[[2]string{b.GuardrailID, b.Subject}] {
+			continue
+		}
+		f, err := tx.budgetFigures(ctx, b)
 		if err != nil {
 			return nil, nil, err
 		}
-		if spend.exists {
-			live[b.GuardrailID] = b.GuardrailID
-		}
-		acct.Seed("", b.GuardrailID, b.Subject, spend.counters, spend.held)
-		if spend.created {
-			created = append(created, b)
-		}
+		acct.Seed("", b.GuardrailID, b.Subject, f.counters, f.held)
 	}
 	errs := make([]error, len(rs))
 	holds := make([]*gatehouse.Reservation, len(rs))
@@ -127,6 +166,9 @@ func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) ([]
 		if errs[i] = acct.Admit(ctx, k, chain, &h); errs[i] == nil {
 			holds[i] = &h
 			admitted = append(admitted, &h)
+			for _, b := range h.Budgets {
+				delete(created, [2]string{b.GuardrailID, b.Subject}) // held against: it stays
+			}
 		}
 	}
 	if len(admitted) > 0 {
@@ -138,15 +180,16 @@ func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation) ([]
 			return nil, nil, err
 		}
 	}
-	// A refusal changes nothing: a counter row made for budgets that no
-	// admitted reservation holds against goes again.
-	for _, b := range created {
-		if !slices.ContainsFunc(admitted, func(r *gatehouse.Reservation) bool {
-			return slices.ContainsFunc(r.Budgets, func(x gatehouse.Budget) bool { return x.GuardrailID == b.GuardrailID && x.Subject == b.Subject })
-		}) {
-			if _, err := tx.Exec(ctx, `DELETE FROM guardrail_usage WHERE guardrail_id = ? AND subject = ?`, b.GuardrailID, b.Subject); err != nil {
-				return nil, nil, err
-			}
+	// A refusal changes nothing: a counter row made for budgets that
+	// nothing holds against or was charged to goes again.
+	for _, op := range settles {
+		for _, b := range op.budgets {
+			delete(created, [2]string{b.GuardrailID, b.Subject})
+		}
+	}
+	for b := range created {
+		if _, err := tx.Exec(ctx, `DELETE FROM guardrail_usage WHERE guardrail_id = ? AND subject = ?`, b[0], b[1]); err != nil {
+			return nil, nil, err
 		}
 	}
 	return errs, holds, nil
@@ -231,36 +274,40 @@ func (tx *Tx) heldByKeys(ctx context.Context, hashes []string) (map[string]gateh
 	return out, err
 }
 
-// budgetFigures are a budget's counters, locked, and what is held against
-// it; created says the batch made its counter row.
+// budgetFigures are a budget's counters and what is held against it.
 type budgetFigures struct {
 	counters gatehouse.Counters
 	held     gatehouse.Reserved
-	created  bool
-	exists   bool // false: its guardrail was deleted
 }
 
-// budgetSpend makes sure a budget's counter row exists (unless its
-// guardrail was deleted meanwhile: then it is no budget), locks it, and
-// returns its figures with its open reservations.
-func (tx *Tx) budgetSpend(ctx context.Context, b gatehouse.Budget) (budgetFigures, error) {
-	var f budgetFigures
+// lockBudgetRow makes sure a budget's counter row exists (unless its
+// guardrail was deleted meanwhile: then it is no budget) and locks it;
+// made says this transaction made it.
+func (tx *Tx) lockBudgetRow(ctx context.Context, b gatehouse.Budget) (made, exists bool, err error) {
 	n, err := tx.Exec(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject)
 		SELECT ?, ? WHERE EXISTS (SELECT 1 FROM guardrails WHERE id = ?) ON CONFLICT DO NOTHING`,
 		b.GuardrailID, b.Subject, b.GuardrailID)
 	if err != nil {
-		return f, err
+		return false, false, err
 	}
-	f.created = n > 0
-	u, byok, err := scanCounters(tx.QueryRow(ctx, `SELECT `+counterColumns+` FROM guardrail_usage
-		WHERE guardrail_id = ? AND subject = ?`+tx.d.ForUpdate(), b.GuardrailID, b.Subject))
+	var one int
+	err = tx.QueryRow(ctx, `SELECT 1 FROM guardrail_usage WHERE guardrail_id = ? AND subject = ?`+tx.d.ForUpdate(),
+		b.GuardrailID, b.Subject).Scan(&one)
 	if errors.Is(err, ErrNoRows) {
-		return f, nil
+		return false, false, nil
 	}
-	if err != nil {
+	return n > 0, err == nil, err
+}
+
+// budgetFigures reads a locked budget's counters (zero for a deleted
+// guardrail's) and its open reservations.
+func (tx *Tx) budgetFigures(ctx context.Context, b gatehouse.Budget) (budgetFigures, error) {
+	var f budgetFigures
+	u, byok, err := scanCounters(tx.QueryRow(ctx, `SELECT `+counterColumns+` FROM guardrail_usage
+		WHERE guardrail_id = ? AND subject = ?`, b.GuardrailID, b.Subject))
+	if err != nil && !errors.Is(err, ErrNoRows) {
 		return f, err
 	}
-	f.exists = true
 	f.counters = gatehouse.Counters{Usage: u, BYOK: byok}
 	err = tx.QueryRow(ctx, `SELECT COALESCE(SUM(r.amount), 0), COALESCE(SUM(CASE WHEN r.byok THEN r.amount ELSE 0 END), 0)
 		FROM reservation_budgets rb JOIN reservations r ON r.id = rb.reservation_id
@@ -353,8 +400,21 @@ func (a *admitter) run() {
 		for i, x := range batch {
 			rs[i] = x.r
 		}
+		var settles []ledgerOp
+		if a.s.ledger != nil {
+			settles = a.s.ledger.steal(maxLedgerBatch)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		errs, err := a.s.reserveBatch(ctx, rs)
+		errs, err := a.s.reserveBatch(ctx, rs, settles)
+		if len(settles) > 0 {
+			// Failed settles go back to the ledger, which writes them on
+			// its own (one by one if it must): a bad one must not keep
+			// the admissions from being written.
+			a.s.ledger.settled(settles, err)
+			if err != nil {
+				errs, err = a.s.reserveBatch(ctx, rs, nil)
+			}
+		}
 		cancel()
 		for i, x := range batch {
 			if err != nil {

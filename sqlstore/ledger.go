@@ -43,8 +43,9 @@ type Ledger struct {
 type ledgerOp struct {
 	hold   *gatehouse.Reservation
 	settle Settlement
-	keys   []string // the keys it touches
-	result func(error)
+	keys    []string           // the keys it touches
+	budgets []gatehouse.Budget // the budgets it touches
+	result  func(error)
 }
 
 // maxLedgerBatch bounds the operations in one transaction, and
@@ -60,13 +61,15 @@ const (
 func (s *Store) NewLedger(logger *slog.Logger, written func(keyHashes []string)) *Ledger {
 	l := &Ledger{s: s, logger: logger, written: written, flushed: make(chan struct{}),
 		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	s.ledger = l
 	go l.run()
 	return l
 }
 
 // LingerSettles makes settles and releases that nobody waits for wait up
-// to settleLinger for a hold to share their commit: for a ledger that
-// writes holds (admission in memory), before it is used.
+// to settleLinger for company: a hold to share their commit (admission in
+// memory), or a batch of admissions that takes them into its own
+// (BatchReserves). Call it before the ledger is used.
 func (l *Ledger) LingerSettles() {
 	l.mu.Lock()
 	l.lingers = true
@@ -84,13 +87,15 @@ func (l *Ledger) Hold(r *gatehouse.Reservation) <-chan error {
 // Settle charges a reservation as g, behind; result (may be nil) hears
 // once it is written.
 func (l *Ledger) Settle(r *gatehouse.Reservation, g *gatehouse.Generation, result func(error)) {
-	l.submit(ledgerOp{settle: Settlement{ReservationID: r.ID, Generation: g}, keys: append([]string{r.KeyHash}, r.Chain...), result: result})
+	l.submit(ledgerOp{settle: Settlement{ReservationID: r.ID, Generation: g}, keys: append([]string{r.KeyHash}, r.Chain...),
+		budgets: r.Budgets, result: result})
 }
 
 // Release drops a reservation, behind; result (may be nil) hears once it
 // is written.
 func (l *Ledger) Release(r *gatehouse.Reservation, result func(error)) {
-	l.submit(ledgerOp{settle: Settlement{ReservationID: r.ID}, keys: append([]string{r.KeyHash}, r.Chain...), result: result})
+	l.submit(ledgerOp{settle: Settlement{ReservationID: r.ID}, keys: append([]string{r.KeyHash}, r.Chain...),
+		budgets: r.Budgets, result: result})
 }
 
 var (
@@ -174,6 +179,45 @@ func (l *Ledger) Close(ctx context.Context) error {
 // hold wait for a commit of its own.
 const settleLinger = 2 * time.Millisecond
 
+// steal takes up to max queued settles and releases (none while a hold
+// is queued: holds go first) for a transaction that writes them with its
+// own work; it must then call settled.
+func (l *Ledger) steal(max int) []ledgerOp {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holds > 0 {
+		return nil
+	}
+	n := min(len(l.queue), max)
+	batch := l.queue[:n:n]
+	l.queue = l.queue[n:]
+	return batch
+}
+
+// settled reports the end of stolen operations: written (err nil), or
+// put back at the front of the queue for the ledger to write.
+func (l *Ledger) settled(batch []ledgerOp, err error) {
+	if len(batch) == 0 {
+		return
+	}
+	if err != nil {
+		l.mu.Lock()
+		l.queue = append(batch, l.queue...)
+		l.mu.Unlock()
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	l.report(batch, nil)
+	l.mu.Lock()
+	l.done += uint64(len(batch))
+	close(l.flushed)
+	l.flushed = make(chan struct{})
+	l.mu.Unlock()
+}
+
 func (l *Ledger) run() {
 	defer close(l.stopped)
 	for {
@@ -226,6 +270,11 @@ func (l *Ledger) write(batch []ledgerOp) {
 	if err != nil {
 		l.logger.Error("metering ledger: an operation could not be written", "reservation_id", opID(batch[0]), "error", err.Error())
 	}
+	l.report(batch, err)
+}
+
+// report tells a written batch's operations, and the caches of its keys.
+func (l *Ledger) report(batch []ledgerOp, err error) {
 	var keys []string
 	for _, op := range batch {
 		keys = append(keys, op.keys...)

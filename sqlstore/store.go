@@ -105,6 +105,9 @@ type Store struct {
 	instance string
 	// admitter batches reservations (BatchReserves); nil: each alone.
 	admitter *admitter
+	// ledger is the store's ledger, whose queued settles the admitter's
+	// batches write too.
+	ledger *Ledger
 	// writes counts the writes this process committed (every management
 	// change is one), and policies remembers the guardrails that govern
 	// keys until the next write, for at most policyTTL.

@@ -460,9 +460,9 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 		dp.Accounts = gatehouse.NewAccountant(db, nil)
 	}
 	ledger := db.NewLedger(logger, invalidate)
-	if dp.Accounts != nil {
-		ledger.LingerSettles()
-	}
+	// Settles wait a moment for company: on SQLite the next hold, on
+	// PostgreSQL the next batch of admissions, which writes them too.
+	ledger.LingerSettles()
 	dp.Ledger = ledger
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
 	if pg, ok := cache.Store.(*postgres.DB); ok {
