@@ -41,8 +41,8 @@ type Ledger struct {
 
 // ledgerOp is one thing to write: a hold, or a settlement.
 type ledgerOp struct {
-	hold   *gatehouse.Reservation
-	settle Settlement
+	hold    *gatehouse.Reservation
+	settle  Settlement
 	keys    []string           // the keys it touches
 	budgets []gatehouse.Budget // the budgets it touches
 	result  func(error)
