@@ -132,29 +132,46 @@ func (l *Ledger) submit(op ledgerOp) {
 }
 
 // Sync waits until everything submitted before it is written (or has
-// failed).
+// failed), for at most maxSyncWait.
 func (l *Ledger) Sync(ctx context.Context) error {
 	l.mu.Lock()
 	target := l.submitted
+	if l.done >= target { // nothing pending: the common case of a read
+		l.mu.Unlock()
+		return nil
+	}
 	l.syncing++
+	l.mu.Unlock()
 	defer func() { l.mu.Lock(); l.syncing--; l.mu.Unlock() }()
 	select { // a lingering writer stops lingering
 	case l.wake <- struct{}{}:
 	default:
 	}
-	for l.done < target {
+	timer := time.NewTimer(maxSyncWait)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		if l.done >= target {
+			l.mu.Unlock()
+			return nil
+		}
 		ch := l.flushed
 		l.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-timer.C:
+			return errSyncSlow
 		}
-		l.mu.Lock()
 	}
-	l.mu.Unlock()
-	return nil
 }
+
+// maxSyncWait bounds Sync: past it, the database is too slow, and a read
+// goes ahead with what it has.
+const maxSyncWait = 2 * time.Second
+
+var errSyncSlow = gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the metering ledger is behind")
 
 // Close writes what is queued and stops the writer; ctx bounds the wait.
 func (l *Ledger) Close(ctx context.Context) error {
