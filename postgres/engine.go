@@ -80,6 +80,15 @@ func (dialect) Catalog() string {
 // AfterCopy moves the sequence of every identity (or serial) column past
 // the largest value of the column, so that the next row inserted without
 // an id does not collide with a copied one.
+// BeforeAdmission keeps the planner off bitmap scans while a batch of
+// admissions sums what is held against its keys. Every request inserts a
+// reservation and deletes it, so until autovacuum passes, a hot key's
+// entries in reservations_key are mostly dead: a bitmap scan visits every
+// one's heap page each time (22,696 dead entries, 820 pages: 4.6 ms per
+// admission, measured after 30 s of 32 clients on one key), where an index
+// scan marks them dead on its first pass and skips them after (0.5 ms).
+func (dialect) BeforeAdmission() string { return "SET LOCAL enable_bitmapscan = off" }
+
 func (dialect) AfterCopy() string {
 	return `DO $$ DECLARE c record; BEGIN
 		FOR c IN SELECT table_name, column_name FROM information_schema.columns

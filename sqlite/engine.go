@@ -80,6 +80,8 @@ func (dialect) Catalog() string {
 // inserted into it.
 func (dialect) AfterCopy() string { return "" }
 
+func (dialect) BeforeAdmission() string { return "" }
+
 // sqlRunner is what a querier runs statements on: *sql.Tx, *sql.DB, or a
 // preparedQuerier.
 type sqlRunner interface {

@@ -58,6 +58,11 @@ func (s *Store) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, s
 }
 
 func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, settles []ledgerOp) ([]error, []*gatehouse.Reservation, error) {
+	if q := tx.d.BeforeAdmission(); q != "" {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return nil, nil, err
+		}
+	}
 	chains, err := tx.chains(ctx, rs)
 	if err != nil {
 		return nil, nil, err

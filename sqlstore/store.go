@@ -86,6 +86,9 @@ type Dialect interface {
 	// separated by commas, the columns in the table's order, the parents
 	// those that the table's foreign keys refer to.
 	Catalog() string
+	// BeforeAdmission is the statement that starts a batch of admissions,
+	// or "": settings of the engine's planner for its sums of what is held.
+	BeforeAdmission() string
 	// AfterCopy is the statement that makes a database that Copy filled
 	// continue from the copied rows (its sequences past the copied ids),
 	// or "".
