@@ -1,0 +1,110 @@
+package sqlstore_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse"
+
+	"github.com/google/uuid"
+)
+
+// TestLedgerWritesBehind: holds, settles and releases written behind the
+// request path land in the database (Sync waits for them); one operation
+// that cannot be written fails alone, while the others of its batch are
+// written; Close writes what is still queued; and a reservation left open
+// is charged at what it reserved by ChargeOpen.
+func TestLedgerWritesBehind(t *testing.T) {
+	ctx := context.Background()
+	db := openSQLite(t, "ledger.db")
+	org, err := db.CreateOrganization(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := db.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var written []string
+	ledger := db.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), func(hashes []string) {
+		mu.Lock()
+		written = append(written, hashes...)
+		mu.Unlock()
+	})
+	ledger.LingerSettles()
+	reservation := func(amount gatehouse.Money) *gatehouse.Reservation {
+		return &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: amount, ExpiresAt: time.Now().Add(time.Hour),
+			Generation: &gatehouse.Generation{ID: gatehouse.NewGenerationID(), WorkspaceID: k.WorkspaceID, Model: "m", Provider: "p"}}
+	}
+	generation := func(r *gatehouse.Reservation, orgID string, cost gatehouse.Money) *gatehouse.Generation {
+		g := *r.Generation
+		g.OrganizationID, g.KeyHash, g.Cost, g.Status = orgID, k.Hash, cost, gatehouse.GenerationCompleted
+		return &g
+	}
+	// Three holds, made durable before anything else is written.
+	rs := []*gatehouse.Reservation{reservation(100), reservation(200), reservation(400)}
+	for _, r := range rs {
+		if err := <-ledger.Hold(r); err != nil {
+			t.Fatalf("Hold: %v", err)
+		}
+	}
+	// One settle names an organization that does not exist: its ledger
+	// entry breaks a foreign key, and it alone fails.
+	results := make([]chan error, 3)
+	for i := range results {
+		results[i] = make(chan error, 1)
+	}
+	ledger.Settle(rs[0], generation(rs[0], org.ID, 60), func(err error) { results[0] <- err })
+	ledger.Settle(rs[1], generation(rs[1], "no-such-organization", 70), func(err error) { results[1] <- err })
+	ledger.Release(rs[2], func(err error) { results[2] <- err })
+	if err := ledger.Sync(ctx); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	for i, want := range []bool{true, false, true} {
+		if err := <-results[i]; (err == nil) != want {
+			t.Errorf("operation %d: error %v, want success %v", i, err, want)
+		}
+	}
+	got, err := db.FindKeyByHash(ctx, k.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := got.Usage.At(time.Now()).Total; u != 60 {
+		t.Errorf("usage %d after the settles, want 60 (the failed one charges nothing yet)", u)
+	}
+	mu.Lock()
+	if len(written) == 0 {
+		t.Error("the written hook heard of no key")
+	}
+	mu.Unlock()
+
+	// A settle queued at Close is written before Close returns.
+	r := reservation(1000)
+	if err := <-ledger.Hold(r); err != nil {
+		t.Fatal(err)
+	}
+	ledger.Settle(r, generation(r, org.ID, 5), nil)
+	if err := ledger.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got, _ = db.FindKeyByHash(ctx, k.Hash); got.Usage.At(time.Now()).Total != 65 {
+		t.Errorf("usage %d after Close, want 65", got.Usage.At(time.Now()).Total)
+	}
+	// The hold whose settle failed is still open: charged at what it reserved.
+	n, err := db.ChargeOpen(ctx, time.Time{})
+	if err != nil || n != 1 {
+		t.Fatalf("ChargeOpen: %d, %v; want 1 charged", n, err)
+	}
+	if got, _ = db.FindKeyByHash(ctx, k.Hash); got.Usage.At(time.Now()).Total != 265 {
+		t.Errorf("usage %d after charging the open hold, want 265", got.Usage.At(time.Now()).Total)
+	}
+	g, err := db.FindGeneration(ctx, org.ID, rs[1].Generation.ID)
+	if err != nil || g.Status != gatehouse.GenerationPartial || g.Cost != 200 {
+		t.Errorf("charged generation %+v, %v; want partial at 200 under the id its client saw", g, err)
+	}
+}
