@@ -3,7 +3,6 @@ package gatehouse
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -24,10 +23,8 @@ type Meter struct {
 	// required) writes their holds; else Usage.Reserve admits them in the
 	// database, as instances that share it must.
 	Accounts *Accountant
-	// Logger hears of ledger writes that failed; nil: nobody hears.
-	Logger *slog.Logger
-	Traces TraceSink // where settled calls are traced; nil: nowhere
-	Now    Clock     // stamps reservation expiries; nil: time.Now
+	Traces   TraceSink // where settled calls are traced; nil: nowhere
+	Now      Clock     // stamps reservation expiries; nil: time.Now
 	// Anomaly hears of a provider whose answer breaks what it was asked
 	// (such as usage past the cap it was sent): the key holder is charged
 	// no more than was reserved, and the operator should learn of it. nil:
@@ -202,8 +199,9 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 // the provider reported, capped at the reservation (the excess reported as
 // an anomaly), or at the reservation when there is no usable usage (none
 // reported, negative counts, or callErr: a stream that broke off), and then
-// publishes its trace. It runs to the end when ctx is cancelled. An error
-// means the call was served but is not metered until its reservation
+// publishes its trace. It runs to the end when ctx is cancelled. With a
+// Ledger it returns at once (the ledger writes behind); an error means the
+// call was served and is charged what it reserved once its reservation
 // expires.
 func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr error) error {
 	gen, reserved := mt.Generation, mt.Reservation.Amount
@@ -244,25 +242,21 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 		if m.Accounts != nil {
 			m.Accounts.Settle(r, gen.Cost)
 		}
-		m.Ledger.Settle(r, gen, m.written(r, "settle"))
+		m.Ledger.Settle(r, gen, m.written(r))
 	}
 	m.trace(mt, c, ended)
 	return nil
 }
 
 // written returns what hears of a reservation's settle or release being
-// written: the accountant may then forget its accounts, and a failure is
-// logged (the reservation, left open, is charged in full when it expires
-// or at the next start).
-func (m *Meter) written(r *Reservation, what string) func(error) {
-	return func(err error) {
-		if m.Accounts != nil {
-			m.Accounts.Written(r)
-		}
-		if err != nil && m.Logger != nil {
-			m.Logger.Error("metering: a "+what+" could not be written", "reservation_id", r.ID, "error", err.Error())
-		}
+// written: the accountant may then forget its accounts. (The ledger logs a
+// failure; the reservation, left open, is charged at what it reserved at
+// the next start or once it expires.)
+func (m *Meter) written(r *Reservation) func(error) {
+	if m.Accounts == nil {
+		return nil
 	}
+	return func(error) { m.Accounts.Written(r) }
 }
 
 // Sync waits until every settle and release submitted before it is
@@ -289,13 +283,14 @@ func (m *Meter) trace(mt *Metering, c Completion, ended time.Time) {
 
 // Release drops the reservation of a call that the provider never
 // answered: it charges nothing. It runs to the end when ctx is cancelled.
-// An error leaves the reservation to lapse at its expiry.
+// An error leaves the reservation open, to be charged at what it reserved
+// once it expires.
 func (m *Meter) Release(ctx context.Context, mt *Metering) error {
 	if m.Ledger != nil {
 		if m.Accounts != nil {
 			m.Accounts.Release(mt.Reservation)
 		}
-		m.Ledger.Release(mt.Reservation, m.written(mt.Reservation, "release"))
+		m.Ledger.Release(mt.Reservation, m.written(mt.Reservation))
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)

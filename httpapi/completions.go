@@ -142,7 +142,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	}
 	if err != nil && !sw.started {
 		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
-			s.logger.Warn("release failed; the reservation lapses by itself", "reservation_id", m.Reservation.ID, "error", rerr.Error())
+			s.logger.Warn("release failed; the reservation stays open and is charged what it reserved when it expires", "reservation_id", m.Reservation.ID, "error", rerr.Error())
 		}
 		return err
 	}
@@ -156,7 +156,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		defer func() { _ = writeRaw(w, http.StatusOK, done.Body) }()
 	}
 	if err := s.meter.Settle(r.Context(), m, done, err); err != nil {
-		s.logger.Error("settle failed: the request was served but not metered until its reservation expires",
+		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
 			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", err.Error())
 	}
 	if sw.started && done.Done {

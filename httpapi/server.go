@@ -60,7 +60,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		data:    data,
 		egress:  &egress.Policy{},
 	}
-	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Logger: logger,
+	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts,
 		Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s

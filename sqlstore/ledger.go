@@ -80,22 +80,31 @@ func (l *Ledger) LingerSettles() {
 // once it is durable, or the error that kept it from being written.
 func (l *Ledger) Hold(r *gatehouse.Reservation) <-chan error {
 	ch := make(chan error, 1)
-	l.submit(ledgerOp{hold: r, keys: append([]string{r.KeyHash}, r.Chain...), result: func(err error) { ch <- err }})
+	op := opOf(r, func(err error) { ch <- err })
+	op.hold = r
+	l.submit(op)
 	return ch
+}
+
+// opOf returns the operation on r's reservation, with the keys and budgets
+// it touches.
+func opOf(r *gatehouse.Reservation, result func(error)) ledgerOp {
+	return ledgerOp{settle: Settlement{ReservationID: r.ID}, keys: append([]string{r.KeyHash}, r.Chain...),
+		budgets: r.Budgets, result: result}
 }
 
 // Settle charges a reservation as g, behind; result (may be nil) hears
 // once it is written.
 func (l *Ledger) Settle(r *gatehouse.Reservation, g *gatehouse.Generation, result func(error)) {
-	l.submit(ledgerOp{settle: Settlement{ReservationID: r.ID, Generation: g}, keys: append([]string{r.KeyHash}, r.Chain...),
-		budgets: r.Budgets, result: result})
+	op := opOf(r, result)
+	op.settle.Generation = g
+	l.submit(op)
 }
 
 // Release drops a reservation, behind; result (may be nil) hears once it
 // is written.
 func (l *Ledger) Release(r *gatehouse.Reservation, result func(error)) {
-	l.submit(ledgerOp{settle: Settlement{ReservationID: r.ID}, keys: append([]string{r.KeyHash}, r.Chain...),
-		budgets: r.Budgets, result: result})
+	l.submit(opOf(r, result))
 }
 
 var (
@@ -125,10 +134,7 @@ func (l *Ledger) submit(op ledgerOp) {
 		}
 		return
 	}
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
+	l.poke()
 }
 
 // Sync waits until everything submitted before it is written (or has
@@ -143,10 +149,7 @@ func (l *Ledger) Sync(ctx context.Context) error {
 	l.syncing++
 	l.mu.Unlock()
 	defer func() { l.mu.Lock(); l.syncing--; l.mu.Unlock() }()
-	select { // a lingering writer stops lingering
-	case l.wake <- struct{}{}:
-	default:
-	}
+	l.poke() // a lingering writer stops lingering
 	timer := time.NewTimer(maxSyncWait)
 	defer timer.Stop()
 	for {
@@ -178,10 +181,7 @@ func (l *Ledger) Close(ctx context.Context) error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
+	l.poke()
 	select {
 	case <-l.stopped:
 		return nil
@@ -221,15 +221,25 @@ func (l *Ledger) settled(batch []ledgerOp, err error) {
 		l.mu.Lock()
 		l.queue = append(batch, l.queue...)
 		l.mu.Unlock()
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
+		l.poke()
 		return
 	}
 	l.report(batch, nil)
+	l.finished(len(batch))
+}
+
+// poke wakes the writer, if it is not awake already.
+func (l *Ledger) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finished counts n operations as done, and wakes the Sync calls.
+func (l *Ledger) finished(n int) {
 	l.mu.Lock()
-	l.done += uint64(len(batch))
+	l.done += uint64(n)
 	close(l.flushed)
 	l.flushed = make(chan struct{})
 	l.mu.Unlock()
@@ -264,11 +274,7 @@ func (l *Ledger) run() {
 			continue
 		}
 		l.write(batch)
-		l.mu.Lock()
-		l.done += uint64(n)
-		close(l.flushed)
-		l.flushed = make(chan struct{})
-		l.mu.Unlock()
+		l.finished(n)
 	}
 }
 

@@ -235,13 +235,8 @@ func (tx *Tx) existing(ctx context.Context, query, column string, values []strin
 // reservation_holds, those of the keys minted from it. One past its expiry
 // still counts until it is charged (chargeExpired).
 func (tx *Tx) reservedForKey(ctx context.Context, k *gatehouse.Key) (gatehouse.Reserved, error) {
-	var r gatehouse.Reserved
-	err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0) FROM (
-		SELECT amount, byok FROM reservations WHERE key_hash = ?
-		UNION ALL
-		SELECT r.amount, r.byok FROM reservation_holds h JOIN reservations r ON r.id = h.reservation_id
-		WHERE h.key_hash = ?) held`, k.Hash, k.Hash).Scan(&r.All, &r.BYOK)
-	return r, err
+	held, err := tx.heldByKeys(ctx, []string{k.Hash})
+	return held[k.Hash], err
 }
 
 // Settle records a completed request and drops its reservation.

@@ -428,54 +428,53 @@ type meteringStore interface {
 // function writes what is queued, then stops.
 func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logger *slog.Logger) (httpapi.DataPlane, func(), error) {
 	db := cache.Store.(meteringStore)
-	invalidate := func(hashes []string) {
-		for _, h := range hashes {
-			cache.UsageChanged(h)
-		}
-	}
+	pg, isPostgres := cache.Store.(*postgres.DB)
 	var dp httpapi.DataPlane
-	unlock := func() {}
-	if pg, ok := cache.Store.(*postgres.DB); ok {
-		release, err := pg.HoldInstance(ctx)
-		if err != nil {
+	var release func()
+	stopBatching := func() {}
+	if isPostgres {
+		var err error
+		if release, err = pg.HoldInstance(ctx); err != nil {
 			return dp, nil, fmt.Errorf("take this instance's lock: %w", err)
 		}
-		stopBatching := pg.BatchReserves()
-		unlock = func() { stopBatching(); release() }
-		chargeGone(ctx, pg, logger)
+		stopBatching = pg.BatchReserves()
+		n, err := pg.ChargeGoneInstances(ctx)
+		logCharged(ctx, logger, n, err, "left open by a stopped instance")
 	} else {
-		release, err := sqlite.ServeLock(cfg.DatabaseURL)
-		if err != nil {
+		var err error
+		if release, err = sqlite.ServeLock(cfg.DatabaseURL); err != nil {
 			return dp, nil, err
 		}
-		unlock = release
 		n, err := db.ChargeOpen(ctx, time.Time{})
 		if err != nil {
 			release()
 			return dp, nil, fmt.Errorf("charge the reservations left open by the last run: %w", err)
 		}
-		if n > 0 {
-			logger.Warn("charged reservations left open by the last run at what they reserved (it stopped without settling them)", "reservations", n)
-		}
+		logCharged(ctx, logger, n, nil, "left open by the last run (it stopped without settling them)")
 		dp.Accounts = gatehouse.NewAccountant(db, nil)
 	}
-	ledger := db.NewLedger(logger, invalidate)
+	ledger := db.NewLedger(logger, func(hashes []string) {
+		for _, h := range hashes {
+			cache.UsageChanged(h)
+		}
+	})
 	// Settles wait a moment for company: on SQLite the next hold, on
 	// PostgreSQL the next batch of admissions, which writes them too.
 	ledger.LingerSettles()
 	dp.Ledger = ledger
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
-	if pg, ok := cache.Store.(*postgres.DB); ok {
+	if isPostgres {
 		go sweep(sweepCtx, pg, logger)
 	}
 	return dp, func() {
 		stopSweeping()
+		stopBatching() // no admission batch takes settles from the ledger any more
 		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := ledger.Close(closeCtx); err != nil {
 			logger.Error(err.Error())
 		}
-		unlock()
+		release()
 	}, nil
 }
 
@@ -490,27 +489,22 @@ func sweep(ctx context.Context, pg *postgres.DB, logger *slog.Logger) {
 			return
 		case <-t.C:
 		}
-		chargeGone(ctx, pg, logger)
-		if i%10 != 0 {
-			continue
-		}
-		n, err := pg.ChargeOpen(ctx, time.Now())
-		if err != nil && ctx.Err() == nil {
-			logger.Warn("charging expired reservations failed; retrying", "error", err.Error())
-		}
-		if n > 0 {
-			logger.Warn("charged expired reservations at what they reserved (their instance stopped without settling them)", "reservations", n)
+		n, err := pg.ChargeGoneInstances(ctx)
+		logCharged(ctx, logger, n, err, "left open by a stopped instance")
+		if i%10 == 0 {
+			n, err := pg.ChargeOpen(ctx, time.Now())
+			logCharged(ctx, logger, n, err, "that expired open (their instance stopped without settling them)")
 		}
 	}
 }
 
-// chargeGone charges the open reservations of instances that are gone.
-func chargeGone(ctx context.Context, pg *postgres.DB, logger *slog.Logger) {
-	n, err := pg.ChargeGoneInstances(ctx)
+// logCharged logs the reservations a sweep charged at what they reserved,
+// or why it failed (it is tried again).
+func logCharged(ctx context.Context, logger *slog.Logger, n int, err error, which string) {
 	if err != nil && ctx.Err() == nil {
-		logger.Warn("charging the reservations of stopped instances failed; retrying", "error", err.Error())
+		logger.Warn("charging reservations "+which+" failed; retrying", "error", err.Error())
 	}
 	if n > 0 {
-		logger.Warn("charged reservations left open by a stopped instance at what they reserved", "reservations", n)
+		logger.Warn("charged reservations "+which+" at what they reserved", "reservations", n)
 	}
 }
