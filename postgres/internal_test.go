@@ -5,8 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"gatehouse"
+	"gatehouse/postgres/pgtest"
+	"gatehouse/sqlstore"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -51,5 +54,36 @@ func TestMapErrKeepsTheDriverError(t *testing.T) {
 	unique := &pgconn.PgError{Code: "23505"}
 	if err := mapErr(unique); err != error(unique) {
 		t.Errorf("mapErr(%v) = %v, want it unchanged", unique, err)
+	}
+}
+
+// TestLockAsyncCommitsAsynchronously: the metering writes run with
+// synchronous_commit off, every other write with the server's setting.
+func TestLockAsyncCommitsAsynchronously(t *testing.T) {
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db, err := Open(ctx, pgtest.NewDatabase(t), box, Options{OpTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	e := engine{db}
+	for _, c := range []struct {
+		name string
+		way  func(context.Context, func(sqlstore.Querier) error) error
+		want string
+	}{{"LockAsync", e.LockAsync, "off"}, {"Lock", e.Lock, "on"}, {"Update", e.Update, "on"}} {
+		var got string
+		if err := c.way(ctx, func(q sqlstore.Querier) error {
+			return q.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&got)
+		}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got != c.want {
+			t.Errorf("%s: synchronous_commit = %s, want %s", c.name, got, c.want)
+		}
 	}
 }

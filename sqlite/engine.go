@@ -34,11 +34,17 @@ func (e engine) Read(ctx context.Context, fn func(q sqlstore.Querier) error) err
 }
 
 func (e engine) Update(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	return e.db.writer.do(ctx, fn)
+	return e.db.writer.do(ctx, false, fn)
 }
 
 func (e engine) Lock(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	return e.db.writer.do(ctx, fn)
+	return e.db.writer.do(ctx, false, fn)
+}
+
+// LockAsync is a write acknowledged once it is in the WAL, fsynced within
+// syncInterval (see writer.go).
+func (e engine) LockAsync(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return e.db.writer.do(ctx, true, fn)
 }
 
 func (engine) Dialect() sqlstore.Dialect { return dialect{} }
@@ -117,19 +123,19 @@ type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
 
-// uninterrupted runs the statements of a write operation: cancelling its
-// context does not interrupt them (see writer.do); its deadline and values
-// still apply.
-type uninterrupted struct{ tx *sql.Tx }
+// uninterrupted runs the statements of a write operation, prepared through
+// the writer's statement cache: cancelling its context does not interrupt
+// them (see writer.do); its deadline and values still apply.
+type uninterrupted struct{ p preparedQuerier }
 
 func (u uninterrupted) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return u.tx.ExecContext(context.WithoutCancel(ctx), query, args...)
+	return u.p.ExecContext(context.WithoutCancel(ctx), query, args...)
 }
 
 func (u uninterrupted) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return u.tx.QueryContext(context.WithoutCancel(ctx), query, args...)
+	return u.p.QueryContext(context.WithoutCancel(ctx), query, args...)
 }
 
 func (u uninterrupted) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return u.tx.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+	return u.p.QueryRowContext(context.WithoutCancel(ctx), query, args...)
 }

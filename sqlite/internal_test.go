@@ -185,3 +185,62 @@ func TestBusyKeepsTheDriverError(t *testing.T) {
 		t.Errorf("the client reads %q", msg)
 	}
 }
+
+// TestAsyncWritesFsyncedBehind: a batch of asynchronous (metering) writes
+// commits with synchronous=NORMAL and the writer fsyncs the WAL within
+// syncInterval; a management write commits with FULL again.
+func TestAsyncWritesFsyncedBehind(t *testing.T) {
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	e := engine{db}
+	mode := func(q sqlstore.Querier) int {
+		var m int
+		// pragma_synchronous is evaluated when run; a prepared PRAGMA
+		// synchronous keeps the value it was compiled with.
+		if err := q.QueryRow(ctx, `SELECT synchronous FROM pragma_synchronous`).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	const normal, full = 1, 2
+	write := func(way func(context.Context, func(sqlstore.Querier) error) error, want int) {
+		t.Helper()
+		if err := way(ctx, func(q sqlstore.Querier) error {
+			if got := mode(q); got != want {
+				t.Errorf("synchronous = %d inside the write, want %d", got, want)
+			}
+			_, err := q.Exec(ctx, `CREATE TABLE IF NOT EXISTS t (x INTEGER); INSERT INTO t VALUES (1)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := db.writer.fsyncs.Load()
+	write(e.LockAsync, normal)
+	if db.writer.fsyncs.Load() != before {
+		t.Fatal("the asynchronous write was fsynced before it was acknowledged")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for db.writer.fsyncs.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("the WAL was not fsynced %v after an asynchronous write", 5*time.Second)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	write(e.Update, full)
+	write(e.LockAsync, normal)
+	write(e.Lock, full) // FULL: fsyncs what the asynchronous write left
+	n := db.writer.fsyncs.Load()
+	time.Sleep(3 * syncInterval)
+	if got := db.writer.fsyncs.Load(); got != n {
+		t.Errorf("the writer fsynced the WAL again (%d times) after a FULL commit covered it", got-n)
+	}
+}

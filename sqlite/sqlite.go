@@ -38,6 +38,9 @@ type DB struct {
 	box    *gatehouse.SecretBox
 	writer *writer    // group-commits write operations on write
 	stmts  *stmtCache // prepared statements of the read pool
+	// wstmts are the writer's: prepared on its one connection between
+	// transactions (a miss runs unprepared and is prepared after the commit).
+	wstmts *stmtCache
 	ckpt   *checkpointer
 }
 
@@ -102,8 +105,9 @@ func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, erro
 	}
 	ckptConn.SetMaxOpenConns(1)
 	db.ckpt = newCheckpointer(ckptConn)
-	db.writer = newWriter(db)
 	db.stmts = newStmtCache(db.read)
+	db.wstmts = newStmtCache(db.write)
+	db.writer = newWriter(db)
 	db.Store = sqlstore.New(engine{db}, box)
 	return db, nil
 }
@@ -156,7 +160,7 @@ func (db *DB) enableWAL(ctx context.Context) error {
 // Close closes the database.
 func (db *DB) Close() error {
 	db.writer.close()
-	return errors.Join(db.ckpt.close(), db.stmts.close(), db.read.Close(), db.write.Close())
+	return errors.Join(db.ckpt.close(), db.stmts.close(), db.wstmts.close(), db.read.Close(), db.write.Close())
 }
 
 // Ping reports whether the database answers a query.

@@ -42,7 +42,7 @@ func (s *Store) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, s
 		errs  []error
 		holds []*gatehouse.Reservation
 	}
-	got, err := lock(ctx, s, func(tx *Tx) (result, error) {
+	got, err := meter(ctx, s, func(tx *Tx) (result, error) {
 		errs, holds, err := tx.reserveBatch(ctx, rs, settles)
 		return result{errs, holds}, err
 	})

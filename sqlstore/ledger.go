@@ -374,17 +374,18 @@ func (l *Ledger) writeBatch(ctx context.Context, batch []ledgerOp) error {
 			settlements = append(settlements, op.settle)
 		}
 	}
-	return l.s.execLocked(ctx, func(tx *Tx) error {
+	_, err := meter(ctx, l.s, func(tx *Tx) (none, error) {
 		if len(holds) > 0 {
 			if err := tx.insertHolds(ctx, holds); err != nil {
-				return err
+				return none{}, err
 			}
 		}
 		if len(settlements) > 0 {
 			if _, err := tx.settle(ctx, settlements); err != nil {
-				return err
+				return none{}, err
 			}
 		}
-		return nil
+		return none{}, nil
 	})
+	return err
 }

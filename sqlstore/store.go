@@ -66,6 +66,13 @@ type Engine interface {
 	// Dialect.ForUpdate: the metering path, where concurrent requests of
 	// one key queue on its row instead of conflicting and retrying.
 	Lock(ctx context.Context, fn func(q Querier) error) error
+	// LockAsync is Lock for the metering writes: its commit is
+	// acknowledged once a crash of this process can no longer undo it,
+	// and reaches the disk within a bounded delay (SQLite: the WAL is
+	// fsynced within 100 ms; PostgreSQL: synchronous_commit = off, within
+	// three times the server's wal_writer_delay). A crash of the machine
+	// may lose that delay's metering; never a management write.
+	LockAsync(ctx context.Context, fn func(q Querier) error) error
 	Dialect() Dialect
 }
 
@@ -102,7 +109,10 @@ type Store struct {
 
 	engine Engine
 	d      Dialect
-	box    *gatehouse.SecretBox
+	// syncMetering makes the metering writes wait for the disk like every
+	// other write (SetSyncMetering).
+	syncMetering bool
+	box          *gatehouse.SecretBox
 	// instance names this process in the reservations it writes, so that
 	// others can charge them once it is gone (SetInstance).
 	instance string
@@ -118,6 +128,11 @@ type Store struct {
 	policies    sync.Map // key hash -> *policy
 	policyCount atomic.Int64
 }
+
+// SetSyncMetering makes the metering writes (admission, the ledger) commit
+// like every other write, waiting for the disk, when on: the setting
+// GATEHOUSE_METERING_COMMIT=sync. Call it before serving.
+func (s *Store) SetSyncMetering(on bool) { s.syncMetering = on }
 
 // SetInstance names this process in the reservations it writes from now
 // on; call it before serving.
@@ -179,6 +194,15 @@ func (s *Store) Wrote() { s.writes.Add(1) }
 
 func lock[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
 	return run(ctx, s, s.engine.Lock, fn)
+}
+
+// meter is lock for the metering writes on the request path (admission,
+// the ledger's batches): asynchronous commits unless SetSyncMetering.
+func meter[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
+	if s.syncMetering {
+		return lock(ctx, s, fn)
+	}
+	return run(ctx, s, s.engine.LockAsync, fn)
 }
 
 // none is the value of an operation that returns only an error.

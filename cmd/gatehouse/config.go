@@ -48,6 +48,10 @@ type Config struct {
 	// loopback, private, link-local and metadata address is refused unless
 	// GATEHOUSE_EGRESS_ALLOW opens it.
 	Egress *egress.Policy
+	// MeteringCommit is "async" (metering commits are acknowledged once a
+	// crash of this process cannot undo them, and reach the disk within a
+	// bounded delay) or "sync" (they wait for the disk like every write).
+	MeteringCommit string
 	// MetricsAddr serves /metrics on a listener of its own (and not on the
 	// API's); "" keeps it on the API's listener.
 	MetricsAddr string
@@ -64,6 +68,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout: 10 * time.Second,
 		DBTimeout:       5 * time.Second,
 		Egress:          &egress.Policy{},
+		MeteringCommit:  "async",
 	}
 }
 
@@ -85,6 +90,7 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	str("GATEHOUSE_REDIS_URL", &c.RedisURL)
 	str("GATEHOUSE_PPROF_ADDR", &c.PprofAddr)
 	str("GATEHOUSE_METRICS_ADDR", &c.MetricsAddr)
+	str("GATEHOUSE_METERING_COMMIT", &c.MeteringCommit)
 	if v := getenv("GATEHOUSE_EGRESS_ALLOW"); v != "" {
 		p, err := egress.Parse(v)
 		if err != nil {
@@ -154,6 +160,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
+	}
+	if c.MeteringCommit != "async" && c.MeteringCommit != "sync" {
+		return fmt.Errorf("GATEHOUSE_METERING_COMMIT=%q: want async (the default: metering survives a crash of Gatehouse at once, of the machine after at most 100 ms on SQLite) or sync (every metering commit waits for the disk)", c.MeteringCommit)
 	}
 	switch c.LogFormat {
 	case "auto", "json", "text":

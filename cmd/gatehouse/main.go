@@ -72,6 +72,7 @@ Environment (flags override):
   GATEHOUSE_DATABASE_URL              SQLite file path or postgres:// URL (default ./gatehouse.db)
   GATEHOUSE_DB_TIMEOUT                bound on each database operation (PostgreSQL; default 5s)
   GATEHOUSE_REDIS_URL                 redis:// URL: rate limits shared by every instance
+  GATEHOUSE_METERING_COMMIT           async (default) or sync: whether metering commits wait for the disk
   GATEHOUSE_PROVIDERS_FILE            YAML file of the providers and models to serve (default empty: no models)
   GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY  ensure this management key exists for the first organization
   GATEHOUSE_SECRET_KEY                32-byte key (base64 or hex) encrypting destination secrets

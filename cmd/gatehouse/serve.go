@@ -416,6 +416,7 @@ type meteringStore interface {
 	gatehouse.CounterLoader
 	NewLedger(logger *slog.Logger, written func(keyHashes []string)) *sqlstore.Ledger
 	ChargeOpen(ctx context.Context, before time.Time) (int, error)
+	SetSyncMetering(on bool)
 }
 
 // startMetering starts the ledger that writes metering behind the request
@@ -428,6 +429,7 @@ type meteringStore interface {
 // function writes what is queued, then stops.
 func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logger *slog.Logger) (httpapi.DataPlane, func(), error) {
 	db := cache.Store.(meteringStore)
+	db.SetSyncMetering(cfg.MeteringCommit == "sync")
 	pg, isPostgres := cache.Store.(*postgres.DB)
 	var dp httpapi.DataPlane
 	var release func()
