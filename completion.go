@@ -239,6 +239,26 @@ type Reservation struct {
 	// reservation left open by a crash is charged under its id, model and
 	// provider.
 	Generation *Generation
+	// Lease makes this reservation a lease: a slice of the remainder of
+	// its key, chain and budgets that one instance admits requests against
+	// in memory (see Leases). It is never charged.
+	Lease bool
+	// LeaseID names the lease this reservation was admitted against: the
+	// lease counts it, so sums of what is held leave it out, and its
+	// settle takes its cost off the lease.
+	LeaseID string
+	// Returns give back, before this reservation is admitted and in the
+	// same transaction, the unused part of leases of this instance; the
+	// store clears them once they are written, so that they are given
+	// back once.
+	Returns []LeaseReturn
+	lease   *lease // the lease it was admitted against, in memory
+}
+
+// LeaseReturn gives back Amount of the lease ID.
+type LeaseReturn struct {
+	ID     string
+	Amount Money
 }
 
 // Generation is a completed request in the usage ledger.

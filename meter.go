@@ -23,6 +23,10 @@ type Meter struct {
 	// required) writes their holds; else Usage.Reserve admits them in the
 	// database, as instances that share it must.
 	Accounts *Accountant
+	// Leases, when set (and not Accounts), admit reservations in memory
+	// against slices of limits the database granted this instance, and
+	// Ledger (then required) writes their holds.
+	Leases *Leases
 	Traces   TraceSink // where settled calls are traced; nil: nowhere
 	Now      Clock     // stamps reservation expiries; nil: time.Now
 	// Anomaly hears of a provider whose answer breaks what it was asked
@@ -165,16 +169,18 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 		ExpiresAt:  m.now().Add(c.Provider.CallTimeout() + time.Minute),
 		Generation: mt.Generation,
 	}
-	if m.Accounts == nil {
-		err := m.Usage.Reserve(ctx, mt.Reservation)
-		if code := ErrorCode(err); (code == EPAYMENT || code == EFORBIDDEN) && m.Ledger != nil {
-			// Settles not yet written hold their reservations, which may
-			// exceed their costs: refuse only on the figures they leave.
-			if m.Ledger.Sync(ctx) == nil {
-				err = m.Usage.Reserve(ctx, mt.Reservation)
-			}
-		}
+	if m.Leases != nil && m.Accounts == nil {
+		alone, err := m.Leases.Admit(ctx, mt.Reservation)
 		if err != nil {
+			return nil, err
+		}
+		if !alone {
+			mt.held = m.Ledger.Hold(mt.Reservation)
+		}
+		return mt, nil
+	}
+	if m.Accounts == nil {
+		if err := reserveInDB(ctx, m.Usage, m.Ledger, mt.Reservation); err != nil {
 			return nil, err
 		}
 		return mt, nil
@@ -193,6 +199,19 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	}
 	mt.held = m.Ledger.Hold(mt.Reservation)
 	return mt, nil
+}
+
+// reserveInDB admits r in the database. A refusal while settles are still
+// being written is checked again once they are: they hold their
+// reservations, which may exceed their costs.
+func reserveInDB(ctx context.Context, usage UsageService, ledger Ledger, r *Reservation) error {
+	err := usage.Reserve(ctx, r)
+	if code := ErrorCode(err); (code == EPAYMENT || code == EFORBIDDEN) && ledger != nil {
+		if ledger.Sync(ctx) == nil {
+			err = usage.Reserve(ctx, r)
+		}
+	}
+	return err
 }
 
 // Settle records the call in the ledger at its exact cost from the usage
@@ -241,6 +260,8 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 		r := mt.Reservation
 		if m.Accounts != nil {
 			m.Accounts.Settle(r, gen.Cost)
+		} else if m.Leases != nil {
+			m.Leases.Settle(r, gen.Cost)
 		}
 		m.Ledger.Settle(r, gen, m.written(r))
 	}
@@ -253,10 +274,13 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 // failure; the reservation, left open, is charged at what it reserved at
 // the next start or once it expires.)
 func (m *Meter) written(r *Reservation) func(error) {
-	if m.Accounts == nil {
-		return nil
+	switch {
+	case m.Accounts != nil:
+		return func(error) { m.Accounts.Written(r) }
+	case m.Leases != nil && r.LeaseID != "":
+		return func(error) { m.Leases.Written(r) }
 	}
-	return func(error) { m.Accounts.Written(r) }
+	return nil
 }
 
 // Sync waits until every settle and release submitted before it is
@@ -289,6 +313,8 @@ func (m *Meter) Release(ctx context.Context, mt *Metering) error {
 	if m.Ledger != nil {
 		if m.Accounts != nil {
 			m.Accounts.Release(mt.Reservation)
+		} else if m.Leases != nil {
+			m.Leases.Release(mt.Reservation)
 		}
 		m.Ledger.Release(mt.Reservation, m.written(mt.Reservation))
 		return nil

@@ -23,6 +23,9 @@ type DataPlane struct {
 	// reservation and settle is written before the request goes on.
 	Ledger   gatehouse.Ledger
 	Accounts *gatehouse.Accountant
+	// Leases admit in memory against slices of limits that a database
+	// shared by several instances granted this one.
+	Leases *gatehouse.Leases
 }
 
 // MaxCompletionBodyBytes bounds a chat completion request; chats carry more

@@ -290,7 +290,8 @@ func (e *chatEnv) money(hash string) keyMoney {
 }
 
 // ledger returns the key's generations (status and cost) and the number of
-// live reservations, read from the database.
+// live reservations, read from the database (not counting leases, the
+// slices of limits an instance admits against: see TestLeases*).
 func (e *chatEnv) ledger(hash string) (statuses []string, costs []gatehouse.Money, reservations int) {
 	e.t.Helper()
 	rows, err := e.readDB().Query(`SELECT status, cost FROM generations WHERE key_hash = $1 ORDER BY created_at, id`, hash)
@@ -306,7 +307,7 @@ func (e *chatEnv) ledger(hash string) (statuses []string, costs []gatehouse.Mone
 		}
 		statuses, costs = append(statuses, s), append(costs, gatehouse.Money(c))
 	}
-	if err := e.readDB().QueryRow(`SELECT COUNT(*) FROM reservations WHERE key_hash = $1`, hash).Scan(&reservations); err != nil {
+	if err := e.readDB().QueryRow(`SELECT COUNT(*) FROM reservations WHERE key_hash = $1 AND lease = FALSE`, hash).Scan(&reservations); err != nil {
 		e.t.Fatal(err)
 	}
 	return statuses, costs, reservations

@@ -101,7 +101,7 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	var metering *sqlstore.Ledger
 	if o.data.Upstream != nil {
-		metering, o.data.Accounts = startMetering(t, db, clock, logger)
+		metering, o.data.Accounts, o.data.Leases = startMetering(t, db, clock, logger)
 		o.data.Ledger = metering
 	}
 	e := &testEnv{
@@ -149,7 +149,7 @@ func openTestStore(t testing.TB, c *clock) (gatehouse.Store, *snapshotter) {
 // startMetering meters as the server does: a ledger written behind the
 // request path and, on SQLite (one process serves it), admission in
 // memory. The ledger is closed (what is queued written) before the store.
-func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logger) (*sqlstore.Ledger, *gatehouse.Accountant) {
+func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logger) (*sqlstore.Ledger, *gatehouse.Accountant, *gatehouse.Leases) {
 	store := db.(*keycache.Cache).Store.(interface {
 		gatehouse.CounterLoader
 		NewLedger(*slog.Logger, func([]string)) *sqlstore.Ledger
@@ -169,9 +169,11 @@ func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logg
 	if testEngine == "postgres" {
 		stop := db.(*keycache.Cache).Store.(interface{ BatchReserves() func() }).BatchReserves()
 		t.Cleanup(stop)
-		return ledger, nil
+		leases := gatehouse.NewLeases(db.(*keycache.Cache).Store, ledger, c.Now)
+		t.Cleanup(leases.Close) // before the ledger closes: cleanups run last first
+		return ledger, nil, leases
 	}
-	return ledger, gatehouse.NewAccountant(store, c.Now)
+	return ledger, gatehouse.NewAccountant(store, c.Now), nil
 }
 
 // newOrg creates an organization with a management key.

@@ -60,7 +60,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		data:    data,
 		egress:  &egress.Policy{},
 	}
-	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts,
+	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
 		Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s

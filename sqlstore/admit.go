@@ -50,6 +50,7 @@ func (s *Store) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, s
 		return nil, err
 	}
 	for i, r := range rs {
+		r.Returns = nil // given back, whether or not r was admitted
 		if got.errs[i] == nil {
 			r.Chain = got.holds[i].Chain
 		}
@@ -116,6 +117,15 @@ func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, set
 	}
 	if len(rs) == 0 {
 		return nil, nil, nil
+	}
+	// Unused parts of leases go back before anything is admitted, whether
+	// or not what asked for it is: giving back is always safe.
+	for _, r := range rs {
+		for _, ret := range r.Returns {
+			if err := tx.shrinkLease(ctx, ret.ID, ret.Amount); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	cond, args = tx.in("hash", hashes)
 	rows, err = tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+cond, args...)
@@ -260,10 +270,10 @@ func (tx *Tx) heldByKeys(ctx context.Context, hashes []string) (map[string]gateh
 	cond1, args := tx.in("key_hash", hashes)
 	cond2, args := tx.in("h.key_hash", hashes, args...)
 	rows, err := tx.Query(ctx, `SELECT key_hash, COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0) FROM (
-		SELECT key_hash, amount, byok FROM reservations WHERE `+cond1+`
+		SELECT key_hash, amount, byok FROM reservations WHERE `+cond1+` AND lease_id IS NULL
 		UNION ALL
 		SELECT h.key_hash, r.amount, r.byok FROM reservation_holds h JOIN reservations r ON r.id = h.reservation_id
-		WHERE `+cond2+`) held GROUP BY key_hash`, args...)
+		WHERE `+cond2+` AND r.lease_id IS NULL) held GROUP BY key_hash`, args...)
 	type sum struct {
 		hash string
 		r    gatehouse.Reserved
@@ -316,7 +326,7 @@ func (tx *Tx) budgetFigures(ctx context.Context, b gatehouse.Budget) (budgetFigu
 	f.counters = gatehouse.Counters{Usage: u, BYOK: byok}
 	err = tx.QueryRow(ctx, `SELECT COALESCE(SUM(r.amount), 0), COALESCE(SUM(CASE WHEN r.byok THEN r.amount ELSE 0 END), 0)
 		FROM reservation_budgets rb JOIN reservations r ON r.id = rb.reservation_id
-		WHERE rb.guardrail_id = ? AND rb.subject = ?`,
+		WHERE rb.guardrail_id = ? AND rb.subject = ? AND r.lease_id IS NULL`,
 		b.GuardrailID, b.Subject).Scan(&f.held.All, &f.held.BYOK)
 	return f, err
 }

@@ -192,6 +192,10 @@ func update[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T
 // before it may have changed. An engine's own writes call it too.
 func (s *Store) Wrote() { s.writes.Add(1) }
 
+// Writes counts the writes this process committed: what was read before it
+// changed may be stale (Leases retire their slices of limits when it does).
+func (s *Store) Writes() uint64 { return s.writes.Load() }
+
 func lock[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
 	return run(ctx, s, s.engine.Lock, fn)
 }

@@ -179,7 +179,7 @@ func (tx *Tx) writeHolds(ctx context.Context, rs []*gatehouse.Reservation, keys,
 		}
 		res = append(res, []any{r.ID, org, r.KeyHash, int64(r.Amount), r.BYOK, ms(tx.now), ms(r.ExpiresAt),
 			nullIfEmpty(g.ID), nullIfEmpty(g.WorkspaceID), nullIfEmpty(g.Model), nullIfEmpty(g.Provider), g.Streamed,
-			nullIfEmpty(tx.instance)})
+			nullIfEmpty(tx.instance), r.Lease, nullIfEmpty(r.LeaseID)})
 		for _, b := range sortedBudgets(r.Budgets) {
 			if _, ok := live[b.GuardrailID]; ok {
 				budgets = append(budgets, []any{r.ID, b.GuardrailID, b.Subject})
@@ -208,7 +208,7 @@ func (tx *Tx) writeHolds(ctx context.Context, rs []*gatehouse.Reservation, keys,
 
 // reservationColumns are the columns a reservation is written with.
 const reservationColumns = `id, organization_id, key_hash, amount, byok, created_at, expires_at,
-	generation_id, workspace_id, model, provider, streamed, instance_id`
+	generation_id, workspace_id, model, provider, streamed, instance_id, lease, lease_id`
 
 // existing returns, of values, those that query (selecting the value and
 // one more column FROM a table) finds in column, mapped to the other column.
@@ -316,15 +316,22 @@ func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, err
 		return nil, err
 	}
 	cond, args = tx.in("id", ids)
-	rows, err = tx.Query(ctx, `DELETE FROM reservations WHERE `+cond+` RETURNING id, key_hash`, args...)
-	ended, err := collect(rows, err, scanPair)
+	rows, err = tx.Query(ctx, `DELETE FROM reservations WHERE `+cond+` RETURNING id, key_hash, COALESCE(lease_id, '')`, args...)
+	ended, err := collect(rows, err, func(s Scanner) ([3]string, error) {
+		var e [3]string
+		return e, s.Scan(&e[0], &e[1], &e[2])
+	})
 	if err != nil {
 		return nil, err
 	}
 	done := make(map[string]bool, len(ended))
 	keyOf := make(map[string]string, len(ended))
+	leaseOf := map[string]string{}
 	for _, e := range ended {
 		done[e[0]], keyOf[e[0]] = true, e[1]
+		if e[2] != "" {
+			leaseOf[e[0]] = e[2]
+		}
 	}
 	gens := make(map[string]*gatehouse.Generation, len(ss))
 	var ledger [][]any
@@ -372,7 +379,28 @@ func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, err
 			return nil, err
 		}
 	}
+	// What a lease's holds cost leaves the lease as it enters the counters
+	// (after the keys' and budgets' rows: the order every transaction
+	// locks them in).
+	fromLeases := map[string]gatehouse.Money{}
+	for id, lease := range leaseOf {
+		if g := gens[id]; g != nil {
+			fromLeases[lease] += g.Cost
+		}
+	}
+	for _, lease := range slices.Sorted(maps.Keys(fromLeases)) {
+		if err := tx.shrinkLease(ctx, lease, fromLeases[lease]); err != nil {
+			return nil, err
+		}
+	}
 	return done, nil
+}
+
+// shrinkLease takes amount off a lease (no lower than nothing).
+func (tx *Tx) shrinkLease(ctx context.Context, id string, amount gatehouse.Money) error {
+	_, err := tx.Exec(ctx, `UPDATE reservations SET amount = CASE WHEN amount > ? THEN amount - ? ELSE 0 END
+		WHERE id = ? AND lease = TRUE`, int64(amount), int64(amount), id)
+	return err
 }
 
 // chargeTo adds a generation's cost to the charge of one key or budget.
@@ -441,32 +469,43 @@ func (s *Store) OpenInstances(ctx context.Context) (_ []string, err error) {
 func (s *Store) chargeOpen(ctx context.Context, where string, args ...any) (int, error) {
 	total := 0
 	for {
-		n, err := lock(ctx, s, func(tx *Tx) (int, error) {
+		got, err := lock(ctx, s, func(tx *Tx) ([2]int, error) {
 			rows, err := tx.Query(ctx, `SELECT id, organization_id, key_hash, amount, byok, generation_id, workspace_id,
-				model, provider, streamed FROM reservations WHERE `+where+` ORDER BY id LIMIT 500`, args...)
+				model, provider, streamed, lease FROM reservations WHERE `+where+` ORDER BY id LIMIT 500`, args...)
 			open, err := collect(rows, err, scanOpenReservation)
 			if err != nil || len(open) == 0 {
-				return 0, err
+				return [2]int{}, err
 			}
 			done, err := tx.settle(ctx, open)
-			return len(done), err
+			charged := 0
+			for _, st := range open {
+				if done[st.ReservationID] && st.Generation != nil {
+					charged++ // a lease is dropped, not charged
+				}
+			}
+			return [2]int{len(done), charged}, err
 		})
-		total += n
-		if err != nil || n == 0 {
+		total += got[1]
+		if err != nil || got[0] == 0 {
 			return total, err
 		}
 	}
 }
 
 // scanOpenReservation scans a reservation as the settlement that charges
-// it at its amount.
+// it at its amount, or, for a lease, drops it: what its instance spent
+// under it is in the ledger or in holds charged on their own.
 func scanOpenReservation(s Scanner) (Settlement, error) {
 	var g gatehouse.Generation
 	var id string
 	var genID, workspace, model, provider sql.NullString
+	var lease bool
 	if err := s.Scan(&id, &g.OrganizationID, &g.KeyHash, &g.Cost, &g.BYOK, &genID, &workspace, &model, &provider,
-		&g.Streamed); err != nil {
+		&g.Streamed, &lease); err != nil {
 		return Settlement{}, err
+	}
+	if lease {
+		return Settlement{ReservationID: id}, nil
 	}
 	g.ID, g.WorkspaceID, g.Model, g.Provider = genID.String, workspace.String, model.String, provider.String
 	if g.ID == "" { // reserved before reservations named their generation

@@ -466,10 +466,14 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 	dp.Ledger = ledger
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
 	if isPostgres {
-		go sweep(sweepCtx, pg, logger)
+		dp.Leases = gatehouse.NewLeases(pg, ledger, nil)
+		go sweep(sweepCtx, pg, dp.Leases, logger)
 	}
 	return dp, func() {
 		stopSweeping()
+		if dp.Leases != nil {
+			dp.Leases.Close() // the ledger drops them as it closes
+		}
 		stopBatching() // no admission batch takes settles from the ledger any more
 		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -480,10 +484,12 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 	}, nil
 }
 
-// sweep charges, every second, the reservations of instances that are
-// gone, and every ten seconds those that expired open.
-func sweep(ctx context.Context, pg *postgres.DB, logger *slog.Logger) {
-	t := time.NewTicker(time.Second)
+// sweep retires this instance's leases whose life is over, every half
+// lease life; charges, every second, the reservations of instances that are
+// gone (and drops their leases), and every ten seconds those that expired
+// open.
+func sweep(ctx context.Context, pg *postgres.DB, leases *gatehouse.Leases, logger *slog.Logger) {
+	t := time.NewTicker(gatehouse.LeaseLife / 2)
 	defer t.Stop()
 	for i := 1; ; i++ {
 		select {
@@ -491,9 +497,13 @@ func sweep(ctx context.Context, pg *postgres.DB, logger *slog.Logger) {
 			return
 		case <-t.C:
 		}
+		leases.Retire()
+		if i%2 != 0 {
+			continue
+		}
 		n, err := pg.ChargeGoneInstances(ctx)
 		logCharged(ctx, logger, n, err, "left open by a stopped instance")
-		if i%10 == 0 {
+		if i%20 == 0 {
 			n, err := pg.ChargeOpen(ctx, time.Now())
 			logCharged(ctx, logger, n, err, "that expired open (their instance stopped without settling them)")
 		}
