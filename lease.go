@@ -38,7 +38,7 @@ type Leases struct {
 	// again, so that a change made here (a lower limit, a guardrail)
 	// applies at once. nil: none are counted.
 	writes func() uint64
-	now     Clock
+	now    Clock
 
 	mu     sync.Mutex
 	groups map[string]*leaseGroup

@@ -27,8 +27,8 @@ type Meter struct {
 	// against slices of limits the database granted this instance, and
 	// Ledger (then required) writes their holds.
 	Leases *Leases
-	Traces   TraceSink // where settled calls are traced; nil: nowhere
-	Now      Clock     // stamps reservation expiries; nil: time.Now
+	Traces TraceSink // where settled calls are traced; nil: nowhere
+	Now    Clock     // stamps reservation expiries; nil: time.Now
 	// Anomaly hears of a provider whose answer breaks what it was asked
 	// (such as usage past the cap it was sent): the key holder is charged
 	// no more than was reserved, and the operator should learn of it. nil:
