@@ -68,6 +68,10 @@ func (e *LineError) Error() string {
 //	        max_completion_tokens: 4096   # optional, default 4096: the cap assumed when a request sets none
 //	        context_length: 128000     # optional
 //
+// Providers and models may also describe themselves for the catalog
+// (name, zdr, tokenizer, reasoning, cache prices, modalities...): see
+// config_info.go and the README's "The providers file".
+//
 // Unknown settings are errors, so that a misspelt one is not silently
 // ignored. Every error is a *LineError, or several joined with
 // errors.Join, naming the file, the line and column, and the setting.
