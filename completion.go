@@ -22,6 +22,7 @@ type Provider struct {
 	BYOK      bool // usage through it counts as BYOK usage
 	Timeout   time.Duration
 	Models    []*Model
+	ProviderInfo
 }
 
 // DefaultProviderTimeout is how long a call to a provider may take when
@@ -48,6 +49,7 @@ type Model struct {
 	// max_tokens; the reservation assumes it.
 	MaxCompletionTokens int
 	ContextLength       int
+	ModelInfo
 }
 
 // Slug returns the name clients use for the model: provider/id.
@@ -78,8 +80,11 @@ type Catalog struct {
 // NewCatalog indexes providers. Provider ids and model slugs must be
 // unique; the config loader checks that with line numbers, this is the
 // last line of defence.
+//
+// A model whose Created is zero is given the time the catalog is made.
 func NewCatalog(providers []*Provider) (*Catalog, error) {
 	c := &Catalog{Providers: providers, models: map[string]*Model{}, providers: map[string]*Provider{}}
+	loaded := time.Now().UTC().Truncate(time.Second)
 	for _, p := range providers {
 		if _, dup := c.providers[p.ID]; dup {
 			return nil, fmt.Errorf("provider %q is defined twice", p.ID)
@@ -87,6 +92,9 @@ func NewCatalog(providers []*Provider) (*Catalog, error) {
 		c.providers[p.ID] = p
 		for _, m := range p.Models {
 			m.Provider = p.ID
+			if m.Created.IsZero() {
+				m.Created = loaded
+			}
 			if _, dup := c.models[m.Slug()]; dup {
 				return nil, fmt.Errorf("model %q is defined twice", m.Slug())
 			}
@@ -103,6 +111,12 @@ func (c *Catalog) Model(slug string) (*Model, *Provider, bool) {
 		return nil, nil, false
 	}
 	return m, c.providers[m.Provider], true
+}
+
+// Provider returns the provider of an id.
+func (c *Catalog) Provider(id string) (*Provider, bool) {
+	p, ok := c.providers[id]
+	return p, ok
 }
 
 // Models returns every model, in configuration order.

@@ -68,6 +68,10 @@ func (e *LineError) Error() string {
 //	        max_completion_tokens: 4096   # optional, default 4096: the cap assumed when a request sets none
 //	        context_length: 128000     # optional
 //
+// Providers and models may also describe themselves for the catalog
+// (name, zdr, tokenizer, reasoning, cache prices, modalities...): see
+// config_info.go and the README's "The providers file".
+//
 // Unknown settings are errors, so that a misspelt one is not silently
 // ignored. Every error is a *LineError, or several joined with
 // errors.Join, naming the file, the line and column, and the setting.
@@ -220,7 +224,7 @@ var upperEnvNameRE = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 func (l *loader) provider(n *yaml.Node, what string) *gatehouse.Provider {
 	p := &gatehouse.Provider{Timeout: DefaultTimeout}
 	var modelsNode *yaml.Node
-	l.mapping(n, what, map[string]func(*yaml.Node){
+	l.mapping(n, what, withSettings(l.providerInfoSettings(&p.ProviderInfo), map[string]func(*yaml.Node){
 		"id": func(v *yaml.Node) {
 			if s, ok := l.str(v, "id"); ok && !providerIDRE.MatchString(s) {
 				l.errorf(v, "id", "must be 1 to 64 lowercase letters, digits or dashes, such as openai or local-vllm")
@@ -233,7 +237,7 @@ func (l *loader) provider(n *yaml.Node, what string) *gatehouse.Provider {
 		"byok":        func(v *yaml.Node) { p.BYOK = l.boolean(v, "byok") },
 		"timeout":     func(v *yaml.Node) { p.Timeout = l.duration(v, "timeout") },
 		"models":      func(v *yaml.Node) { modelsNode = v },
-	}, "id", "base_url", "models")
+	}), "id", "base_url", "models")
 	if modelsNode != nil {
 		p.Models = l.models(modelsNode, p.ID)
 	}
@@ -302,7 +306,7 @@ func (l *loader) models(v *yaml.Node, provider string) []*gatehouse.Model {
 
 func (l *loader) model(n *yaml.Node, what string) *gatehouse.Model {
 	m := &gatehouse.Model{MaxCompletionTokens: DefaultMaxCompletionTokens}
-	l.mapping(n, what, map[string]func(*yaml.Node){
+	l.mapping(n, what, withSettings(l.modelInfoSettings(&m.ModelInfo), map[string]func(*yaml.Node){
 		"id": func(v *yaml.Node) {
 			s, ok := l.str(v, "id")
 			if ok && (s == "" || len(s) > 200 || strings.IndexFunc(s, isSpaceOrControl) >= 0) {
@@ -316,7 +320,7 @@ func (l *loader) model(n *yaml.Node, what string) *gatehouse.Model {
 		"completion_price":      func(v *yaml.Node) { m.CompletionPrice = l.price(v, "completion_price") },
 		"max_completion_tokens": func(v *yaml.Node) { m.MaxCompletionTokens = l.positive(v, "max_completion_tokens") },
 		"context_length":        func(v *yaml.Node) { m.ContextLength = l.positive(v, "context_length") },
-	}, "id", "prompt_price", "completion_price")
+	}), "id", "prompt_price", "completion_price")
 	return m
 }
 

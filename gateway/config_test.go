@@ -120,7 +120,7 @@ func TestLoadProvidersInvalid(t *testing.T) {
 		{"ftp base_url", "providers:\n  - id: local\n    base_url: ftp://x/v1\n" + model, ":3:15: base_url: must be an absolute http or https URL"},
 		{"base_url with endpoint", "providers:\n  - id: local\n    base_url: http://x/v1/chat/completions\n" + model, ":3:15: base_url: must be the API's base"},
 		{"base_url list", "providers:\n  - id: local\n    base_url: [a]\n" + model, ":3:15: base_url: must be a single value, not a list"},
-		{"unknown provider setting", head + "    api_key: sk-x\n" + model, ":4:5: api_key: unknown setting in provider \"local\": want one of api_key_env, base_url, byok, id, models, timeout"},
+		{"unknown provider setting", head + "    api_key: sk-x\n" + model, ":4:5: api_key: unknown setting in provider \"local\": want one of api_key_env, base_url, byok, datacenters, headquarters, id, models, moderated, name, privacy_policy_url, status_page_url, terms_of_service_url, timeout, zdr"},
 		{"repeated setting", head + "    base_url: http://y/v1\n" + model, ":4:5: base_url: is set twice (first on line 3)"},
 		{"byok", head + "    byok: sometimes\n" + model, ":4:11: byok: must be true or false"},
 		{"timeout unit", head + "    timeout: 30\n" + model, ":4:14: timeout: must be a positive duration"},

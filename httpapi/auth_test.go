@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/httpapi"
 )
 
 // Who may call an operation.
@@ -110,10 +111,34 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		op("POST /api/v1/chat/completions", anyKey, http.StatusForbidden, "", map[string]any{
 			"model": "acme/chat", "messages": []map[string]any{{"role": "user", "content": "hi"}}}),
 		op("GET /api/v1/models", openRead, ok, "", nil),
+		op("GET /api/v1/models/count", openRead, ok, "", nil),
+		// A management key cannot call models, so it has no models of its own.
+		op("GET /api/v1/models/user", anyKey, http.StatusForbidden, "", nil),
+		catalogOp("GET /api/v1/model/{author}/{slug}"),
+		catalogOp("GET /api/v1/models/{author}/{slug}/endpoints"),
+		op("GET /api/v1/endpoints/zdr", openRead, ok, "", nil),
+		op("GET /api/v1/providers", openRead, ok, "", nil),
 		// Without ?id= a valid key gets 400 (id is required); generations by
 		// id are covered in completions_test.go.
 		op("GET /api/v1/generation", anyKey, http.StatusBadRequest, "", nil),
 	}
+}
+
+// matrixModel is the model of matrixCatalog that the matrix's catalog
+// operations name.
+const matrixAuthor, matrixSlug = "acme", "chat"
+
+// catalogOp is a read of one model of the catalog: open to anyone, and
+// the same for every organization.
+func catalogOp(pattern string) matrixOp {
+	path := strings.NewReplacer("{author}", matrixAuthor, "{slug}", matrixSlug).Replace(strings.SplitN(pattern, " ", 2)[1])
+	return matrixOp{pattern: pattern, path: path, access: openRead, success: http.StatusOK}
+}
+
+// withMatrixCatalog serves the models of the tests (testCatalog), without
+// an upstream: the matrices never call one.
+func withMatrixCatalog(t testing.TB) envOption {
+	return withDataPlane(httpapi.DataPlane{Catalog: testCatalog(t, "http://127.0.0.1:9", time.Second)})
 }
 
 // doAuthorization sends a request with the raw Authorization header value
@@ -206,7 +231,7 @@ func (e *testEnv) deletedOrganizationKeys() (mgmt, regular string) {
 // credential, a regular key, and a management key of another organization.
 func TestAuthenticationMatrix(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withMatrixCatalog(t))
 	f := e.matrixFixture()
 	ops := matrixOps(f.ids)
 	goneMgmt, goneRegular := e.deletedOrganizationKeys()

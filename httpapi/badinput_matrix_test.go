@@ -202,7 +202,7 @@ func TestBadInputMatrix(t *testing.T) {
 	// One environment for every operation: the refused requests change
 	// nothing, so they run in parallel on it; the valid ones run after them,
 	// in one pass ordered as TestAuthenticationMatrix orders it.
-	e := newEnv(t)
+	e := newEnv(t, withMatrixCatalog(t))
 	f := e.matrixFixture()
 	verifier := strings.Repeat("v", 43) + "-matrix._~"
 	code := e.createCode(e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb",
@@ -678,16 +678,25 @@ func mxQueryCases(params openapi3.Parameters, path string) []badCase {
 // mxPathIDCases replace each path id with values that cannot name a resource.
 // body is sent with each, when the operation takes one.
 func mxPathIDCases(params openapi3.Parameters, pattern string, f *matrixFixture, body map[string]any) []badCase {
+	reals := map[string]string{"hash": f.ids.keyHash, "id": f.ids.guardrail, "user_id": f.ids.member,
+		"author": matrixAuthor, "slug": matrixSlug}
+	if strings.Contains(pattern, "/workspaces/") {
+		reals["id"] = f.ids.workspace
+	} else if strings.Contains(pattern, "/destinations/") {
+		reals["id"] = f.ids.destination
+	}
 	var cases []badCase
 	for _, p := range params {
 		if p.Value.In != "path" {
 			continue
 		}
-		real := map[string]string{"hash": f.ids.keyHash, "id": f.ids.guardrail, "user_id": f.ids.member}[p.Value.Name]
-		if strings.Contains(pattern, "/workspaces/") {
-			real = f.ids.workspace
-		} else if strings.Contains(pattern, "/destinations/") {
-			real = f.ids.destination
+		real := reals[p.Value.Name]
+		// The other ids of the path (a model's author and slug) are real.
+		others := pattern
+		for name, v := range reals {
+			if name != p.Value.Name {
+				others = strings.ReplaceAll(others, "{"+name+"}", v)
+			}
 		}
 		bad := []string{
 			"not-a-uuid", strings.Repeat("z", 64), strings.Repeat("a", 5000), real + "0", real[1:],
@@ -696,7 +705,7 @@ func mxPathIDCases(params openapi3.Parameters, pattern string, f *matrixFixture,
 		for _, id := range bad {
 			// 404 either way: "... not found", or "no such route" when
 			// the id holds an escaped slash.
-			c := badCase{name: "path id " + mxTruncate(id, 20), path: strings.Replace(pattern, "{"+p.Value.Name+"}", id, 1),
+			c := badCase{name: "path id " + mxTruncate(id, 20), path: strings.Replace(others, "{"+p.Value.Name+"}", id, 1),
 				status: 404}
 			if body != nil {
 				c.body = mxRaw(mxMustJSON(body))

@@ -2,91 +2,9 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
 	"gatehouse"
 )
-
-// The shape of OpenRouter's model list, which clients parse; Gatehouse
-// fills in what its configuration knows and null or defaults elsewhere.
-type modelJSON struct {
-	ID                  string           `json:"id"`
-	CanonicalSlug       string           `json:"canonical_slug"`
-	Name                string           `json:"name"`
-	Created             int64            `json:"created"`
-	Description         string           `json:"description"`
-	ContextLength       *int             `json:"context_length"`
-	Architecture        architectureJSON `json:"architecture"`
-	Pricing             pricingJSON      `json:"pricing"`
-	TopProvider         topProviderJSON  `json:"top_provider"`
-	PerRequestLimits    *struct{}        `json:"per_request_limits"`
-	DefaultParameters   *struct{}        `json:"default_parameters"`
-	SupportedParameters []string         `json:"supported_parameters"`
-	SupportedVoices     []string         `json:"supported_voices"`
-	Links               modelLinksJSON   `json:"links"`
-}
-
-type architectureJSON struct {
-	InputModalities  []string `json:"input_modalities"`
-	OutputModalities []string `json:"output_modalities"`
-	Modality         string   `json:"modality"`
-}
-
-type pricingJSON struct {
-	Prompt     string `json:"prompt"`
-	Completion string `json:"completion"`
-}
-
-type topProviderJSON struct {
-	ContextLength       *int `json:"context_length"`
-	MaxCompletionTokens *int `json:"max_completion_tokens"`
-	IsModerated         bool `json:"is_moderated"`
-}
-
-type modelLinksJSON struct {
-	Details string `json:"details"`
-}
-
-type modelsJSON struct {
-	Data  []modelJSON `json:"data"`
-	Links struct {
-		Next *string `json:"next"`
-	} `json:"links"`
-	TotalCount int `json:"total_count"`
-}
-
-// startedAt stands for the models' creation time, which the configuration
-// does not know.
-var startedAt = time.Now().Unix()
-
-func toModelJSON(m *gatehouse.Model) modelJSON {
-	j := modelJSON{
-		ID: m.Slug(), CanonicalSlug: m.Slug(), Name: m.Name, Created: startedAt,
-		Description:         "Served by provider " + m.Provider + " through Gatehouse.",
-		Architecture:        architectureJSON{InputModalities: []string{"text"}, OutputModalities: []string{"text"}, Modality: "text->text"},
-		Pricing:             pricingJSON{Prompt: gatehouse.PricePerToken(m.PromptPrice), Completion: gatehouse.PricePerToken(m.CompletionPrice)},
-		SupportedParameters: []string{"max_tokens", "temperature", "top_p", "stop", "frequency_penalty", "presence_penalty", "seed", "tools", "tool_choice", "response_format"},
-		SupportedVoices:     nil,
-		Links:               modelLinksJSON{Details: "/api/v1/models"},
-	}
-	if j.Name == "" {
-		j.Name = m.Slug()
-	}
-	if m.ContextLength > 0 {
-		n := m.ContextLength
-		j.ContextLength, j.TopProvider.ContextLength = &n, &n
-	}
-	max := m.MaxCompletionTokens
-	j.TopProvider.MaxCompletionTokens = &max
-	return j
-}
-
-// listModels serves GET /models: the configured models, in OpenRouter's shape.
-func (s *Server) listModels(w http.ResponseWriter, r *http.Request) error {
-	models := s.data.Catalog.Models()
-	out := modelsJSON{Data: mapSlice(models, toModelJSON), TotalCount: len(models)}
-	return writeJSON(w, http.StatusOK, out)
-}
 
 // generationJSON is OpenRouter's generation object (GenerationResponseData
 // of the SDK), filled from the ledger. Every field of the SDK's schema is

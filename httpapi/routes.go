@@ -71,6 +71,12 @@ func (s *Server) routes(metrics http.Handler) {
 
 	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
 	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))
+	m.HandleFunc("GET "+v1+"/models/count", s.public(s.countModels))
+	m.HandleFunc("GET "+v1+"/models/user", s.authenticated(s.listModelsForUser))
+	m.HandleFunc("GET "+v1+"/model/{author}/{slug}", s.public(s.getModel))
+	m.HandleFunc("GET "+v1+"/models/{author}/{slug}/endpoints", s.public(s.listEndpoints))
+	m.HandleFunc("GET "+v1+"/endpoints/zdr", s.public(s.listZDREndpoints))
+	m.HandleFunc("GET "+v1+"/providers", s.public(s.listProviders))
 	m.HandleFunc("GET "+v1+"/generation", s.authenticated(s.getGeneration))
 
 	m.HandleFunc("/", s.serve(s.notFound))

@@ -44,6 +44,7 @@ export const RESOURCE_TEST_FILES = [
   "organization.test.mjs",
   "ratelimit.test.mjs",
   "gateway.test.mjs",
+  "catalog.test.mjs",
 ];
 
 // ---------------------------------------------------------------------------
@@ -94,7 +95,18 @@ export const OPERATIONS = {
   observabilityDelete: { call: "observability.delete", route: "DELETE /observability/destinations/{id}", success: 200, errors: [401, 404, 500] },
   // Organization
   organizationListMembers: { call: "organization.listMembers", route: "GET /organization/members", success: 200, errors: [401, 404, 500] },
+  // Models, endpoints and providers: the catalog of the providers file.
+  // Beyond API.md §3 (issue #12), so marked beyondApiMd.
+  modelsList: { call: "models.list", route: "GET /models", success: 200, errors: [400, 403, 500], beyondApiMd: true },
+  modelsCount: { call: "models.count", route: "GET /models/count", success: 200, errors: [400, 403, 500], beyondApiMd: true },
+  modelsGet: { call: "models.get", route: "GET /model/{author}/{slug}", success: 200, errors: [403, 404, 500], beyondApiMd: true },
+  modelsListForUser: { call: "models.listForUser", route: "GET /models/user", success: 200, errors: [401, 403, 404, 500], beyondApiMd: true },
+  endpointsList: { call: "endpoints.list", route: "GET /models/{author}/{slug}/endpoints", success: 200, errors: [403, 404, 500], beyondApiMd: true },
+  endpointsListZdrEndpoints: { call: "endpoints.listZdrEndpoints", route: "GET /endpoints/zdr", success: 200, errors: [403, 500], beyondApiMd: true },
+  providersList: { call: "providers.list", route: "GET /providers", success: 200, errors: [500], beyondApiMd: true },
 };
+
+const PUBLIC_CATALOG = "the catalog is public: no credential is read (one sent is ignored), so nothing a caller sends is forbidden (README: Models, endpoints and providers)";
 
 // Typed statuses the suite does not provoke, with the reason. Each is also
 // stated in a comment at the top of the test file of its resource.
@@ -107,6 +119,15 @@ export const EXCLUSIONS = {
   },
   observabilityUpdate: {
     409: "the only 409 of destinations is the per-type limit on create; update cannot change `type` or `workspace_id`, so it never adds a live destination of a type (API.md §3 lists 400 401 404)",
+  },
+  // The catalog's reads (catalog.test.mjs).
+  modelsList: { 403: PUBLIC_CATALOG },
+  modelsCount: { 403: PUBLIC_CATALOG },
+  modelsGet: { 403: PUBLIC_CATALOG },
+  endpointsList: { 403: PUBLIC_CATALOG },
+  endpointsListZdrEndpoints: { 403: PUBLIC_CATALOG },
+  modelsListForUser: {
+    404: "GET /models/user has no path id and names nothing: the calling key exists (else 401), and a key with no usable model gets an empty list",
   },
 };
 
