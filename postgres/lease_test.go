@@ -1,0 +1,289 @@
+package postgres_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse"
+	"gatehouse/postgres"
+	"gatehouse/sqlstore"
+
+	"github.com/google/uuid"
+)
+
+// leaseInstance is one server's metering on a shared database: its
+// instance lock, ledger, batched admission and leases.
+type leaseInstance struct {
+	db     *postgres.DB
+	ledger *sqlstore.Ledger
+	leases *gatehouse.Leases
+}
+
+func startLeaseInstance(t *testing.T, db *postgres.DB) *leaseInstance {
+	t.Helper()
+	release, err := db.HoldInstance(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := db.BatchReserves()
+	ledger := db.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	ledger.LingerSettles()
+	in := &leaseInstance{db: db, ledger: ledger, leases: gatehouse.NewLeases(db, ledger, nil)}
+	t.Cleanup(func() {
+		in.leases.Close()
+		stop()
+		if err := ledger.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+		release()
+	})
+	return in
+}
+
+// reserve admits a request of amount for key as the meter does: against a
+// lease, whose hold the ledger then writes, or alone.
+func (in *leaseInstance) reserve(ctx context.Context, key *gatehouse.Key, amount gatehouse.Money) (*gatehouse.Reservation, error) {
+	r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: key.Hash, Amount: amount,
+		ExpiresAt: time.Now().Add(2 * time.Minute),
+		Generation: &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: key.OrganizationID,
+			KeyHash: key.Hash, Model: "acme/chat", Provider: "acme"}}
+	alone, err := in.leases.Admit(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if !alone {
+		if err := <-in.ledger.Hold(r); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// settle charges r at cost, as the meter does.
+func (in *leaseInstance) settle(r *gatehouse.Reservation, cost gatehouse.Money) {
+	in.leases.Settle(r, cost)
+	g := *r.Generation
+	g.Status, g.Cost = gatehouse.GenerationCompleted, cost
+	in.ledger.Settle(r, &g, func(error) { in.leases.Written(r) })
+}
+
+func leaseKey(t *testing.T, db *postgres.DB, limit gatehouse.Money) *gatehouse.Key {
+	t.Helper()
+	ctx := context.Background()
+	org, err := db.CreateOrganization(ctx, "Leased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := db.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: "hot", Limit: &limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// reservationsLeft counts the key's reservation rows: leases and holds.
+func reservationsLeft(t *testing.T, db *postgres.DB, k *gatehouse.Key) (leases, holds int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, q := range []struct {
+		lease bool
+		n     *int
+	}{{true, &leases}, {false, &holds}} {
+		if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM reservations WHERE key_hash = $1 AND lease = $2`,
+			k.Hash, q.lease).Scan(q.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return leases, holds
+}
+
+// TestLeasesAdmitExactlyWhatFits: one instance, 50 requests of $0.03 held
+// at once against a $1 limit: leases serve the first ones in memory, and
+// near the limit each request is checked alone against the exact
+// remainder, so exactly 33 are admitted. Settled, the key's usage is what
+// they cost, and once the leases are dropped no row is left.
+func TestLeasesAdmitExactlyWhatFits(t *testing.T) {
+	db := instances(t, 1)[0]
+	in := startLeaseInstance(t, db)
+	k := leaseKey(t, db, gatehouse.USD(1))
+	ctx := context.Background()
+	const each = 30_000_000 // $0.03
+	var mu sync.Mutex
+	var admitted []*gatehouse.Reservation
+	errs := race(50, func(int) error {
+		r, err := in.reserve(ctx, k, each)
+		if err == nil {
+			mu.Lock()
+			admitted = append(admitted, r)
+			mu.Unlock()
+		}
+		return err
+	})
+	for _, err := range errs {
+		if err != nil && gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+			t.Fatalf("refused with %v, want 402", err)
+		}
+	}
+	if len(admitted) != 33 {
+		t.Fatalf("admitted %d requests of $0.03 against $1, want 33", len(admitted))
+	}
+	leased := 0
+	for _, r := range admitted {
+		if r.LeaseID != "" {
+			leased++
+		}
+	}
+	if leased == 0 {
+		t.Error("no request was admitted against a lease")
+	}
+	for _, r := range admitted {
+		in.settle(r, each)
+	}
+	if err := in.ledger.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.FindKey(ctx, k.OrganizationID, k.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := gatehouse.Money(33 * each); got.Usage.Total != want {
+		t.Errorf("usage %s, want %s", got.Usage.Total, want)
+	}
+	// A lease admits until its life is over or it is full; Close retires
+	// them all, and the ledger drops each once nothing of it is open.
+	in.leases.Close()
+	if err := in.ledger.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, h := reservationsLeft(t, db, k); l != 0 || h != 0 {
+		t.Errorf("%d leases and %d holds left after every request settled and the leases were retired", l, h)
+	}
+}
+
+// TestLeasesTwoInstancesNeverOverspend: two instances on one database,
+// 60 requests each of $0.03 at once against a $1 limit, settled as they
+// are admitted: the leases of both never add up past the limit, so the
+// recorded usage is at most $0.99 (and nothing is refused while plenty
+// remains: the first $0.60 all pass).
+func TestLeasesTwoInstancesNeverOverspend(t *testing.T) {
+	dbs := instances(t, 2)
+	a, b := startLeaseInstance(t, dbs[0]), startLeaseInstance(t, dbs[1])
+	k := leaseKey(t, dbs[0], gatehouse.USD(1))
+	ctx := context.Background()
+	const each = 30_000_000
+	var mu sync.Mutex
+	admitted := 0
+	errs := race(120, func(i int) error {
+		in := a
+		if i%2 == 1 {
+			in = b
+		}
+		r, err := in.reserve(ctx, k, each)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		admitted++
+		mu.Unlock()
+		in.settle(r, each)
+		return nil
+	})
+	for _, err := range errs {
+		if err != nil && gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+			t.Fatalf("refused with %v, want 402", err)
+		}
+	}
+	for _, in := range []*leaseInstance{a, b} {
+		if err := in.ledger.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := dbs[0].FindKey(ctx, k.OrganizationID, k.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Usage.Total != gatehouse.Money(admitted*each) {
+		t.Errorf("usage %s, but %d requests of $0.03 were admitted", got.Usage.Total, admitted)
+	}
+	t.Logf("admitted %d", admitted)
+	if admitted > 33 || admitted < 20 {
+		t.Errorf("admitted %d requests of $0.03 against $1, want at most 33 and every one while $0.40 remain", admitted)
+	}
+}
+
+// TestLeasesOfAGoneInstance: an instance that stops without settling
+// leaves a lease and holds under it; another instance charges the holds
+// at what they reserved and drops the lease, so the limit is whole again
+// but for those charges.
+func TestLeasesOfAGoneInstance(t *testing.T) {
+	dbs := instances(t, 2)
+	ctx := context.Background()
+	k := leaseKey(t, dbs[0], gatehouse.USD(1))
+	gone := startLeaseInstance(t, dbs[0])
+	r, err := gone.reserve(ctx, k, 100_000_000) // $0.10, against a lease of $0.40
+	if err != nil || r.LeaseID == "" {
+		t.Fatalf("reserve: %v, lease %q", err, r.LeaseID)
+	}
+	if l, h := reservationsLeft(t, dbs[0], k); l != 1 || h != 1 {
+		t.Fatalf("%d leases, %d holds; want 1 and 1", l, h)
+	}
+	// The other instance cannot take what the lease holds: $0.60 remain.
+	other := startLeaseInstance(t, dbs[1])
+	if _, err := other.reserve(ctx, k, 700_000_000); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+		t.Fatalf("$0.70 beside a $0.40 lease on $1: %v, want 402", err)
+	}
+	// Gone: its instance lock is free. (Its leases are not retired: a
+	// crash retires nothing.)
+	n, err := dbs[1].ChargeInstance(ctx, instanceOf(t, dbs[0], k))
+	if err != nil || n != 1 {
+		t.Fatalf("ChargeInstance: %d charged, %v; want 1", n, err)
+	}
+	if l, h := reservationsLeft(t, dbs[0], k); l != 0 || h != 0 {
+		t.Fatalf("%d leases, %d holds left; want none", l, h)
+	}
+	got, err := dbs[1].FindKey(ctx, k.OrganizationID, k.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Usage.Total != 100_000_000 {
+		t.Errorf("usage %s, want the hold's $0.10", got.Usage.Total)
+	}
+	if _, err := other.reserve(ctx, k, 900_000_000); err != nil {
+		t.Errorf("$0.90 of the $0.90 left: %v", err)
+	}
+}
+
+func instanceOf(t *testing.T, db *postgres.DB, k *gatehouse.Key) string {
+	t.Helper()
+	var id string
+	if err := db.Pool().QueryRow(context.Background(), `SELECT instance_id FROM reservations WHERE key_hash = $1 LIMIT 1`,
+		k.Hash).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestLeasesRetireOnAWrite: a management write of this process (a lower
+// limit) retires the lease at once: the next request is admitted against
+// the new limit, not against what the old one granted.
+func TestLeasesRetireOnAWrite(t *testing.T) {
+	db := instances(t, 1)[0]
+	in := startLeaseInstance(t, db)
+	k := leaseKey(t, db, gatehouse.USD(1))
+	ctx := context.Background()
+	r, err := in.reserve(ctx, k, 50_000_000) // lease of $0.20
+	if err != nil || r.LeaseID == "" {
+		t.Fatalf("reserve: %v, lease %q", err, r.LeaseID)
+	}
+	if _, err := db.UpdateKey(ctx, k.OrganizationID, k.Hash, gatehouse.KeyUpdate{Limit: gatehouse.Val(gatehouse.Money(60_000_000))}); err != nil {
+		t.Fatal(err)
+	}
+	// $0.05 held of $0.06: another $0.05 would fit the old lease, not the limit.
+	if _, err := in.reserve(ctx, k, 50_000_000); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+		t.Fatalf("after lowering the limit to $0.06 with $0.05 held: %v, want 402", err)
+	}
+}
