@@ -65,7 +65,13 @@ func (engine) Dialect() sqlstore.Dialect { return dialect{} }
 // dialect is PostgreSQL's SQL.
 type dialect struct{}
 
-func (dialect) ForUpdate() string { return " FOR UPDATE" }
+// ForUpdate locks rows with FOR NO KEY UPDATE: it serializes admissions
+// and counter updates of a key as FOR UPDATE would, but not the inserts of
+// reservations that refer to the key (their foreign key check takes FOR
+// KEY SHARE, which FOR UPDATE would block): another instance's ledger
+// writing holds of a hot key no longer waits for this one's commit. A
+// delete of the row still waits (it takes FOR UPDATE).
+func (dialect) ForUpdate() string { return " FOR NO KEY UPDATE" }
 
 // In passes a list as one array parameter: one statement text whatever
 // the list's length.

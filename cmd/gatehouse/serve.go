@@ -125,9 +125,9 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	}
 	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress})
 	closeAll := func() { closeTraces(traces, logger); closeLimiter() }
-	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now,
-		httpapi.DataPlane{Catalog: catalog, Upstream: gateway.NewClient(), Traces: traces,
-			Ledger: metering.Ledger, Accounts: metering.Accounts})
+	data := metering // the ledger, and the accountant or leases
+	data.Catalog, data.Upstream, data.Traces = catalog, gateway.NewClient(), traces
+	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now, data)
 	handler.TrustProxies(cfg.TrustedProxies)
 	handler.SetEgressPolicy(cfg.Egress)
 	if cfg.MetricsAddr != "" {
