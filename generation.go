@@ -134,7 +134,7 @@ type StoredContent struct {
 func (s *StoredContent) Readable(retention time.Duration) (*GenerationContent, error) {
 	if !s.Logged {
 		return nil, &Error{Code: EFORBIDDEN,
-			Message: "the content of generations of this workspace is private: turn its I/O logging on (is_observability_io_logging_enabled) to store and read prompts and completions",
+			Message:  "the content of generations of this workspace is private: turn its I/O logging on (is_observability_io_logging_enabled) to store and read prompts and completions",
 			Metadata: map[string]any{"id": s.Generation.ID, "workspace_id": s.Generation.WorkspaceID}}
 	}
 	if s.Content == nil {

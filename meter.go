@@ -32,7 +32,7 @@ type Meter struct {
 	// (maxPendingContent): past it, calls are recorded without content.
 	KeepContent bool
 	pending     atomic.Int64 // bytes of content waiting for the ledger
-	Now      Clock     // stamps reservation expiries; nil: time.Now
+	Now         Clock        // stamps reservation expiries; nil: time.Now
 	// Anomaly hears of a provider whose answer breaks what it was asked
 	// (such as usage past the cap it was sent): the key holder is charged
 	// no more than was reserved, and the operator should learn of it. nil:
