@@ -481,7 +481,6 @@ type CompletionCall struct {
 
 // Completion is what metering and tracing need of an answer.
 type Completion struct {
-	Body             []byte // the rewritten answer; empty for a stream
 	PromptTokens     int64
 	CompletionTokens int64
 	UsageKnown       bool // false when the provider reported no usage

@@ -39,6 +39,7 @@ type chatRequest struct {
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	SessionID           *string         `json:"session_id"`
 	N                   *int            `json:"n"`
+	User                *string         `json:"user"`
 }
 
 // readChat reads and checks a chat completion request; body keeps every
@@ -106,12 +107,18 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if capTokens == nil {
 		capTokens = req.MaxTokens
 	}
+	attribution, err := chatAttribution(r, req.User)
+	if err != nil {
+		return err
+	}
 	m, err := s.meter.Reserve(r.Context(), gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
-		Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID})
+		Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID,
+		Messages: req.Messages, Attribution: attribution})
 	if err != nil {
 		return err
 	}
 	gen := m.Generation
+	fp := &fingerprints{own: fingerprint(provider, model)}
 	sw := &streamWriter{w: w, held: func() error { return m.Held(r.Context()) }}
 	// A whole answer is paid for even if the client leaves before it comes:
 	// the provider works (and bills) either way, so the call outlives the
@@ -128,6 +135,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 			obj["model"], _ = json.Marshal(model.Slug())
 			obj["provider"], _ = json.Marshal(provider.ID)
 			normalizeAnswer(obj)
+			fp.stamp(obj)
 		},
 	}, sw)
 	if err == nil && !sw.started {
@@ -146,22 +154,43 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		}
 		return err
 	}
-	if !sw.started && r.Context().Err() != nil {
+	gone := !sw.started && r.Context().Err() != nil
+	if gone {
 		s.logger.Info("client cancelled before the answer; the answer was metered",
 			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID)
 		if rec, ok := w.(*recorder); ok {
 			rec.status, rec.wrote = statusClientClosed, true
 		}
-	} else if !sw.started {
-		defer func() { _ = writeRaw(w, http.StatusOK, done.Body) }()
 	}
 	if err := s.meter.Settle(r.Context(), m, done, err); err != nil {
 		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
 			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", err.Error())
+		gen.Cost = m.Reservation.Amount // what it will be charged
 	}
-	if sw.started && done.Done {
-		// Held back until now, so a client that stops at [DONE] reads its usage.
-		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	// The answer carries the cost as metered: the whole answer, or the
+	// stream's usage chunk, held back until now.
+	final := done.Final
+	switch {
+	case final == nil && sw.started:
+		final = lastChunk(gen, fp, s.now())
+	case final == nil:
+		final = map[string]json.RawMessage{} // an answer is always read whole: never
+	}
+	switch {
+	case gone:
+	case !sw.started:
+		withCost(final, gen, model)
+		body, _ := json.Marshal(final)
+		return writeRaw(w, http.StatusOK, body)
+	default:
+		withCost(final, gen, model)
+		if b, err := json.Marshal(final); err == nil {
+			_, _ = io.WriteString(w, "data: "+string(b)+"\n\n")
+		}
+		if done.Done {
+			// Held back until now, so a client that stops at [DONE] reads its usage.
+			_, _ = io.WriteString(w, "data: [DONE]\n\n")
+		}
 		sw.Flush()
 	}
 	return nil

@@ -72,6 +72,9 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
 	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))
 	m.HandleFunc("GET "+v1+"/generation", s.authenticated(s.getGeneration))
+	m.HandleFunc("GET "+v1+"/generation/content", s.authenticated(s.getGenerationContent))
+	m.HandleFunc("POST "+v1+"/generation/feedback", s.management(s.submitFeedback))
+	m.HandleFunc("GET "+v1+"/generation/feedback", s.management(s.listFeedback()))
 
 	m.HandleFunc("/", s.serve(s.notFound))
 }
