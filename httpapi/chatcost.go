@@ -114,13 +114,26 @@ func tokenDetails(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	for k, v := range d {
-		var n int64
-		if bytes.ContainsAny(v, ".eE") || json.Unmarshal(v, &n) != nil || n < 0 {
+		if !wholeNumber(bytes.TrimSpace(v)) {
 			delete(d, k)
 		}
 	}
 	out, _ := json.Marshal(d)
 	return out
+}
+
+// wholeNumber reports whether a JSON value is a whole number of tokens:
+// digits only (no sign, fraction or exponent), within an int64.
+func wholeNumber(v []byte) bool {
+	if len(v) == 0 || len(v) > 18 {
+		return false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // lastChunk returns the chunk that carries a stream's usage when the
