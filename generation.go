@@ -312,3 +312,53 @@ type GenerationService interface {
 	// how many it re-sealed and the last id, for the next call.
 	ResealGenerationContent(ctx context.Context, after string, limit int) (int, string, error)
 }
+
+// PruneContent deletes the content made before cutoff, batch at a time,
+// until none is left or ctx ends, and returns how many it deleted. Small
+// batches keep each write short, so that the ledger's writes pass between
+// them.
+func PruneContent(ctx context.Context, s GenerationService, cutoff time.Time, batch int) (int, error) {
+	total := 0
+	for {
+		n, err := s.PruneGenerationContent(ctx, cutoff, batch)
+		total += n
+		if err != nil || n < batch || ctx.Err() != nil {
+			return total, err
+		}
+	}
+}
+
+// ResealContent re-encrypts every stored content with the current key,
+// batch at a time, and returns how many it re-sealed.
+func ResealContent(ctx context.Context, s GenerationService, batch int) (int, error) {
+	total, after := 0, ""
+	for {
+		n, last, err := s.ResealGenerationContent(ctx, after, batch)
+		total += n
+		if err != nil || n < batch {
+			return total, err
+		}
+		after = last
+	}
+}
+
+// ParseRetention reads a content retention: a number of days ("30d"), a
+// Go duration ("12h", "90m"), or 0 to keep no content.
+func ParseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, errors.New("want a number of days such as 30d, a duration such as 12h, or 0 to keep no content")
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	if s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, errors.New("want a number of days such as 30d, a duration such as 12h, or 0 to keep no content")
+	}
+	return d, nil
+}
