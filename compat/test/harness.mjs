@@ -44,6 +44,7 @@ export const RESOURCE_TEST_FILES = [
   "organization.test.mjs",
   "ratelimit.test.mjs",
   "gateway.test.mjs",
+  "generations.test.mjs",
 ];
 
 // ---------------------------------------------------------------------------
@@ -94,6 +95,9 @@ export const OPERATIONS = {
   observabilityDelete: { call: "observability.delete", route: "DELETE /observability/destinations/{id}", success: 200, errors: [401, 404, 500] },
   // Organization
   organizationListMembers: { call: "organization.listMembers", route: "GET /organization/members", success: 200, errors: [401, 404, 500] },
+  // Generations (issue #12, beyond API.md §3: `beyond` names where they are specified)
+  generationsListGenerationContent: { call: "generations.listGenerationContent", route: "GET /generation/content", success: 200, errors: [401, 403, 404, 429, 500, 502, 524, 529], beyond: "issue #12" },
+  generationsSubmitFeedback: { call: "generations.submitFeedback", route: "POST /generation/feedback", success: 200, errors: [400, 401, 404, 429, 500], beyond: "issue #12" },
 };
 
 // Typed statuses the suite does not provoke, with the reason. Each is also
@@ -107,6 +111,11 @@ export const EXCLUSIONS = {
   },
   observabilityUpdate: {
     409: "the only 409 of destinations is the per-type limit on create; update cannot change `type` or `workspace_id`, so it never adds a live destination of a type (API.md §3 lists 400 401 404)",
+  },
+  generationsListGenerationContent: {
+    502: "GET /generation/content reads the ledger only: no provider is called, so no provider's failure (bad gateway) can reach it",
+    524: "GET /generation/content reads the ledger only: no provider is called, so no edge or provider timeout can reach it",
+    529: "GET /generation/content reads the ledger only: no provider is called, so no provider can be overloaded for it",
   },
 };
 
@@ -208,6 +217,37 @@ export async function gatehouseBinary() {
   } finally {
     fs.rmSync(lock, { recursive: true, force: true });
   }
+}
+
+// Builds and starts cmd/fakellm (an OpenAI-compatible stand-in that answers
+// "You said: " and the last user message, counting words as tokens) on a
+// free port, and writes a providers file serving it as fake/echo at $0.001
+// per prompt token and $0.002 per completion token. Returns the file's path
+// and a function that stops the server.
+export async function startFakeLLM(dir) {
+  const bin = path.join(dir, "fakellm");
+  await execFileP("go", ["build", "-o", bin, "./cmd/fakellm"], { cwd: REPO_ROOT });
+  const port = await freePort();
+  const proc = spawn(bin, ["--addr", `127.0.0.1:${port}`], { stdio: "ignore" });
+  for (let i = 0; ; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/v1/models`);
+      if (res.ok) break;
+    } catch {}
+    if (i > 200) throw new Error("fakellm did not start");
+    await sleep(50);
+  }
+  const providers = path.join(dir, "providers.yaml");
+  fs.writeFileSync(providers, `providers:
+  - id: fake
+    base_url: http://127.0.0.1:${port}/v1
+    models:
+      - id: echo
+        prompt_price: 1000
+        completion_price: 2000
+        max_completion_tokens: 100
+`);
+  return { providers, stop: () => proc.kill("SIGTERM") };
 }
 
 export function freePort() {
