@@ -162,37 +162,48 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 			rec.status, rec.wrote = statusClientClosed, true
 		}
 	}
-	if err := s.meter.Settle(r.Context(), m, done, err); err != nil {
+	return s.settleAndSend(w, r, m, model, done, err, sw, fp, gone)
+}
+
+// settleAndSend meters a call that was answered (callErr: a stream that
+// broke off) and sends what remains of its answer with the cost as
+// metered: the whole answer, or a stream's usage chunk (the provider's,
+// held back until now, or one of Gatehouse's) and [DONE]. Nothing is sent
+// to a client that left before a whole answer.
+func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gatehouse.Metering, model *gatehouse.Model,
+	done gatehouse.Completion, callErr error, sw *streamWriter, fp *fingerprints, gone bool) error {
+	gen := m.Generation
+	settleErr := s.meter.Settle(r.Context(), m, done, callErr)
+	charged := *gen // as settled: tokens and cost
+	if settleErr != nil {
 		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
-			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", err.Error())
-		gen.Cost = m.Reservation.Amount // what it will be charged
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", settleErr.Error())
+		charged.Cost = m.Reservation.Amount
 	}
-	// The answer carries the cost as metered: the whole answer, or the
-	// stream's usage chunk, held back until now.
 	final := done.Final
 	switch {
-	case final == nil && sw.started:
-		final = lastChunk(gen, fp, s.now())
-	case final == nil:
-		final = map[string]json.RawMessage{} // an answer is always read whole: never
-	}
-	switch {
 	case gone:
+		return nil
 	case !sw.started:
-		withCost(final, gen, model)
+		if final == nil {
+			final = map[string]json.RawMessage{} // never: a whole answer is read whole
+		}
+		withCost(final, &charged, model)
 		body, _ := json.Marshal(final)
 		return writeRaw(w, http.StatusOK, body)
-	default:
-		withCost(final, gen, model)
-		if b, err := json.Marshal(final); err == nil {
-			_, _ = io.WriteString(w, "data: "+string(b)+"\n\n")
-		}
-		if done.Done {
-			// Held back until now, so a client that stops at [DONE] reads its usage.
-			_, _ = io.WriteString(w, "data: [DONE]\n\n")
-		}
-		sw.Flush()
 	}
+	if final == nil {
+		final = lastChunk(gen, fp, s.now())
+	}
+	withCost(final, &charged, model)
+	if b, err := json.Marshal(final); err == nil {
+		_, _ = io.WriteString(w, "data: "+string(b)+"\n\n")
+	}
+	if done.Done {
+		// Held back until now, so a client that stops at [DONE] reads its usage.
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
+	sw.Flush()
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"gatehouse"
@@ -76,10 +78,32 @@ func (tx *Tx) insertContent(ctx context.Context, rows [][]any) error {
 func contentAD(generationID string) []byte { return []byte("generation_content:" + generationID) }
 
 // loggingRates returns, of the workspaces, those that log I/O, with their
-// sampling rates.
+// sampling rates. Every settle that carries content asks (with I/O logging
+// off, the default, that is every one), so the answer is remembered as
+// GuardrailsForKey's is: until the next write this process commits, or
+// another instance's for at most policyTTL.
 func (tx *Tx) loggingRates(ctx context.Context, workspaces []string) (map[string]float64, error) {
-	slices.Sort(workspaces)
-	cond, args := tx.in("id", slices.Compact(workspaces))
+	c := &tx.s.logging
+	writes, now := tx.s.writes.Load(), time.Now()
+	out := map[string]float64{}
+	var missing []string
+	for _, w := range workspaces {
+		if v, ok := c.entries.Load(w); ok {
+			if e := v.(*loggingEntry); e.writes == writes && now.Sub(e.at) < policyTTL {
+				if e.logged {
+					out[w] = e.rate
+				}
+				continue
+			}
+		}
+		missing = append(missing, w)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
+	cond, args := tx.in("id", missing)
 	rows, err := tx.Query(ctx, `SELECT id, io_logging_sampling_rate FROM workspaces WHERE `+cond+
 		` AND is_observability_io_logging_enabled = TRUE`, args...)
 	type rate struct {
@@ -90,11 +114,34 @@ func (tx *Tx) loggingRates(ctx context.Context, workspaces []string) (map[string
 		var r rate
 		return r, s.Scan(&r.id, &r.rate)
 	})
-	out := make(map[string]float64, len(list))
+	if err != nil {
+		return nil, err
+	}
 	for _, r := range list {
 		out[r.id] = r.rate
 	}
-	return out, err
+	if c.count.Add(int64(len(missing))) > maxPolicies {
+		c.entries.Clear()
+		c.count.Store(0)
+	}
+	for _, w := range missing {
+		rate, logged := out[w]
+		c.entries.Store(w, &loggingEntry{writes: writes, at: now, rate: rate, logged: logged})
+	}
+	return out, nil
+}
+
+// loggingCache remembers whether workspaces log I/O (loggingRates).
+type loggingCache struct {
+	entries sync.Map // workspace id -> *loggingEntry
+	count   atomic.Int64
+}
+
+type loggingEntry struct {
+	writes uint64
+	at     time.Time
+	rate   float64
+	logged bool
 }
 
 // FindGenerationContent returns a generation of the organization with its
