@@ -136,20 +136,22 @@ func (m *Meter) holdContent(gen *Generation, done func(error)) func(error) {
 // content returns what the call said, to keep with its generation: its
 // messages, its completion and reasoning, and why it broke off.
 func (mt *Metering) content(c Completion, callErr error) *GenerationContent {
-	gc := &GenerationContent{Messages: mt.call.Messages}
-	if c.Output != "" {
-		out := storableText(c.Output)
-		gc.Completion = &out
-	}
-	if c.Reasoning != "" {
-		r := storableText(c.Reasoning)
-		gc.Reasoning = &r
-	}
+	gc := &GenerationContent{Messages: mt.call.Messages, Completion: storableOrNil(c.Output),
+		Reasoning: storableOrNil(c.Reasoning)}
 	if callErr != nil {
 		provider := mt.call.Provider.ID
 		gc.Error = &GenerationError{Message: brokenOff(callErr), Provider: &provider}
 	}
 	return gc
+}
+
+// storableOrNil returns s made storable, or nil when it is empty.
+func storableOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	v := storableText(s)
+	return &v
 }
 
 // brokenOff says, for the content kept, why an answer that was charged

@@ -19,16 +19,7 @@ import (
 // stored as they are.
 func TestDestinationSecretsNotInDump(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(ctx, url, box, postgres.Options{})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, url := openSealed(t)
 	org, err := db.CreateOrganization(ctx, "Acme")
 	if err != nil {
 		t.Fatalf("CreateOrganization: %v", err)
@@ -77,16 +68,7 @@ func TestDestinationSecretsNotInDump(t *testing.T) {
 // kept of generations are sealed at rest.
 func TestGenerationContentNotInDump(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(ctx, url, box, postgres.Options{})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, url := openSealed(t)
 	const prompt, completion = "PROMPT-DUMPCHECK-4b8e1f", "COMPLETION-DUMPCHECK-9d2c7a"
 	g := storetest.StoreContent(t, db, prompt, completion)
 	dump := dumpTables(t, ctx, url, "generation_content")
@@ -98,6 +80,22 @@ func TestGenerationContentNotInDump(t *testing.T) {
 	if !strings.Contains(dump, g.ID) {
 		t.Errorf("the dump does not hold the generation %s", g.ID)
 	}
+}
+
+// openSealed opens a new database with a fresh secret key, for the test.
+func openSealed(t *testing.T) (*postgres.DB, string) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(context.Background(), url, box, postgres.Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, url
 }
 
 // dumpTables returns the text of every row of every table in the public
