@@ -30,19 +30,18 @@ import {
   useServer,
 } from "./harness.mjs";
 
-// The server of this file serves fake/echo: the providers file is written
-// before useServer's hook starts it.
-const env = {};
+// The server of this file serves fake/echo, started before it.
 const fake = {};
-before(async () => {
-  fake.dir = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-gen-"));
-  fake.upstream = await startFakeLLM(fake.dir);
-  env.GATEHOUSE_PROVIDERS_FILE = fake.upstream.providers;
-}, { timeout: 10 * 60_000 });
-const ctx = useServer({ env });
+const ctx = useServer({
+  env: async () => {
+    fake.dir = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-gen-"));
+    fake.upstream = await startFakeLLM(fake.dir);
+    return { GATEHOUSE_PROVIDERS_FILE: fake.upstream.providers };
+  },
+});
 after(() => {
   fake.upstream?.stop();
-  fs.rmSync(fake.dir, { recursive: true, force: true });
+  if (fake.dir) fs.rmSync(fake.dir, { recursive: true, force: true });
 });
 
 // fakellm counts words: "You said: " and the message come back.

@@ -577,12 +577,14 @@ export async function allPages(pagePromise) {
 
 // ---------------------------------------------------------------------------
 // Per-file setup: one server, two fresh organizations (A: the one tested,
-// B: a foreign one for tenancy checks), both made with the CLI.
+// B: a foreign one for tenancy checks), both made with the CLI. env is the
+// server's extra environment, or an async function that prepares and
+// returns it (hooks of a file do not reliably run in the order written).
 
 export function useServer({ env, orgs = true } = {}) {
   const ctx = {};
   before(async () => {
-    const server = await startServer({ env });
+    const server = await startServer({ env: typeof env === "function" ? await env() : env });
     Object.assign(ctx, server, { server });
     ctx.bootstrap = { mgmtKey: server.bootstrapKey, sdk: client(server, server.bootstrapKey) };
     ctx.anon = client(server, BOGUS_REGULAR_KEY);
