@@ -87,6 +87,7 @@ const (
 	OpDestinationCreate        = "destination.create"
 	OpDestinationUpdate        = "destination.update"
 	OpDestinationDelete        = "destination.delete"
+	OpGenerationFeedback       = "generation.feedback"
 )
 
 // Audited resource types: the ResourceType of audit records, whose
@@ -100,6 +101,7 @@ const (
 	ResourceAuthCode      = "auth_code"
 	ResourceGuardrail     = "guardrail"
 	ResourceDestination   = "destination"
+	ResourceGeneration    = "generation"
 )
 
 // AuditEntry is a row of the audit log: a management change that

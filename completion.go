@@ -52,6 +52,16 @@ type Model struct {
 	ModelInfo
 }
 
+// CostSplit divides a generation's charged cost between its prompt and
+// its completion: the prompt's part is what its tokens cost at the model's
+// prices (never more than the whole), the completion's is the rest, so
+// that the two add up to the cost. A generation charged without usage is
+// all completion.
+func (m *Model) CostSplit(g *Generation) (prompt, completion Money) {
+	prompt = min(m.Cost(g.PromptTokens, 0), g.Cost)
+	return prompt, g.Cost - prompt
+}
+
 // Slug returns the name clients use for the model: provider/id.
 func (m *Model) Slug() string { return m.Provider + "/" + m.ID }
 
@@ -294,8 +304,21 @@ type Generation struct {
 	LatencyMS        int64
 	GenerationMS     int64
 	SessionID        *string
-	ExternalUser     *string
-	CreatedAt        time.Time
+	ExternalUser     *string // the body's user, else the key's external user
+	// HTTPReferer, AppTitle and UserAgent attribute the request to an
+	// application and its client software (see Attribution).
+	HTTPReferer *string
+	AppTitle    *string
+	UserAgent   *string
+	// AppID is the organization's application of the HTTP-Referer's
+	// origin, when it has one (the one its OAuth codes name); it is read
+	// with the generation, never written with it.
+	AppID *int64
+	// Content, when set, is stored beside the ledger entry where the
+	// workspace logs I/O; it is not part of the entry, and is never read
+	// back with it.
+	Content   *GenerationContent
+	CreatedAt time.Time
 }
 
 // NewGenerationID returns a fresh generation id.
@@ -492,13 +515,18 @@ type CompletionCall struct {
 
 // Completion is what metering and tracing need of an answer.
 type Completion struct {
-	Body             []byte // the rewritten answer; empty for a stream
 	PromptTokens     int64
 	CompletionTokens int64
 	UsageKnown       bool // false when the provider reported no usage
 	UpstreamID       string
 	FinishReason     string
 	Output           string // the first choice's text, bounded
+	Reasoning        string // the first choice's reasoning text, bounded
+	// Final is the answer object of a whole answer, or the last chunk of a
+	// stream that carried usage (held back, not sent), rewritten: the
+	// caller adds what metering decided (the cost) and sends it. nil for a
+	// stream that reported no usage.
+	Final map[string]json.RawMessage
 	// Done is true when a stream ended with its "data: [DONE]" event, which
 	// the upstream client holds back: the caller sends it once the request
 	// is metered, so a client that stops reading at [DONE] sees its usage.

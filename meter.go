@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,6 +35,12 @@ type Meter struct {
 	// no more than was reserved, and the operator should learn of it. nil:
 	// nobody hears.
 	Anomaly func(ctx context.Context, a Anomaly)
+	// KeepContent attaches each call's content (its messages, completion
+	// and reasoning) to its generation, for the store to keep where the
+	// workspace logs I/O. Content waiting to be written is bounded
+	// (maxPendingContent): past it, calls are recorded without content.
+	KeepContent bool
+	pending     atomic.Int64 // bytes of content waiting for the ledger
 }
 
 // Ledger writes the metering of calls behind the request path, in
@@ -86,6 +93,10 @@ type MeteredCall struct {
 	MaxTokens *int
 	Stream    bool
 	SessionID *string
+	// Messages are the request's messages (a JSON array), for the content
+	// kept of the call.
+	Messages    json.RawMessage
+	Attribution Attribution
 }
 
 // Metering is a call whose worst case is reserved, until Settle or Release.
@@ -161,6 +172,10 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 		ID: NewGenerationID(), OrganizationID: c.Key.OrganizationID, WorkspaceID: c.Key.WorkspaceID, KeyHash: c.Key.Hash,
 		Model: c.Model.Slug(), Provider: c.Provider.ID, BYOK: c.Provider.BYOK, Streamed: c.Stream,
 		SessionID: c.SessionID, ExternalUser: c.Key.ExternalUser,
+		HTTPReferer: c.Attribution.HTTPReferer, AppTitle: c.Attribution.AppTitle, UserAgent: c.Attribution.UserAgent,
+	}
+	if c.Attribution.ExternalUser != nil {
+		mt.Generation.ExternalUser = c.Attribution.ExternalUser
 	}
 	mt.Reservation = &Reservation{
 		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: c.Provider.BYOK, Budgets: Budgets(guardrails),
@@ -252,6 +267,9 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 	ended := time.Now()
 	gen.LatencyMS = ended.Sub(mt.started).Milliseconds()
 	gen.GenerationMS = gen.LatencyMS
+	if m.KeepContent {
+		gen.Content = mt.content(c, callErr)
+	}
 	if m.Ledger == nil {
 		if err := m.Usage.Settle(ctx, mt.Reservation.ID, gen); err != nil {
 			return err
@@ -263,7 +281,7 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 		} else if m.Leases != nil {
 			m.Leases.Settle(r, gen.Cost)
 		}
-		m.Ledger.Settle(r, gen, m.written(r))
+		m.Ledger.Settle(r, gen, m.holdContent(gen, m.written(r)))
 	}
 	m.trace(mt, c, ended)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ const (
 // matrixIDs names the resources the operations of the matrix act on.
 type matrixIDs struct {
 	keyHash, workspace, guardrail, destination, member, code string
+	generation                                               string // a generation of keyHash, with content
 }
 
 // matrixOp is one operation of the router with real ids filled in.
@@ -54,6 +56,9 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		return matrixOp{pattern: pattern, path: path, body: body, access: access, byID: byID, success: success}
 	}
 	late := func(o matrixOp, n int) matrixOp { o.late = n; return o }
+	// The generation routes name their generation in ?id= or in the body.
+	named := func(o matrixOp, query string) matrixOp { o.path += query; o.byID = true; return o }
+	generation := "?id=" + url.QueryEscape(ids.generation)
 	ok, created := http.StatusOK, http.StatusCreated
 	return []matrixOp{
 		op("GET /healthz", opsEndpoint, ok, "", nil),
@@ -121,6 +126,10 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		// Without ?id= a valid key gets 400 (id is required); generations by
 		// id are covered in completions_test.go.
 		op("GET /api/v1/generation", anyKey, http.StatusBadRequest, "", nil),
+		named(op("GET /api/v1/generation/content", anyKey, ok, "", nil), generation),
+		named(op("POST /api/v1/generation/feedback", mgmtOnly, ok, "", map[string]any{
+			"generation_id": ids.generation, "category": "other"}), ""),
+		named(op("GET /api/v1/generation/feedback", mgmtOnly, ok, "", nil), generation),
 	}
 }
 
@@ -191,6 +200,9 @@ func (e *testEnv) matrixFixture() *matrixFixture {
 	}).want(e.t, http.StatusCreated).decode(e.t, &d)
 	f.ids.destination = d.Data.ID
 	f.ids.code = "ghc_not-a-code"
+	e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{"is_observability_io_logging_enabled": true}).
+		want(e.t, http.StatusOK)
+	f.ids.generation = e.storeGeneration(f.ids.keyHash)
 
 	var hash string
 	hash, f.disabled = e.createKey(e.mgmt, map[string]any{"name": "disabled"})

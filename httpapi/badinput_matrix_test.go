@@ -112,6 +112,9 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		"POST /api/v1/organization/members": {
 			"id": "user_matrix", "email": "matrix@example.com", "first_name": "Mat", "last_name": "Rix", "role": "org:member",
 		},
+
+		"POST /api/v1/generation/feedback": {"generation_id": f.ids.generation, "category": "incorrect_response",
+			"comment": "wrong\tanswer\nsee ticket 12"},
 	}
 }
 
@@ -147,6 +150,10 @@ func matrixAccepted(base map[string]map[string]any) map[string][]map[string]any 
 			{"allowed_models": nil, "content_filters": nil, "limit_usd": nil, "reset_interval": nil},
 		},
 		"PATCH /api/v1/observability/destinations/{id}": {{"sampling_rate": 0.0001}, {"sampling_rate": 1, "filter_rules": nil}},
+		"POST /api/v1/generation/feedback": {
+			mxWith(base["POST /api/v1/generation/feedback"], "comment", long("c", 4000)),
+			{"generation_id": base["POST /api/v1/generation/feedback"]["generation_id"], "category": "api_error", "comment": ""},
+		},
 	}
 }
 
@@ -627,7 +634,12 @@ func mxQueryCases(params openapi3.Parameters, path string) []badCase {
 		}
 		name, s := p.Value.Name, p.Value.Schema.Value
 		q := func(v string, status int, substr string) {
-			c := badCase{name: fmt.Sprintf("?%s=%q", name, mxTruncate(v, 20)), path: path + "?" + url.Values{name: {v}}.Encode(),
+			// The case's value replaces the one of the operation's path (the
+			// generation routes name theirs in ?id=), next to the others.
+			base, query, _ := strings.Cut(path, "?")
+			values, _ := url.ParseQuery(query)
+			values.Set(name, v)
+			c := badCase{name: fmt.Sprintf("?%s=%q", name, mxTruncate(v, 20)), path: base + "?" + values.Encode(),
 				status: status, substr: substr}
 			if status == 400 {
 				c.field = name

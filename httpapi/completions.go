@@ -42,6 +42,7 @@ type chatRequest struct {
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	SessionID           *string         `json:"session_id"`
 	N                   *int            `json:"n"`
+	User                *string         `json:"user"`
 }
 
 // readChat reads and checks a chat completion request; body keeps every
@@ -109,12 +110,18 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if capTokens == nil {
 		capTokens = req.MaxTokens
 	}
+	attribution, err := chatAttribution(r, req.User)
+	if err != nil {
+		return err
+	}
 	m, err := s.meter.Reserve(r.Context(), gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
-		Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID})
+		Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID,
+		Messages: req.Messages, Attribution: attribution})
 	if err != nil {
 		return err
 	}
 	gen := m.Generation
+	fp := &fingerprints{own: fingerprint(provider, model)}
 	sw := &streamWriter{w: w, held: func() error { return m.Held(r.Context()) }}
 	// A whole answer is paid for even if the client leaves before it comes:
 	// the provider works (and bills) either way, so the call outlives the
@@ -131,6 +138,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 			obj["model"], _ = json.Marshal(model.Slug())
 			obj["provider"], _ = json.Marshal(provider.ID)
 			normalizeAnswer(obj)
+			fp.stamp(obj)
 		},
 	}, sw)
 	if err == nil && !sw.started {
@@ -149,24 +157,56 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		}
 		return err
 	}
-	if !sw.started && r.Context().Err() != nil {
+	gone := !sw.started && r.Context().Err() != nil
+	if gone {
 		s.logger.Info("client cancelled before the answer; the answer was metered",
 			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID)
 		if rec, ok := w.(*recorder); ok {
 			rec.status, rec.wrote = statusClientClosed, true
 		}
-	} else if !sw.started {
-		defer func() { _ = writeRaw(w, http.StatusOK, done.Body) }()
 	}
-	if err := s.meter.Settle(r.Context(), m, done, err); err != nil {
+	return s.settleAndSend(w, r, m, model, done, err, sw, fp, gone)
+}
+
+// settleAndSend meters a call that was answered (callErr: a stream that
+// broke off) and sends what remains of its answer with the cost as
+// metered: the whole answer, or a stream's usage chunk (the provider's,
+// held back until now, or one of Gatehouse's) and [DONE]. Nothing is sent
+// to a client that left before a whole answer.
+func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gatehouse.Metering, model *gatehouse.Model,
+	done gatehouse.Completion, callErr error, sw *streamWriter, fp *fingerprints, gone bool) error {
+	gen := m.Generation
+	settleErr := s.meter.Settle(r.Context(), m, done, callErr)
+	charged := *gen // as settled: tokens and cost
+	if settleErr != nil {
 		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
-			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", err.Error())
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", settleErr.Error())
+		charged.Cost = m.Reservation.Amount
 	}
-	if sw.started && done.Done {
+	final := done.Final
+	switch {
+	case gone:
+		return nil
+	case !sw.started:
+		if final == nil {
+			final = map[string]json.RawMessage{} // never: a whole answer is read whole
+		}
+		withCost(final, &charged, model)
+		body, _ := json.Marshal(final)
+		return writeRaw(w, http.StatusOK, body)
+	}
+	if final == nil {
+		final = lastChunk(gen, fp, s.now())
+	}
+	withCost(final, &charged, model)
+	if b, err := json.Marshal(final); err == nil {
+		_, _ = io.WriteString(w, "data: "+string(b)+"\n\n")
+	}
+	if done.Done {
 		// Held back until now, so a client that stops at [DONE] reads its usage.
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
-		sw.Flush()
 	}
+	sw.Flush()
 	return nil
 }
 

@@ -81,6 +81,19 @@ func TestDestinationSecretsNotInFile(t *testing.T) {
 	scanFiles(t, dir, publicKey, secretKey, header)
 }
 
+// TestGenerationContentNotInFile checks that the prompts and completions
+// kept of generations are sealed at rest.
+func TestGenerationContentNotInFile(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, time.Now)
+	g := storetest.StoreContent(t, db, "PROMPT-SECRET-4b8e1f", "COMPLETION-SECRET-9d2c7a")
+	scanFiles(t, dir, g.ID)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, dir, g.ID)
+}
+
 // scanFiles fails the test if any file in dir holds one of the secrets, or
 // if none holds visible, the proof that the scan sees the data.
 func scanFiles(t *testing.T, dir, visible string, secrets ...string) {

@@ -127,6 +127,9 @@ type Store struct {
 	writes      atomic.Uint64
 	policies    sync.Map // key hash -> *policy
 	policyCount atomic.Int64
+	// logging remembers which workspaces log I/O, for the content the
+	// ledger stores, under the same rule as policies.
+	logging loggingCache
 }
 
 // SetSyncMetering makes the metering writes (admission, the ledger) commit
@@ -152,10 +155,12 @@ type Tx struct {
 	now time.Time
 	// instance names this process in the reservations it writes.
 	instance string
+	// s is the store the Tx belongs to.
+	s *Store
 }
 
 func (s *Store) tx(q Querier) *Tx {
-	return &Tx{Querier: q, d: s.d, box: s.box, now: s.Now().UTC().Truncate(time.Millisecond), instance: s.instance}
+	return &Tx{Querier: q, d: s.d, box: s.box, now: s.Now().UTC().Truncate(time.Millisecond), instance: s.instance, s: s}
 }
 
 // run runs fn with a Tx through one of the engine's ways and returns its

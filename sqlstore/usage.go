@@ -362,6 +362,9 @@ func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, err
 			return nil, err
 		}
 	}
+	if err := tx.storeContent(ctx, gens); err != nil {
+		return nil, err
+	}
 	for _, hash := range slices.Sorted(maps.Keys(keys)) {
 		err := tx.addCharge(ctx, "api_keys", "hash = ?", keys[hash], hash)
 		if err != nil && !errors.Is(err, ErrNoRows) { // a deleted ancestor has nothing left to charge
@@ -519,8 +522,12 @@ func scanOpenReservation(s Scanner) (Settlement, error) {
 func (s *Store) FindGeneration(ctx context.Context, orgID, id string) (_ *gatehouse.Generation, err error) {
 	defer wrap(&err, "FindGeneration")
 	return read(ctx, s, func(tx *Tx) (*gatehouse.Generation, error) {
-		return found("generation", id, scanGeneration, tx.QueryRow(ctx, `SELECT `+generationColumns+` FROM generations
+		g, err := found("generation", id, scanGeneration, tx.QueryRow(ctx, `SELECT `+generationColumns+` FROM generations
 			WHERE id = ? AND organization_id = ?`, id, orgID))
+		if err == nil {
+			g.AppID, err = tx.appID(ctx, orgID, g.HTTPReferer)
+		}
+		return g, err
 	})
 }
 

@@ -55,6 +55,9 @@ type Config struct {
 	// MetricsAddr serves /metrics on a listener of its own (and not on the
 	// API's); "" keeps it on the API's listener.
 	MetricsAddr string
+	// ContentRetention is how long the prompts and completions of
+	// generations are kept (where workspaces log I/O); 0 keeps none.
+	ContentRetention time.Duration
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -69,6 +72,8 @@ func DefaultConfig() Config {
 		DBTimeout:       5 * time.Second,
 		Egress:          &egress.Policy{},
 		MeteringCommit:  "async",
+
+		ContentRetention: gatehouse.DefaultContentRetention,
 	}
 }
 
@@ -133,6 +138,13 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 			return fmt.Errorf("GATEHOUSE_DB_TIMEOUT=%q: want a positive duration such as 5s", v)
 		}
 		c.DBTimeout = d
+	}
+	if v := getenv("GATEHOUSE_CONTENT_RETENTION"); v != "" {
+		d, err := gatehouse.ParseRetention(v)
+		if err != nil {
+			return fmt.Errorf("GATEHOUSE_CONTENT_RETENTION=%q: %w", v, err)
+		}
+		c.ContentRetention = d
 	}
 	if v := getenv("GATEHOUSE_SHUTDOWN_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -75,6 +76,7 @@ type migrated struct {
 	live, gone       *gatehouse.Destination
 	settled, pending gatehouse.Money
 	mintedPending    gatehouse.Money // held by a key minted from key, against key too
+	generation       string          // settled with its content sealed, and feedback
 }
 
 // fillSource writes rows into every table through the store.
@@ -130,7 +132,13 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	f.gone = newDest("gone", "sk-lf-gone-0123456789")
 	must(src.DeleteDestination(ctx, f.org.ID, f.gone.ID))
 	f.settled, f.pending = gatehouse.USD(1)/2, gatehouse.USD(1)/4
+	// The key's workspace logs I/O: the settled call keeps its content.
+	_, err = src.UpdateWorkspace(ctx, f.org.ID, "default", gatehouse.WorkspaceUpdate{IsObservabilityIOLoggingEnabled: gatehouse.Val(true)})
+	must(err)
 	spendThroughGateway(t, src, f)
+	_, err = src.CreateFeedback(ctx, f.org.ID, gatehouse.FeedbackCreate{GenerationID: f.generation, Category: gatehouse.FeedbackOther,
+		Comment: new("migrated feedback")})
+	must(err)
 	// A key minted through OAuth from the metered key holds a reservation
 	// against its parent too (reservation_holds).
 	code, err := src.CreateAuthCode(ctx, f.org.ID, &member.ID, gatehouse.AuthCodeCreate{
@@ -167,11 +175,15 @@ func spendThroughGateway(t *testing.T, usage gatehouse.UsageService, f *migrated
 		return r
 	}
 	r := reserve(f.settled)
-	if err := usage.Settle(ctx, r.ID, &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: f.org.ID,
+	f.generation = gatehouse.NewGenerationID()
+	if err := usage.Settle(ctx, r.ID, &gatehouse.Generation{ID: f.generation, OrganizationID: f.org.ID,
 		WorkspaceID: f.key.WorkspaceID, KeyHash: f.key.Hash, Model: "openai/gpt-4o-mini", Provider: "openai",
 		UpstreamID: new("chatcmpl-1"), PromptTokens: 12, CompletionTokens: 34, Cost: f.settled, Streamed: true,
 		FinishReason: new("stop"), Status: "completed", LatencyMS: 120, GenerationMS: 100,
-		SessionID: new("session-1"), ExternalUser: new("user-1")}); err != nil {
+		SessionID: new("session-1"), ExternalUser: new("user-1"), HTTPReferer: new("https://app.example.com/"),
+		AppTitle: new("App"), UserAgent: new("curl/8"),
+		Content: &gatehouse.GenerationContent{Messages: json.RawMessage(`[{"role":"user","content":"migrate me"}]`),
+			Completion: new("migrated")}}); err != nil {
 		t.Fatalf("Settle: %v", err)
 	}
 	reserve(f.pending)
@@ -348,6 +360,11 @@ func checkMigratedServes(t *testing.T, target, secretKey string, box *gatehouse.
 	d, err := pg.FindDestination(ctx, f.org.ID, f.live.ID)
 	if err != nil || d.Config.Values["secretKey"] != "sk-lf-live-0123456789" {
 		t.Errorf("migrated destination secret: %v, %v", d, err)
+	}
+	// Content is copied still sealed, and opens with the same key.
+	if sc, err := pg.FindGenerationContent(ctx, f.org.ID, f.generation, time.Time{}); err != nil || sc.Content == nil ||
+		*sc.Content.Completion != "migrated" {
+		t.Errorf("migrated generation content: %+v, %v", sc, err)
 	}
 	// The identity of oauth_apps continues after the copied ids.
 	if _, err := pg.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://other.example.com/cb"}); err != nil {

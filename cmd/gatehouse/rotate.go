@@ -14,7 +14,8 @@ import (
 )
 
 // rotateSecretKeyCommand runs `gatehouse rotate-secret-key`: it re-encrypts
-// every destination secret with a new key in one transaction. The old key is
+// every destination secret with a new key in one transaction, then the
+// stored content of generations in batches. The old key is
 // the configured one (GATEHOUSE_SECRET_KEY or the key file); the new one is
 // --new-key, or a fresh random key. A key file is replaced by the new key;
 // a key from the environment is printed, for the operator to deploy.
@@ -71,7 +72,7 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 			return fmt.Errorf("write the new key to %s: %w", pending, err)
 		}
 	}
-	n, err := reseal(ctx, cfg, box, logger)
+	n, err := reseal(ctx, cfg, box, stdout, logger)
 	if err != nil {
 		if pending != "" {
 			os.Remove(pending)
@@ -91,8 +92,9 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 	return nil
 }
 
-// reseal opens the store with box and re-seals every destination secret.
-func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger) (int, error) {
+// reseal opens the store with box and re-seals every destination secret,
+// then the stored content of generations (saying how many on stdout).
+func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, stdout io.Writer, logger *slog.Logger) (int, error) {
 	store, err := openStoreWith(ctx, cfg, box, logger)
 	if err != nil {
 		return 0, err
@@ -101,6 +103,18 @@ func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *s
 	n, err := store.ResealSecrets(ctx)
 	if err != nil {
 		return 0, errors.New("re-seal destination secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
+	}
+	// The content of generations is many rows: it is re-sealed in batches,
+	// once the destinations (which need the new key from now on) are done.
+	// What a failure leaves is readable while the old key stays in
+	// GATEHOUSE_SECRET_KEY_PREVIOUS, and expires with the retention.
+	contents, err := gatehouse.ResealContent(ctx, store, 200)
+	if err != nil {
+		logger.Warn("re-sealing the stored content of generations stopped: the rest stays readable only while the old key is in GATEHOUSE_SECRET_KEY_PREVIOUS (it expires with GATEHOUSE_CONTENT_RETENTION); run the command again to finish",
+			"resealed", contents, "error", err.Error())
+	}
+	if contents > 0 {
+		fmt.Fprintf(stdout, "Re-sealed the stored content of %d generations.\n", contents)
 	}
 	return n, nil
 }

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gatehouse"
 	"gatehouse/postgres"
 	"gatehouse/sqlite"
+	"gatehouse/storetest"
 )
 
 // readsSecrets opens the database directly with only the given key, and
@@ -159,4 +161,43 @@ func readKeyFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return key
+}
+
+// TestRotateSecretKeyContent: rotation re-seals the stored content of
+// generations too, after the destinations: the new key alone opens it.
+func TestRotateSecretKeyContent(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	oldKey := make([]byte, 32)
+	_, _ = rand.Read(oldKey)
+	if err := os.WriteFile(db+".key", []byte(base64.StdEncoding.EncodeToString(oldKey)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	box, err := gatehouse.NewSecretBox(oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openDatabase(t, db, box)
+	g := storetest.StoreContent(t, store, "rotated prompt", "rotated completion")
+	store.Close()
+
+	stdout, stderr, err := runCommand(nil, "rotate-secret-key", "--database", db)
+	if err != nil {
+		t.Fatalf("rotate-secret-key: %v\n%s%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "Re-sealed the stored content of 1 generations.") {
+		t.Errorf("output does not count the re-sealed content:\n%s", stdout)
+	}
+	reads := func(key []byte) bool {
+		box, err := gatehouse.NewSecretBox(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := openDatabase(t, db, box)
+		defer store.Close()
+		sc, err := store.FindGenerationContent(context.Background(), g.OrganizationID, g.ID, time.Time{})
+		return err == nil && sc.Content != nil && *sc.Content.Completion == "rotated completion"
+	}
+	if reads(oldKey) || !reads(readKeyFile(t, db+".key")) {
+		t.Error("after rotation the old key still opens the content, or the new one does not")
+	}
 }

@@ -55,6 +55,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer closeMetering()
+	pruneCtx, stopPruning := context.WithCancel(ctx)
+	defer stopPruning()
+	go pruneContent(pruneCtx, store, cfg.ContentRetention, logger)
 	handler, closeHandler, err := newServeHandler(ctx, cfg, store, catalog, logger, metering)
 	if err != nil {
 		return err
@@ -130,6 +133,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now, data)
 	handler.TrustProxies(cfg.TrustedProxies)
 	handler.SetEgressPolicy(cfg.Egress)
+	handler.SetContentRetention(cfg.ContentRetention)
 	if cfg.MetricsAddr != "" {
 		handler.ServeMetricsElsewhere()
 		if err := serveMetrics(ctx, cfg.MetricsAddr, promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}), logger); err != nil {
@@ -518,5 +522,34 @@ func logCharged(ctx context.Context, logger *slog.Logger, n int, err error, whic
 	}
 	if n > 0 {
 		logger.Warn("charged reservations "+which+" at what they reserved", "reservations", n)
+	}
+}
+
+// pruneEvery is how often the content of generations past the retention is
+// deleted, and pruneBatch how much one write deletes.
+const (
+	pruneEvery = time.Minute
+	pruneBatch = 500
+)
+
+// pruneContent deletes, at start and then every pruneEvery, the content of
+// generations older than the retention (reads refuse it already). Every
+// instance prunes; they delete the same rows harmlessly.
+func pruneContent(ctx context.Context, store gatehouse.Store, retention time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		n, err := gatehouse.PruneContent(ctx, store, gatehouse.ContentCutoff(time.Now(), retention), pruneBatch)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("deleting the content of generations past the retention failed; retrying", "error", err.Error())
+		}
+		if n > 0 {
+			logger.Info("deleted the content of generations past the retention", "generations", n, "retention", retention.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }

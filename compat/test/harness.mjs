@@ -45,6 +45,7 @@ export const RESOURCE_TEST_FILES = [
   "ratelimit.test.mjs",
   "gateway.test.mjs",
   "catalog.test.mjs",
+  "generations.test.mjs",
 ];
 
 // ---------------------------------------------------------------------------
@@ -104,6 +105,9 @@ export const OPERATIONS = {
   endpointsList: { call: "endpoints.list", route: "GET /models/{author}/{slug}/endpoints", success: 200, errors: [403, 404, 500], beyondApiMd: true },
   endpointsListZdrEndpoints: { call: "endpoints.listZdrEndpoints", route: "GET /endpoints/zdr", success: 200, errors: [403, 500], beyondApiMd: true },
   providersList: { call: "providers.list", route: "GET /providers", success: 200, errors: [500], beyondApiMd: true },
+  // Generations: beyond API.md §3 (issue #12), so marked beyondApiMd.
+  generationsListGenerationContent: { call: "generations.listGenerationContent", route: "GET /generation/content", success: 200, errors: [401, 403, 404, 429, 500, 502, 524, 529], beyondApiMd: true },
+  generationsSubmitFeedback: { call: "generations.submitFeedback", route: "POST /generation/feedback", success: 200, errors: [400, 401, 404, 429, 500], beyondApiMd: true },
 };
 
 const PUBLIC_CATALOG = "the catalog is public: no credential is read (one sent is ignored), so nothing a caller sends is forbidden (README: Models, endpoints and providers)";
@@ -128,6 +132,11 @@ export const EXCLUSIONS = {
   endpointsListZdrEndpoints: { 403: PUBLIC_CATALOG },
   modelsListForUser: {
     404: "GET /models/user has no path id and names nothing: the calling key exists (else 401), and a key with no usable model gets an empty list",
+  },
+  generationsListGenerationContent: {
+    502: "GET /generation/content reads the ledger only: no provider is called, so no provider's failure (bad gateway) can reach it",
+    524: "GET /generation/content reads the ledger only: no provider is called, so no edge or provider timeout can reach it",
+    529: "GET /generation/content reads the ledger only: no provider is called, so no provider can be overloaded for it",
   },
 };
 
@@ -229,6 +238,37 @@ export async function gatehouseBinary() {
   } finally {
     fs.rmSync(lock, { recursive: true, force: true });
   }
+}
+
+// Builds and starts cmd/fakellm (an OpenAI-compatible stand-in that answers
+// "You said: " and the last user message, counting words as tokens) on a
+// free port, and writes a providers file serving it as fake/echo at $0.001
+// per prompt token and $0.002 per completion token. Returns the file's path
+// and a function that stops the server.
+export async function startFakeLLM(dir) {
+  const bin = path.join(dir, "fakellm");
+  await execFileP("go", ["build", "-o", bin, "./cmd/fakellm"], { cwd: REPO_ROOT });
+  const port = await freePort();
+  const proc = spawn(bin, ["--addr", `127.0.0.1:${port}`], { stdio: "ignore" });
+  for (let i = 0; ; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/v1/models`);
+      if (res.ok) break;
+    } catch {}
+    if (i > 200) throw new Error("fakellm did not start");
+    await sleep(50);
+  }
+  const providers = path.join(dir, "providers.yaml");
+  fs.writeFileSync(providers, `providers:
+  - id: fake
+    base_url: http://127.0.0.1:${port}/v1
+    models:
+      - id: echo
+        prompt_price: 1000
+        completion_price: 2000
+        max_completion_tokens: 100
+`);
+  return { providers, stop: () => proc.kill("SIGTERM") };
 }
 
 export function freePort() {
@@ -558,12 +598,14 @@ export async function allPages(pagePromise) {
 
 // ---------------------------------------------------------------------------
 // Per-file setup: one server, two fresh organizations (A: the one tested,
-// B: a foreign one for tenancy checks), both made with the CLI.
+// B: a foreign one for tenancy checks), both made with the CLI. env is the
+// server's extra environment, or an async function that prepares and
+// returns it (hooks of a file do not reliably run in the order written).
 
 export function useServer({ env, orgs = true } = {}) {
   const ctx = {};
   before(async () => {
-    const server = await startServer({ env });
+    const server = await startServer({ env: typeof env === "function" ? await env() : env });
     Object.assign(ctx, server, { server });
     ctx.bootstrap = { mgmtKey: server.bootstrapKey, sdk: client(server, server.bootstrapKey) };
     ctx.anon = client(server, BOGUS_REGULAR_KEY);
