@@ -87,6 +87,8 @@ const (
 	OpDestinationCreate        = "destination.create"
 	OpDestinationUpdate        = "destination.update"
 	OpDestinationDelete        = "destination.delete"
+	OpPresetCreate             = "preset.create"         // with its version 1
+	OpPresetVersionCreate      = "preset.version.create" // a new version of a preset
 )
 
 // Audited resource types: the ResourceType of audit records, whose
@@ -100,6 +102,7 @@ const (
 	ResourceAuthCode      = "auth_code"
 	ResourceGuardrail     = "guardrail"
 	ResourceDestination   = "destination"
+	ResourcePreset        = "preset"
 )
 
 // AuditEntry is a row of the audit log: a management change that
