@@ -161,11 +161,17 @@ type ResponsesPresetRequest struct {
 	Truncation         json.RawMessage `json:"truncation"`
 }
 
-// ResponsesReasoning is the reasoning configuration of a Responses request.
+// ResponsesReasoning is the reasoning configuration of a Responses request:
+// PresetReasoning's fields (declared again, so that errors name them as
+// the client wrote them) and two of one request.
 type ResponsesReasoning struct {
-	PresetReasoning
-	Context json.RawMessage `json:"context"` // OpenRouter's, of one request
-	Mode    json.RawMessage `json:"mode"`
+	Effort    *string         `json:"effort"`
+	Summary   *string         `json:"summary"`
+	MaxTokens *int64          `json:"max_tokens"`
+	Exclude   *bool           `json:"exclude"`
+	Enabled   *bool           `json:"enabled"`
+	Context   json.RawMessage `json:"context"`
+	Mode      json.RawMessage `json:"mode"`
 }
 
 // ResponsesText is the text configuration of a Responses request: its
@@ -180,12 +186,13 @@ type configBuilder struct{ cfg PresetConfig }
 
 func newConfigBuilder() *configBuilder { return &configBuilder{cfg: PresetConfig{}} }
 
-// set keeps v (its JSON) under name; nil values are left out.
+// set keeps v (its JSON) under name; nil values (nil pointers included)
+// are left out.
 func (b *configBuilder) set(name string, v any) {
-	if v == nil {
+	raw, err := json.Marshal(v)
+	if err != nil || string(raw) == "null" {
 		return
 	}
-	raw, _ := json.Marshal(v)
 	b.cfg[name] = raw
 }
 
@@ -357,8 +364,9 @@ func (r *ResponsesPresetRequest) Draft() (PresetDraft, error) {
 		return PresetDraft{}, err
 	}
 	b.set("parallel_tool_calls", r.ParallelToolCalls)
-	if r.Reasoning != nil {
-		reasoning, err := r.Reasoning.check("reasoning")
+	if rr := r.Reasoning; rr != nil {
+		reasoning, err := (&PresetReasoning{Effort: rr.Effort, Summary: rr.Summary, MaxTokens: rr.MaxTokens,
+			Exclude: rr.Exclude, Enabled: rr.Enabled}).check("reasoning")
 		if err != nil {
 			return PresetDraft{}, err
 		}

@@ -67,6 +67,16 @@ func (p *ProviderPreferences) Validate(field string) error {
 			}
 		}
 	}
+	if mp := p.MaxPrice; mp != nil {
+		for _, c := range []struct {
+			name string
+			v    *Money
+		}{{"prompt", mp.Prompt}, {"completion", mp.Completion}, {"request", mp.Request}, {"image", mp.Image}, {"audio", mp.Audio}} {
+			if c.v != nil && *c.v < 0 {
+				return FieldError(field+".max_price."+c.name, "must not be negative")
+			}
+		}
+	}
 	if d := p.DataCollection; d != nil && *d != "allow" && *d != "deny" {
 		return FieldError(field+".data_collection", "must be allow or deny")
 	}
