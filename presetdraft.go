@@ -241,7 +241,7 @@ func (r *ChatPresetRequest) Draft() (PresetDraft, error) {
 		capName, capValue = "max_completion_tokens", r.MaxCompletionTokens
 	}
 	if err := firstError(
-		integer(b, capName, "max_tokens", capValue, 1, MaxPresetCompletionTokens),
+		integer(b, "max_tokens", capName, capValue, 1, MaxPresetCompletionTokens),
 		number(b, "min_p", "min_p", r.MinP, 0, 1),
 		number(b, "top_a", "top_a", r.TopA, 0, 1),
 		number(b, "presence_penalty", "presence_penalty", r.PresencePenalty, -2, 2),

@@ -19,29 +19,29 @@ import (
 // distillation) cannot be honoured and are refused rather than ignored.
 // They are read by Gatehouse and never forwarded.
 type ProviderPreferences struct {
-	AllowFallbacks         *bool           `json:"allow_fallbacks"`
-	DataCollection         *string         `json:"data_collection"`
-	EnforceDistillableText *bool           `json:"enforce_distillable_text"`
-	Ignore                 []string        `json:"ignore"`
-	MaxPrice               *MaxPrice       `json:"max_price"`
-	Only                   []string        `json:"only"`
-	Order                  []string        `json:"order"`
-	PreferredMaxLatency    json.RawMessage `json:"preferred_max_latency"`
-	PreferredMinThroughput json.RawMessage `json:"preferred_min_throughput"`
-	Quantizations          []string        `json:"quantizations"`
-	RequireParameters      *bool           `json:"require_parameters"`
-	Sort                   json.RawMessage `json:"sort"`
-	ZDR                    *bool           `json:"zdr"`
+	AllowFallbacks         *bool           `json:"allow_fallbacks,omitempty"`
+	DataCollection         *string         `json:"data_collection,omitempty"`
+	EnforceDistillableText *bool           `json:"enforce_distillable_text,omitempty"`
+	Ignore                 []string        `json:"ignore,omitempty"`
+	MaxPrice               *MaxPrice       `json:"max_price,omitempty"`
+	Only                   []string        `json:"only,omitempty"`
+	Order                  []string        `json:"order,omitempty"`
+	PreferredMaxLatency    json.RawMessage `json:"preferred_max_latency,omitempty"`
+	PreferredMinThroughput json.RawMessage `json:"preferred_min_throughput,omitempty"`
+	Quantizations          []string        `json:"quantizations,omitempty"`
+	RequireParameters      *bool           `json:"require_parameters,omitempty"`
+	Sort                   json.RawMessage `json:"sort,omitempty"`
+	ZDR                    *bool           `json:"zdr,omitempty"`
 }
 
 // MaxPrice is the most a request may cost, in dollars per million tokens
 // (prompt, completion), per request, image or audio unit.
 type MaxPrice struct {
-	Prompt     *Money `json:"prompt"`
-	Completion *Money `json:"completion"`
-	Request    *Money `json:"request"`
-	Image      *Money `json:"image"`
-	Audio      *Money `json:"audio"`
+	Prompt     *Money `json:"prompt,omitempty"`
+	Completion *Money `json:"completion,omitempty"`
+	Request    *Money `json:"request,omitempty"`
+	Image      *Money `json:"image,omitempty"`
+	Audio      *Money `json:"audio,omitempty"`
 }
 
 // maxProviderList bounds the provider lists of preferences.
