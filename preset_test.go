@@ -162,9 +162,9 @@ func TestPresetDrafts(t *testing.T) {
 			"tools": [{"type": "function", "function": {"name": "get_weather", "description": "d", "parameters": {"type": "object"}}, "cache_control": {"type": "ephemeral"}}],
 			"tool_choice": {"type": "function", "function": {"name": "get_weather"}},
 			"reasoning": {"effort": "high"}, "reasoning_effort": "low", "verbosity": "high",
-			"provider": {"only": ["acme"], "sort": "price"}, "models": [], "plugins": null}`,
+			"provider": {"only": ["acme"], "sort": "price", "max_price": {"prompt": "1.5", "completion": 2}}, "models": [], "plugins": null}`,
 			`{"config":{"logit_bias":{"50256":-100},"logprobs":true,"max_tokens":300,"model":"acme/chat","parallel_tool_calls":false,` +
-				`"provider":{"only":["acme"],"sort":"price"},` +
+				`"provider":{"max_price":{"prompt":1.5,"completion":2},"only":["acme"],"sort":"price"},` +
 				`"reasoning":{"effort":"high"},"reasoning_effort":"low",` +
 				`"response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object"},"strict":true}},` +
 				`"seed":7,"stop":"END","temperature":0.7,"tool_choice":{"function":{"name":"get_weather"},"type":"function"},` +
@@ -261,6 +261,7 @@ func TestPresetDraftRefusals(t *testing.T) {
 		{chat, `{"provider": {"only": [""]}}`, "provider.only[0]"},
 		{chat, `{"provider": {"sort": 1}}`, "provider.sort"},
 		{chat, `{"provider": {"max_price": {"prompt": -1}}}`, "provider.max_price.prompt"},
+		{chat, `{"provider": {"max_price": {"prompt": "-1"}}}`, "provider.max_price.prompt"},
 		{messages, `{"fallbacks": [{"model": "a/b"}]}`, "fallbacks"},
 		{messages, `{"tools": [{"type": "web_search_20250305", "name": "web_search"}]}`, "tools[0].type"},
 		{messages, `{"thinking": {"type": "enabled"}}`, "thinking.budget_tokens"},
@@ -288,7 +289,7 @@ func TestProviderPreferencesCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, p, _ := c.Model("acme/chat")
-	usd := func(d int64) *gatehouse.Money { return new(gatehouse.USD(d)) }
+	usd := func(d int64) *gatehouse.PriceLimit { return new(gatehouse.PriceLimit(gatehouse.USD(d))) }
 	for _, tc := range []struct {
 		name  string
 		prefs gatehouse.ProviderPreferences

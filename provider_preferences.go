@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -37,12 +38,41 @@ type ProviderPreferences struct {
 // MaxPrice is the most a request may cost, in dollars per million tokens
 // (prompt, completion), per request, image or audio unit.
 type MaxPrice struct {
-	Prompt     *Money `json:"prompt,omitempty"`
-	Completion *Money `json:"completion,omitempty"`
-	Request    *Money `json:"request,omitempty"`
-	Image      *Money `json:"image,omitempty"`
-	Audio      *Money `json:"audio,omitempty"`
+	Prompt     *PriceLimit `json:"prompt,omitempty"`
+	Completion *PriceLimit `json:"completion,omitempty"`
+	Request    *PriceLimit `json:"request,omitempty"`
+	Image      *PriceLimit `json:"image,omitempty"`
+	Audio      *PriceLimit `json:"audio,omitempty"`
 }
+
+// PriceLimit is a price of max_price, in dollars: a JSON number, or a
+// string holding one, which is how the official clients send it. It is
+// kept, and shown, as a number.
+type PriceLimit Money
+
+// UnmarshalJSON decodes a number, or a string holding one, exactly as
+// Money decodes numbers.
+func (p *PriceLimit) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if json.Unmarshal(data, &s) != nil || s == "" || s[0] == '"' {
+			return &json.UnmarshalTypeError{Value: "string", Type: reflect.TypeFor[PriceLimit]()}
+		}
+		data = []byte(s)
+	}
+	var m Money
+	if err := m.UnmarshalJSON(data); err != nil {
+		return &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[PriceLimit]()}
+	}
+	*p = PriceLimit(m)
+	return nil
+}
+
+// MarshalJSON encodes the price as a JSON number of dollars.
+func (p PriceLimit) MarshalJSON() ([]byte, error) { return Money(p).MarshalJSON() }
 
 // maxProviderList bounds the provider lists of preferences.
 const maxProviderList = 100
@@ -70,7 +100,7 @@ func (p *ProviderPreferences) Validate(field string) error {
 	if mp := p.MaxPrice; mp != nil {
 		for _, c := range []struct {
 			name string
-			v    *Money
+			v    *PriceLimit
 		}{{"prompt", mp.Prompt}, {"completion", mp.Completion}, {"request", mp.Request}, {"image", mp.Image}, {"audio", mp.Audio}} {
 			if c.v != nil && *c.v < 0 {
 				return FieldError(field+".max_price."+c.name, "must not be negative")
@@ -139,12 +169,12 @@ func (p *ProviderPreferences) Check(field string, m *Model, prov *Provider) erro
 	if mp := p.MaxPrice; mp != nil {
 		for _, c := range []struct {
 			name  string
-			max   *Money
+			max   *PriceLimit
 			price Money
 		}{{"prompt", mp.Prompt, m.PromptPrice}, {"completion", mp.Completion, m.CompletionPrice}} {
-			if c.max != nil && c.price > *c.max {
+			if c.max != nil && c.price > Money(*c.max) {
 				return FieldError(field+".max_price."+c.name, "model %s costs $%s per million %s tokens, above the maximum of $%s",
-					m.Slug(), c.price, c.name, *c.max)
+					m.Slug(), c.price, c.name, Money(*c.max))
 			}
 		}
 	}

@@ -373,6 +373,7 @@ func TestChatProviderPreferences(t *testing.T) {
 		{"only": []any{"acme"}, "sort": "price", "require_parameters": true},
 		{"order": []any{"other"}}, // fallbacks allowed: the model's provider serves it
 		{"ignore": []any{"other"}, "max_price": map[string]any{"prompt": 1, "completion": 1.5}},
+		{"max_price": map[string]any{"prompt": "0.5", "completion": "1.5"}}, // strings, as the official clients send them
 		{"zdr": false, "data_collection": "allow", "quantizations": []any{}},
 	} {
 		e.chat(e.key, map[string]any{"model": "acme/chat", "messages": msgs, "provider": prefs}).want(t, http.StatusOK)
@@ -389,6 +390,8 @@ func TestChatProviderPreferences(t *testing.T) {
 		{map[string]any{"ignore": []any{"ACME"}}, "provider.ignore"},
 		{map[string]any{"order": []any{"other"}, "allow_fallbacks": false}, "provider.order"},
 		{map[string]any{"max_price": map[string]any{"prompt": 0.1}}, "provider.max_price.prompt"},
+		{map[string]any{"max_price": map[string]any{"completion": "1.49"}}, "provider.max_price.completion"},
+		{map[string]any{"max_price": map[string]any{"prompt": "cheap"}}, "provider.max_price.prompt"},
 		{map[string]any{"zdr": true}, "provider.zdr"},
 		{map[string]any{"data_collection": "deny"}, "provider.data_collection"},
 		{map[string]any{"sorting": "price"}, "provider.sorting"},
