@@ -136,7 +136,8 @@ describe("coverage of API.md §3 through the SDK", () => {
     }
     assert.ok(parsed.length >= 30, `parsed too few routes from ${apiMd}: ${parsed.length}`);
     assert.deepEqual(parsed.filter((r) => !routes.has(r)), [], `routes of ${apiMd} §3 missing from OPERATIONS`);
-    assert.deepEqual([...routes].filter((r) => !parsed.includes(r)), [], `OPERATIONS routes not in ${apiMd} §3`);
+    const inApiMd = new Set(Object.values(OPERATIONS).filter((s) => !s.beyond).map((s) => s.route));
+    assert.deepEqual([...inApiMd].filter((r) => !parsed.includes(r)), [], `OPERATIONS routes not in ${apiMd} §3 (mark those of issue #12 with beyond)`);
   });
 
   it("exclusions name statuses the SDK types, each with a reason", () => {
