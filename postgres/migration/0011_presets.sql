@@ -12,7 +12,7 @@ CREATE TABLE presets (
     creator_user_id   TEXT,
     status            TEXT NOT NULL CHECK (status IN ('active', 'disabled', 'archived')),
     status_updated_at BIGINT,
-    latest_version    INTEGER NOT NULL,
+    latest_version    BIGINT NOT NULL,
     latest_version_id TEXT NOT NULL,
     created_at        BIGINT NOT NULL,
     updated_at        BIGINT NOT NULL,
@@ -26,7 +26,7 @@ CREATE INDEX presets_org ON presets (organization_id);
 CREATE TABLE preset_versions (
     id            TEXT PRIMARY KEY,
     preset_id     TEXT NOT NULL REFERENCES presets (id) ON DELETE CASCADE,
-    version       INTEGER NOT NULL CHECK (version > 0),
+    version       BIGINT NOT NULL CHECK (version > 0),
     config        TEXT NOT NULL,
     system_prompt TEXT,
     creator_id    TEXT NOT NULL,
