@@ -17,7 +17,7 @@ const presetVersionColumns = `id, preset_id, version, config, system_prompt, cre
 // scanPreset scans a row of presetColumns; Latest stays nil.
 func scanPreset(s Scanner) (*gatehouse.Preset, error) {
 	p := &gatehouse.Preset{}
-	var latest int
+	var latest int // the number of the version LatestVersionID names, read with it (withLatest)
 	err := s.Scan(&p.ID, &p.OrganizationID, &p.WorkspaceID, &p.Slug, &p.Name, &p.Description, &p.CreatorUserID,
 		&p.Status, msTime(&p.StatusUpdatedAt), &latest, &p.LatestVersionID, msTime(&p.CreatedAt), msTime(&p.UpdatedAt))
 	return p, scanErr("preset", p.ID, err)
@@ -120,8 +120,22 @@ func (s *Store) FindPresetVersions(ctx context.Context, orgID, workspaceRef, slu
 }
 
 // FindPresetVersion returns one version of a preset, the latest for 0.
+// Named by workspace id, as a chat request names it (the key's workspace),
+// the version is one statement's read; the general way, and the way to a
+// precise not-found, reads the workspace, the preset and the version.
 func (s *Store) FindPresetVersion(ctx context.Context, orgID, workspaceRef, slug string, version int) (_ *gatehouse.PresetVersion, err error) {
 	defer wrap(&err, "FindPresetVersion")
+	if id, _, _ := gatehouse.ParseWorkspaceRef(workspaceRef); id != "" && gatehouse.ValidatePresetSlug("slug", slug) == nil {
+		v, err := read(ctx, s, func(tx *Tx) (*gatehouse.PresetVersion, error) {
+			return scanPresetVersion(tx.QueryRow(ctx, `SELECT `+prefixed("v.", presetVersionColumns)+`
+				FROM presets p JOIN preset_versions v ON v.preset_id = p.id
+				WHERE p.workspace_id = ? AND p.slug = ? AND p.organization_id = ?
+				AND v.version = CASE WHEN ? = 0 THEN p.latest_version ELSE ? END`, id, slug, orgID, version, version))
+		})
+		if !errors.Is(err, ErrNoRows) {
+			return v, err
+		}
+	}
 	return view(ctx, s, func(tx *Tx) (*gatehouse.PresetVersion, error) {
 		p, err := tx.findPreset(ctx, orgID, workspaceRef, slug)
 		if p, err = tx.withLatest(ctx, p, err); err != nil {

@@ -89,13 +89,18 @@ func testPresetVersions(t *testing.T, open Opener) {
 	if total != 2 {
 		t.Fatalf("total %d, want 2", total)
 	}
-	for version, want := range map[int]*gatehouse.PresetVersion{0: v2, 1: v1, 2: v2} {
-		got, err := f.store.FindPresetVersion(f.ctx, f.org.ID, "", "support-bot", version)
-		ok(t, err)
-		wantEqual(t, fmt.Sprintf("version %d", version), want, got)
+	// By slug, and by workspace id as a chat request names it.
+	for _, ref := range []string{"", def.ID} {
+		for version, want := range map[int]*gatehouse.PresetVersion{0: v2, 1: v1, 2: v2} {
+			got, err := f.store.FindPresetVersion(f.ctx, f.org.ID, ref, "support-bot", version)
+			ok(t, err)
+			wantEqual(t, fmt.Sprintf("version %d in workspace %q", version, ref), want, got)
+		}
+		_, err = f.store.FindPresetVersion(f.ctx, f.org.ID, ref, "support-bot", 3)
+		wantMessage(t, err, gatehouse.ENOTFOUND, `preset "support-bot" has no version 3`)
+		_, err = f.store.FindPresetVersion(f.ctx, f.org.ID, ref, "Not A Slug", 0)
+		wantCode(t, err, gatehouse.ENOTFOUND)
 	}
-	_, err = f.store.FindPresetVersion(f.ctx, f.org.ID, "", "support-bot", 3)
-	wantMessage(t, err, gatehouse.ENOTFOUND, `preset "support-bot" has no version 3`)
 	_, _, err = f.store.FindPresetVersions(f.ctx, f.org.ID, "", "no-such-preset", page(0, 10))
 	wantCode(t, err, gatehouse.ENOTFOUND)
 	_, err = f.store.FindPresetVersion(f.ctx, f.org.ID, "", "no-such-preset", 0)

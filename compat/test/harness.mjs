@@ -563,12 +563,16 @@ export async function allPages(pagePromise) {
 
 // ---------------------------------------------------------------------------
 // Per-file setup: one server, two fresh organizations (A: the one tested,
-// B: a foreign one for tenancy checks), both made with the CLI.
+// B: a foreign one for tenancy checks), both made with the CLI. prepare, if
+// given, runs first and returns more environment for the server (Node runs
+// the before hooks of a file concurrently, so a hook of the test file could
+// not be relied on to finish before the server starts).
 
-export function useServer({ env, orgs = true } = {}) {
+export function useServer({ env, orgs = true, prepare } = {}) {
   const ctx = {};
   before(async () => {
-    const server = await startServer({ env });
+    const more = prepare ? await prepare() : {};
+    const server = await startServer({ env: { ...env, ...more } });
     Object.assign(ctx, server, { server });
     ctx.bootstrap = { mgmtKey: server.bootstrapKey, sdk: client(server, server.bootstrapKey) };
     ctx.anon = client(server, BOGUS_REGULAR_KEY);

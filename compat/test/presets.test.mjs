@@ -16,7 +16,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 
 import {
   REPO_ROOT,
@@ -40,11 +40,10 @@ import {
 
 const execFileP = promisify(execFile);
 
-// The server serves fakellm's models (fake/echo, fake/other): started
-// before useServer's own hook, which reads env when it starts the server.
-const env = {};
+// The server serves fakellm's models (fake/echo, fake/other), started by
+// useServer's prepare before the server.
 const upstream = {};
-before(async () => {
+async function startUpstream() {
   upstream.dir = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-presets-"));
   const fakellm = path.join(upstream.dir, "fakellm");
   await execFileP("go", ["build", "-o", fakellm, "./cmd/fakellm"], { cwd: REPO_ROOT });
@@ -71,14 +70,14 @@ before(async () => {
         completion_price: 2000
         max_completion_tokens: 100
 `);
-  env.GATEHOUSE_PROVIDERS_FILE = providers;
-}, { timeout: 10 * 60_000 });
+  return { GATEHOUSE_PROVIDERS_FILE: providers };
+}
 after(() => {
   upstream.proc?.kill("SIGTERM");
   if (upstream.dir) fs.rmSync(upstream.dir, { recursive: true, force: true });
 });
 
-const ctx = useServer({ env });
+const ctx = useServer({ prepare: startUpstream });
 
 const PRESET_FIELDS = [
   "created_at", "creator_user_id", "description", "designated_version_id", "id", "name", "slug", "status",
