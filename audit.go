@@ -88,6 +88,8 @@ const (
 	OpDestinationUpdate        = "destination.update"
 	OpDestinationDelete        = "destination.delete"
 	OpGenerationFeedback       = "generation.feedback"
+	OpPresetCreate             = "preset.create"         // with its version 1
+	OpPresetVersionCreate      = "preset.version.create" // a new version of a preset
 )
 
 // Audited resource types: the ResourceType of audit records, whose
@@ -102,6 +104,7 @@ const (
 	ResourceGuardrail     = "guardrail"
 	ResourceDestination   = "destination"
 	ResourceGeneration    = "generation"
+	ResourcePreset        = "preset"
 )
 
 // AuditEntry is a row of the audit log: a management change that

@@ -18,6 +18,7 @@ type Store interface {
 	AuditService
 	UsageService
 	GenerationService
+	PresetService
 	// Ping reports whether the database answers. EUNAVAILABLE if not.
 	Ping(ctx context.Context) error
 	// Close releases the database.

@@ -28,8 +28,8 @@ const (
 
 // matrixIDs names the resources the operations of the matrix act on.
 type matrixIDs struct {
-	keyHash, workspace, guardrail, destination, member, code string
-	generation                                               string // a generation of keyHash, with content
+	keyHash, workspace, guardrail, destination, member, code, preset string
+	generation                                                       string // a generation of keyHash, with content
 }
 
 // matrixOp is one operation of the router with real ids filled in.
@@ -49,9 +49,13 @@ func matrixOps(ids matrixIDs) []matrixOp {
 	op := func(pattern, access string, success int, id string, body any) matrixOp {
 		path := strings.SplitN(pattern, " ", 2)[1]
 		byID := false
-		if i := strings.Index(path, "{"); i >= 0 {
+		for i := strings.Index(path, "{"); i >= 0; i = strings.Index(path, "{") {
 			j := strings.Index(path, "}")
-			path, byID = path[:i]+id+path[j+1:], true
+			value := id
+			if path[i:j+1] == "{version}" {
+				value = "1" // of the preset named before it
+			}
+			path, byID = path[:i]+value+path[j+1:], true
 		}
 		return matrixOp{pattern: pattern, path: path, body: body, access: access, byID: byID, success: success}
 	}
@@ -59,6 +63,9 @@ func matrixOps(ids matrixIDs) []matrixOp {
 	// The generation routes name their generation in ?id= or in the body.
 	named := func(o matrixOp, query string) matrixOp { o.path += query; o.byID = true; return o }
 	generation := "?id=" + url.QueryEscape(ids.generation)
+	// Saving a preset names it by slug in the caller's own workspace:
+	// another organization's key saves a preset of its own.
+	saves := func(o matrixOp) matrixOp { o.byID = false; return o }
 	ok, created := http.StatusOK, http.StatusCreated
 	return []matrixOp{
 		op("GET /healthz", opsEndpoint, ok, "", nil),
@@ -111,6 +118,17 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		late(op("DELETE /api/v1/organization/members/{user_id}", mgmtOnly, ok, ids.member, nil), 5),
 
 		op("GET /api/v1/audit-log", mgmtOnly, ok, "", nil),
+
+		op("GET /api/v1/presets", mgmtOnly, ok, "", nil),
+		op("GET /api/v1/presets/{slug}", mgmtOnly, ok, ids.preset, nil),
+		op("GET /api/v1/presets/{slug}/versions", mgmtOnly, ok, ids.preset, nil),
+		op("GET /api/v1/presets/{slug}/versions/{version}", mgmtOnly, ok, ids.preset, nil),
+		saves(op("POST /api/v1/presets/{slug}/chat/completions", mgmtOnly, ok, ids.preset, map[string]any{
+			"messages": []any{map[string]any{"role": "system", "content": "Be brief."}}, "temperature": 0.5})),
+		saves(op("POST /api/v1/presets/{slug}/messages", mgmtOnly, ok, ids.preset, map[string]any{
+			"system": "Be brief.", "max_tokens": 100})),
+		saves(op("POST /api/v1/presets/{slug}/responses", mgmtOnly, ok, ids.preset, map[string]any{
+			"instructions": "Be brief.", "max_output_tokens": 100})),
 
 		// Regular keys only: a management key is refused before anything is read.
 		op("POST /api/v1/chat/completions", anyKey, http.StatusForbidden, "", map[string]any{
@@ -203,6 +221,10 @@ func (e *testEnv) matrixFixture() *matrixFixture {
 	e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{"is_observability_io_logging_enabled": true}).
 		want(e.t, http.StatusOK)
 	f.ids.generation = e.storeGeneration(f.ids.keyHash)
+	f.ids.preset = "matrix-preset"
+	e.do("POST", "/api/v1/presets/matrix-preset/chat/completions", e.mgmt, map[string]any{
+		"messages": []any{map[string]any{"role": "system", "content": "You are the matrix."}}, "top_p": 0.9}).
+		want(e.t, http.StatusOK)
 
 	var hash string
 	hash, f.disabled = e.createKey(e.mgmt, map[string]any{"name": "disabled"})
@@ -339,7 +361,7 @@ func TestAuthenticationMatrix(t *testing.T) {
 			}
 			// B's lists hold none of A's rows.
 			secrets := []string{e.org.ID, f.ids.keyHash, f.ids.workspace, f.defaultWorkspace, f.ids.guardrail,
-				f.ids.destination, f.ids.member, "member@example.com", "ws-a", gatehouse.HashKey(e.mgmt)}
+				f.ids.destination, f.ids.member, "member@example.com", "ws-a", gatehouse.HashKey(e.mgmt), f.ids.preset}
 			for _, o := range ops {
 				if o.byID || o.access != mgmtOnly || !strings.HasPrefix(o.pattern, "GET ") {
 					continue

@@ -43,52 +43,67 @@ type chatRequest struct {
 	SessionID           *string         `json:"session_id"`
 	N                   *int            `json:"n"`
 	User                *string         `json:"user"`
+	// Preset names a preset to apply (see presetapply.go); Provider holds
+	// provider preferences, which Gatehouse enforces. Neither is forwarded.
+	Preset   *string                        `json:"preset"`
+	Provider json.RawMessage                `json:"provider"`
+	prefs    *gatehouse.ProviderPreferences // Provider, read
 }
 
 // readChat reads and checks a chat completion request; body keeps every
 // field for the upstream.
 func readChat(w http.ResponseWriter, r *http.Request) (chatRequest, map[string]json.RawMessage, []byte, error) {
-	var req chatRequest
 	if err := checkContentType(r); err != nil {
-		return req, nil, nil, err
+		return chatRequest{}, nil, nil, err
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxCompletionBodyBytes))
 	if err != nil {
-		return req, nil, nil, gatehouse.Errorf(gatehouse.ETOOLARGE, "request body must be at most %d bytes", MaxCompletionBodyBytes)
+		return chatRequest{}, nil, nil, gatehouse.Errorf(gatehouse.ETOOLARGE, "request body must be at most %d bytes", MaxCompletionBodyBytes)
 	}
+	req, body, err := parseChat(raw)
+	return req, body, raw, err
+}
+
+// parseChat checks the bytes of a chat completion request: the client's,
+// or those of a request a preset was applied to.
+func parseChat(raw []byte) (chatRequest, map[string]json.RawMessage, error) {
+	var req chatRequest
 	if _, err := scanObject(raw, nil); err != nil {
-		return req, nil, nil, err
+		return req, nil, err
 	}
 	body, err := canonicalChat(raw)
 	if err != nil {
-		return req, nil, nil, err
+		return req, nil, err
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
-		return req, nil, nil, decodeError(err, reflect.TypeOf(req))
+		return req, nil, decodeError(err, reflect.TypeOf(req))
 	}
 	switch {
-	case req.Model == "":
-		return req, nil, nil, gatehouse.FieldError("model", "is required, such as openai/gpt-4o-mini (GET /api/v1/models lists them)")
+	case req.Model == "" && req.Preset == nil:
+		return req, nil, gatehouse.FieldError("model", "is required, such as openai/gpt-4o-mini (GET /api/v1/models lists them)")
 	case len(bytes.TrimSpace(req.Messages)) == 0 || bytes.Equal(bytes.TrimSpace(req.Messages), []byte("null")):
-		return req, nil, nil, gatehouse.FieldError("messages", "is required")
+		return req, nil, gatehouse.FieldError("messages", "is required")
 	case !bytes.HasPrefix(bytes.TrimSpace(req.Messages), []byte("[")) || bytes.Equal(bytes.Join(bytes.Fields(req.Messages), nil), []byte("[]")):
-		return req, nil, nil, gatehouse.FieldError("messages", "must be a non-empty array of messages")
+		return req, nil, gatehouse.FieldError("messages", "must be a non-empty array of messages")
 	}
 	for _, f := range []struct {
 		name string
 		v    *int
 	}{{"max_tokens", req.MaxTokens}, {"max_completion_tokens", req.MaxCompletionTokens}} {
 		if f.v != nil && (*f.v < 1 || *f.v > 10_000_000) {
-			return req, nil, nil, gatehouse.FieldError(f.name, "must be a positive integer")
+			return req, nil, gatehouse.FieldError(f.name, "must be a positive integer")
 		}
 	}
 	if req.MaxTokens != nil && req.MaxCompletionTokens != nil && *req.MaxTokens != *req.MaxCompletionTokens {
-		return req, nil, nil, gatehouse.FieldError("max_completion_tokens", "is %d but max_tokens is %d: send one cap, or both equal", *req.MaxCompletionTokens, *req.MaxTokens)
+		return req, nil, gatehouse.FieldError("max_completion_tokens", "is %d but max_tokens is %d: send one cap, or both equal", *req.MaxCompletionTokens, *req.MaxTokens)
 	}
 	if req.N != nil && *req.N != 1 {
-		return req, nil, nil, gatehouse.FieldError("n", "must be 1: Gatehouse reserves and meters one completion per request")
+		return req, nil, gatehouse.FieldError("n", "must be 1: Gatehouse reserves and meters one completion per request")
 	}
-	return req, body, raw, nil
+	if req.prefs, err = readProvider(req.Provider); err != nil {
+		return req, nil, err
+	}
+	return req, body, nil
 }
 
 // chatCompletions serves POST /chat/completions: the meter enforces the
@@ -102,9 +117,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
-	model, provider, ok := s.data.Catalog.Model(req.Model)
-	if !ok {
-		return gatehouse.FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", req.Model)
+	req, body, raw, preset, err := s.usePreset(r.Context(), p.key, req, body, raw)
+	if err != nil {
+		return err
+	}
+	model, provider, err := s.chatModel(req, body)
+	if err != nil {
+		return preset.explain(err)
 	}
 	capTokens := req.MaxCompletionTokens // readChat made sure both caps agree
 	if capTokens == nil {

@@ -194,6 +194,9 @@ var bodyOps = []bodyOp{
 	16: {"DELETE", "/observability/destinations/00000000-0000-4000-8000-000000000000", "$MGMT", `{}`},
 	17: {"POST", "/organization/members", "$MGMT", `{"id":"user_fuzz","email":"a@example.com","first_name":"A","last_name":null,"role":"org:member"}`},
 	18: {"POST", "/auth/keys/code", "$KEY", `{"callback_url":"http://localhost:3000/cb"}`},
+	19: {"POST", "/presets/fuzz-bot/chat/completions", "$MGMT", `{"messages":[{"role":"system","content":"Be brief."}],"temperature":0.5,"max_tokens":10,"stop":["x"],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"auto","response_format":{"type":"json_object"},"reasoning":{"effort":"low"},"provider":{"only":["acme"],"max_price":{"prompt":1}}}`},
+	20: {"POST", "/presets/fuzz-bot/messages", "$MGMT", `{"system":[{"type":"text","text":"Be kind."}],"max_tokens":10,"stop_sequences":["x"],"thinking":{"type":"enabled","budget_tokens":100},"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"},"output_config":{"effort":"max"}}`},
+	21: {"POST", "/presets/fuzz-bot/responses", "$MGMT", `{"instructions":"Be kind.","max_output_tokens":10,"text":{"format":{"type":"json_schema","name":"o","schema":{}},"verbosity":"low"},"tools":[{"type":"function","name":"f","parameters":null}],"tool_choice":{"type":"function","name":"f"},"reasoning":{"summary":"auto"}}`},
 }
 
 // FuzzBodies sends any body, with any Content-Type, to each operation that
@@ -256,6 +259,8 @@ var queryRoutes = []struct{ method, path string }{
 	10: {"DELETE", "/workspaces/no-such-workspace"}, // parses confirm_default_workspace_deletion, then 404
 	11: {"GET", "/key"},
 	12: {"GET", "/audit-log"},
+	13: {"GET", "/presets"},
+	14: {"GET", "/presets/no-such-bot/versions"},
 }
 
 // FuzzQuery sends any raw query string to each list route.
@@ -303,6 +308,12 @@ var pathRoutes = []struct{ method, path, body string }{
 	19: {"PATCH", "/observability/destinations/{}", `{"enabled":true}`},
 	20: {"DELETE", "/observability/destinations/{}", ""},
 	21: {"DELETE", "/organization/members/{}", ""},
+	22: {"GET", "/presets/{}", ""},
+	23: {"GET", "/presets/{}/versions", ""},
+	24: {"GET", "/presets/no-such-bot/versions/{}", ""},
+	25: {"POST", "/presets/{}/chat/completions", `{"temperature":0.5}`},
+	26: {"POST", "/presets/{}/messages", `{"max_tokens":5}`},
+	27: {"POST", "/presets/{}/responses", `{"instructions":"x"}`},
 }
 
 // FuzzPathIDs puts any string in the id segment of each route that has one.

@@ -69,6 +69,14 @@ func (s *Server) routes(metrics http.Handler) {
 
 	m.HandleFunc("GET "+v1+"/audit-log", s.management(s.listAuditLog()))
 
+	m.HandleFunc("GET "+v1+"/presets", s.management(s.listPresets()))
+	m.HandleFunc("GET "+v1+"/presets/{slug}", s.management(s.getPreset))
+	m.HandleFunc("GET "+v1+"/presets/{slug}/versions", s.management(s.listPresetVersions()))
+	m.HandleFunc("GET "+v1+"/presets/{slug}/versions/{version}", s.management(s.getPresetVersion))
+	m.HandleFunc("POST "+v1+"/presets/{slug}/chat/completions", s.management(savePreset[gatehouse.ChatPresetRequest](s)))
+	m.HandleFunc("POST "+v1+"/presets/{slug}/messages", s.management(savePreset[gatehouse.MessagesPresetRequest](s)))
+	m.HandleFunc("POST "+v1+"/presets/{slug}/responses", s.management(savePreset[gatehouse.ResponsesPresetRequest](s)))
+
 	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
 	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))
 	m.HandleFunc("GET "+v1+"/models/count", s.public(s.countModels))

@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 		{"Destinations", testDestinations},
 		{"Audit", testAudit},
 		{"Generations", testGenerations},
+		{"Presets", testPresets},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

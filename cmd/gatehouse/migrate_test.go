@@ -149,6 +149,13 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	f.mintedPending = gatehouse.USD(1) / 10
 	must(src.Reserve(ctx, &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: gatehouse.HashKey(plaintext),
 		Amount: f.mintedPending, ExpiresAt: time.Now().Add(time.Hour)}))
+	// A preset with two versions (presets, preset_versions).
+	for _, temperature := range []string{"0.2", "0.7"} {
+		_, _, err = src.SavePreset(ctx, f.org.ID, "team", "support-bot", gatehouse.PresetDraft{
+			Config:       gatehouse.PresetConfig{"model": []byte(`"openai/gpt-4o-mini"`), "temperature": []byte(temperature)},
+			SystemPrompt: new("Be brief.")})
+		must(err)
+	}
 	return f
 }
 
