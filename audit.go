@@ -87,6 +87,9 @@ const (
 	OpDestinationCreate        = "destination.create"
 	OpDestinationUpdate        = "destination.update"
 	OpDestinationDelete        = "destination.delete"
+	OpBYOKKeyCreate            = "byok_key.create"
+	OpBYOKKeyUpdate            = "byok_key.update"
+	OpBYOKKeyDelete            = "byok_key.delete"
 )
 
 // Audited resource types: the ResourceType of audit records, whose
@@ -100,6 +103,7 @@ const (
 	ResourceAuthCode      = "auth_code"
 	ResourceGuardrail     = "guardrail"
 	ResourceDestination   = "destination"
+	ResourceBYOKKey       = "byok_key"
 )
 
 // AuditEntry is a row of the audit log: a management change that
