@@ -73,6 +73,7 @@ type migrated struct {
 	mgmt             string
 	key              *gatehouse.Key
 	live, gone       *gatehouse.Destination
+	byok             *gatehouse.BYOKKey
 	settled, pending gatehouse.Money
 	mintedPending    gatehouse.Money // held by a key minted from key, against key too
 }
@@ -129,6 +130,10 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	f.live = newDest("live", "sk-lf-live-0123456789")
 	f.gone = newDest("gone", "sk-lf-gone-0123456789")
 	must(src.DeleteDestination(ctx, f.org.ID, f.gone.ID))
+	f.byok, err = src.CreateBYOKKey(ctx, f.org.ID, gatehouse.BYOKKeyCreate{Provider: "openai", WorkspaceID: ws.ID,
+		BYOKKeyUpdate: gatehouse.BYOKKeyUpdate{Key: gatehouse.Val("sk-proj-migrated-0123456789"), Name: gatehouse.Val("team key"),
+			AllowedUserIDs: gatehouse.Val([]string{member.ID}), DeclaredZDR: gatehouse.Val(true)}})
+	must(err)
 	f.settled, f.pending = gatehouse.USD(1)/2, gatehouse.USD(1)/4
 	spendThroughGateway(t, src, f)
 	// A key minted through OAuth from the metered key holds a reservation
@@ -348,6 +353,11 @@ func checkMigratedServes(t *testing.T, target, secretKey string, box *gatehouse.
 	d, err := pg.FindDestination(ctx, f.org.ID, f.live.ID)
 	if err != nil || d.Config.Values["secretKey"] != "sk-lf-live-0123456789" {
 		t.Errorf("migrated destination secret: %v, %v", d, err)
+	}
+	// The BYOK key still opens, with the same secret key.
+	keys, err := pg.ProviderBYOKKeys(ctx, f.byok.WorkspaceID, "openai")
+	if err != nil || len(keys) != 1 || string(keys[0].Key) != "sk-proj-migrated-0123456789" || keys[0].ID != f.byok.ID {
+		t.Errorf("migrated BYOK key: %v, %v", keys, err)
 	}
 	// The identity of oauth_apps continues after the copied ids.
 	if _, err := pg.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://other.example.com/cb"}); err != nil {

@@ -19,7 +19,7 @@ CREATE TABLE byok_keys (
     is_byok_only           BOOLEAN NOT NULL,
     is_fallback            BOOLEAN NOT NULL,
     is_required            BOOLEAN NOT NULL,
-    sort_order             INTEGER NOT NULL,
+    sort_order             BIGINT NOT NULL,
     created_at             BIGINT NOT NULL,
     updated_at             BIGINT NOT NULL
 );
