@@ -45,6 +45,7 @@ export const RESOURCE_TEST_FILES = [
   "ratelimit.test.mjs",
   "gateway.test.mjs",
   "catalog.test.mjs",
+  "byok.test.mjs",
 ];
 
 // ---------------------------------------------------------------------------
@@ -104,6 +105,12 @@ export const OPERATIONS = {
   endpointsList: { call: "endpoints.list", route: "GET /models/{author}/{slug}/endpoints", success: 200, errors: [403, 404, 500], beyondApiMd: true },
   endpointsListZdrEndpoints: { call: "endpoints.listZdrEndpoints", route: "GET /endpoints/zdr", success: 200, errors: [403, 500], beyondApiMd: true },
   providersList: { call: "providers.list", route: "GET /providers", success: 200, errors: [500], beyondApiMd: true },
+  // BYOK provider keys (byok.test.mjs), beyond API.md §3 (issue #12).
+  byokList: { call: "byok.list", route: "GET /byok", success: 200, errors: [400, 401, 500], beyondApiMd: true },
+  byokCreate: { call: "byok.create", route: "POST /byok", success: 201, errors: [400, 401, 403, 500], beyondApiMd: true },
+  byokGet: { call: "byok.get", route: "GET /byok/{id}", success: 200, errors: [401, 404, 500], beyondApiMd: true },
+  byokUpdate: { call: "byok.update", route: "PATCH /byok/{id}", success: 200, errors: [400, 401, 403, 404, 500], beyondApiMd: true },
+  byokDelete: { call: "byok.delete", route: "DELETE /byok/{id}", success: 200, errors: [401, 404, 500], beyondApiMd: true },
 };
 
 const PUBLIC_CATALOG = "the catalog is public: no credential is read (one sent is ignored), so nothing a caller sends is forbidden (README: Models, endpoints and providers)";
