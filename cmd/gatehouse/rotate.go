@@ -14,10 +14,11 @@ import (
 )
 
 // rotateSecretKeyCommand runs `gatehouse rotate-secret-key`: it re-encrypts
-// every destination secret and BYOK key with a new key in one transaction. The old key is
-// the configured one (GATEHOUSE_SECRET_KEY or the key file); the new one is
-// --new-key, or a fresh random key. A key file is replaced by the new key;
-// a key from the environment is printed, for the operator to deploy.
+// every destination secret and BYOK key with a new key in one transaction.
+// The old key is the configured one (GATEHOUSE_SECRET_KEY or the key file);
+// the new one is --new-key, or a fresh random key. A key file is replaced
+// by the new key; a key from the environment is printed, for the operator
+// to deploy.
 func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := DefaultConfig()
 	if err := cfg.fromEnv(getenv); err != nil {
