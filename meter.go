@@ -156,10 +156,12 @@ func Estimate(m *Model, requestBytes, maxTokens int) Money {
 	return m.Cost(int64(requestBytes)+16, int64(maxTokens))
 }
 
-// Reserve checks the model against the guardrails that govern the key and
-// reserves the call's worst case. EFORBIDDEN when a guardrail blocks the
-// model or its budget would be exceeded, EPAYMENT when the key's limit
-// would be, EUNAVAILABLE.
+// Reserve checks the model against the guardrails that govern the key,
+// chooses the workspace's BYOK keys the call goes with, and reserves the
+// call's worst case (as BYOK spend when it goes with one). EFORBIDDEN when a
+// guardrail blocks the model or its budget would be exceeded, or the
+// workspace reserves the provider to BYOK keys that cannot serve the call;
+// EPAYMENT when the key's limit would be exceeded; EUNAVAILABLE.
 func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	guardrails, err := m.Usage.GuardrailsForKey(ctx, c.Key)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func testBYOKKeys(t *testing.T, open Opener) {
 		{"Validation", testBYOKValidation},
 		{"Allowlists", testBYOKAllowlists},
 		{"SortOrder", testBYOKSortOrder},
+		{"CreateConcurrent", testBYOKCreateConcurrent},
 		{"PerProviderLimit", testBYOKLimit},
 		{"PaginationAndProvider", testBYOKPagination},
 		{"GatewayRead", testBYOKGatewayRead},
@@ -264,6 +266,30 @@ func testBYOKSortOrder(t *testing.T, open Opener) {
 	if elsewhere.WorkspaceID != team.ID {
 		t.Fatalf("workspace_id by slug: %s, want %s", elsewhere.WorkspaceID, team.ID)
 	}
+}
+
+// testBYOKCreateConcurrent: keys created at once for one provider each get
+// a sort order of their own.
+func testBYOKCreateConcurrent(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	const n = 8
+	var wg sync.WaitGroup
+	orders := make([]int, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			k, err := f.store.CreateBYOKKey(f.ctx, f.org.ID, byokCreate("openai", byokSecret))
+			if errs[i] = err; err == nil {
+				orders[i] = k.SortOrder
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		ok(t, err)
+	}
+	slices.Sort(orders)
+	wantEqual(t, "sort orders of concurrent creates", []int{0, 1, 2, 3, 4, 5, 6, 7}, orders)
 }
 
 func testBYOKLimit(t *testing.T, open Opener) {
