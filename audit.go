@@ -90,6 +90,9 @@ const (
 	OpGenerationFeedback       = "generation.feedback"
 	OpPresetCreate             = "preset.create"         // with its version 1
 	OpPresetVersionCreate      = "preset.version.create" // a new version of a preset
+	OpBYOKKeyCreate            = "byok_key.create"
+	OpBYOKKeyUpdate            = "byok_key.update"
+	OpBYOKKeyDelete            = "byok_key.delete"
 )
 
 // Audited resource types: the ResourceType of audit records, whose
@@ -105,6 +108,7 @@ const (
 	ResourceDestination   = "destination"
 	ResourceGeneration    = "generation"
 	ResourcePreset        = "preset"
+	ResourceBYOKKey       = "byok_key"
 )
 
 // AuditEntry is a row of the audit log: a management change that

@@ -503,7 +503,10 @@ func (e *UpstreamError) Unwrap() error { return e.Err }
 
 // CompletionCall is one chat completion to forward.
 type CompletionCall struct {
-	Provider  *Provider
+	Provider *Provider
+	// APIKey, when set, is sent instead of the provider's own key: a
+	// workspace's BYOK key.
+	APIKey    Secret
 	Model     *Model
 	Body      map[string]json.RawMessage // the client's request; the rest passes through
 	MaxTokens int                        // set upstream when the client set no cap

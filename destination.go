@@ -527,10 +527,4 @@ type DestinationService interface {
 	UpdateDestination(ctx context.Context, orgID, id string, update DestinationUpdate) (*Destination, error)
 	// DeleteDestination soft-deletes a live destination. ENOTFOUND.
 	DeleteDestination(ctx context.Context, orgID, id string) error
-	// ResealSecrets re-encrypts the secrets of every destination of every
-	// organization (soft-deleted ones too) with the store's current secret
-	// key, in one transaction, and returns how many it re-sealed. It is how
-	// the key is rotated: open the store with the new key as current and the
-	// old one as previous, reseal, then drop the old key.
-	ResealSecrets(ctx context.Context) (int, error)
 }

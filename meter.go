@@ -28,6 +28,12 @@ type Meter struct {
 	// against slices of limits the database granted this instance, and
 	// Ledger (then required) writes their holds.
 	Leases *Leases
+	// BYOKKeys, when set, holds the workspaces' own provider keys: a call
+	// that one of them may serve is sent with it and metered as BYOK usage
+	// (see ChooseBYOKKeys). nil: every call goes with the operator's key.
+	BYOKKeys interface {
+		ProviderBYOKKeys(ctx context.Context, workspaceID, provider string) ([]*BYOKKey, error)
+	}
 	Traces TraceSink // where settled calls are traced; nil: nowhere
 	Now    Clock     // stamps reservation expiries; nil: time.Now
 	// Anomaly hears of a provider whose answer breaks what it was asked
@@ -108,11 +114,17 @@ type Metering struct {
 	// MaxTokens is the completion cap the reservation assumes: the provider
 	// must be sent exactly this cap.
 	MaxTokens int
-	call      MeteredCall
-	started   time.Time
-	held      <-chan error // the hold's write, when admitted in memory
-	heldErr   error
-	heldDone  bool
+	// BYOKKeys are the workspace's own keys the call is sent with, in the
+	// order to try them (the next only when the provider refuses the one
+	// before: BYOKKeyRefused); empty: the provider's own key. The call is
+	// metered as BYOK usage when there are any, or when its provider is
+	// marked BYOK.
+	BYOKKeys []*BYOKKey
+	call     MeteredCall
+	started  time.Time
+	held     <-chan error // the hold's write, when admitted in memory
+	heldErr  error
+	heldDone bool
 }
 
 // Held waits until the reservation is durable: an answer may reach its
@@ -155,10 +167,12 @@ func Estimate(m *Model, requestBytes, maxTokens int) Money {
 	return m.Cost(int64(requestBytes)+16, int64(maxTokens))
 }
 
-// Reserve checks the model against the guardrails that govern the key and
-// reserves the call's worst case. EFORBIDDEN when a guardrail blocks the
-// model or its budget would be exceeded, EPAYMENT when the key's limit
-// would be, EUNAVAILABLE.
+// Reserve checks the model against the guardrails that govern the key,
+// chooses the workspace's BYOK keys the call goes with, and reserves the
+// call's worst case (as BYOK spend when it goes with one). EFORBIDDEN when a
+// guardrail blocks the model or its budget would be exceeded, or the
+// workspace reserves the provider to BYOK keys that cannot serve the call;
+// EPAYMENT when the key's limit would be exceeded; EUNAVAILABLE.
 func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	guardrails, err := m.Usage.GuardrailsForKey(ctx, c.Key)
 	if err != nil {
@@ -167,10 +181,15 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	if err := CheckModel(guardrails, c.Model.Slug(), c.Provider.ID); err != nil {
 		return nil, err
 	}
-	mt := &Metering{MaxTokens: c.Model.CompletionCap(c.MaxTokens), call: c, started: time.Now()}
+	byokKeys, err := m.chooseBYOKKeys(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	byok := c.Provider.BYOK || len(byokKeys) > 0
+	mt := &Metering{MaxTokens: c.Model.CompletionCap(c.MaxTokens), BYOKKeys: byokKeys, call: c, started: time.Now()}
 	mt.Generation = &Generation{
 		ID: NewGenerationID(), OrganizationID: c.Key.OrganizationID, WorkspaceID: c.Key.WorkspaceID, KeyHash: c.Key.Hash,
-		Model: c.Model.Slug(), Provider: c.Provider.ID, BYOK: c.Provider.BYOK, Streamed: c.Stream,
+		Model: c.Model.Slug(), Provider: c.Provider.ID, BYOK: byok, Streamed: c.Stream,
 		SessionID: c.SessionID, ExternalUser: c.Key.ExternalUser,
 		HTTPReferer: c.Attribution.HTTPReferer, AppTitle: c.Attribution.AppTitle, UserAgent: c.Attribution.UserAgent,
 	}
@@ -178,7 +197,7 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 		mt.Generation.ExternalUser = c.Attribution.ExternalUser
 	}
 	mt.Reservation = &Reservation{
-		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: c.Provider.BYOK, Budgets: Budgets(guardrails),
+		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: byok, Budgets: Budgets(guardrails),
 		Amount: Estimate(c.Model, len(c.Request), mt.MaxTokens),
 		// A crash leaves it held until the longest call could have ended.
 		ExpiresAt:  m.now().Add(c.Provider.CallTimeout() + time.Minute),
@@ -214,6 +233,20 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	}
 	mt.held = m.Ledger.Hold(mt.Reservation)
 	return mt, nil
+}
+
+// chooseBYOKKeys returns the workspace's own keys the call goes with, in
+// the order to try them, or refuses it when the workspace reserves the
+// provider or model to keys that cannot serve it.
+func (m *Meter) chooseBYOKKeys(ctx context.Context, c MeteredCall) ([]*BYOKKey, error) {
+	if m.BYOKKeys == nil {
+		return nil, nil
+	}
+	keys, err := m.BYOKKeys.ProviderBYOKKeys(ctx, c.Key.WorkspaceID, c.Provider.ID)
+	if err != nil {
+		return nil, err
+	}
+	return ChooseBYOKKeys(keys, c.Key, c.Provider.ID, c.Model.Slug())
 }
 
 // reserveInDB admits r in the database. A refusal while settles are still

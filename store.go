@@ -15,14 +15,29 @@ type Store interface {
 	WorkspaceService
 	GuardrailService
 	DestinationService
+	BYOKService
 	AuditService
 	UsageService
 	GenerationService
 	PresetService
+	// ResealSecrets re-encrypts every secret at rest of every organization
+	// (destination secrets, soft-deleted destinations' too, and BYOK keys)
+	// with the store's current secret key, in one transaction, and says how
+	// many of each it re-sealed. It is how the key is rotated: open the
+	// store with the new key as current and the old one as previous,
+	// reseal, then drop the old key. It fails, changing nothing, when a
+	// secret opens with none of the store's keys.
+	ResealSecrets(ctx context.Context) (Resealed, error)
 	// Ping reports whether the database answers. EUNAVAILABLE if not.
 	Ping(ctx context.Context) error
 	// Close releases the database.
 	Close() error
+}
+
+// Resealed counts the secrets ResealSecrets re-sealed: destinations with
+// secrets, and BYOK keys.
+type Resealed struct {
+	Destinations, BYOKKeys int
 }
 
 type freshReadsKey struct{}

@@ -45,7 +45,10 @@ func NewClient() *Client {
 // Deadline returns the provider's timeout, or the default of two minutes.
 func Deadline(p *gatehouse.Provider) time.Duration { return p.CallTimeout() }
 
-// Complete forwards a chat completion and reads the answer.
+// Complete forwards a chat completion and reads the answer. The provider's
+// key, or the call's own (a workspace's BYOK key), goes in the
+// Authorization header and nowhere else: an error answer that quotes it has
+// it redacted before anyone sees it.
 func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter) (gatehouse.Completion, error) {
 	p := call.Provider
 	ctx, cancel := context.WithTimeout(ctx, Deadline(p))
@@ -60,8 +63,12 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if p.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+p.APIKey)
+	apiKey := p.APIKey
+	if call.APIKey != "" {
+		apiKey = string(call.APIKey)
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
@@ -69,7 +76,7 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return gatehouse.Completion{}, upstreamError(p, resp)
+		return gatehouse.Completion{}, redactKey(upstreamError(p, resp), apiKey)
 	}
 	if call.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		w.Start()
@@ -141,6 +148,25 @@ func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.Upstre
 	}
 	if resp.StatusCode < 400 { // a 1xx or 3xx answer makes no sense here
 		e.Kind = gatehouse.UpstreamBadAnswer
+	}
+	return e
+}
+
+// redactKey removes the key a provider was sent from its error answer,
+// which clients and the log see: some providers quote the key they refuse.
+// The raw answer is dropped if it no longer reads as JSON.
+func redactKey(e *gatehouse.UpstreamError, key string) *gatehouse.UpstreamError {
+	if key == "" {
+		return e
+	}
+	quoted, _ := json.Marshal(key) // as the key reads inside a JSON string
+	forms := [][]byte{[]byte(key), quoted[1 : len(quoted)-1]}
+	for _, f := range forms {
+		e.Message = strings.ReplaceAll(e.Message, string(f), "[redacted]")
+		e.Raw = bytes.ReplaceAll(e.Raw, f, []byte("[redacted]"))
+	}
+	if len(e.Raw) > 0 && !json.Valid(e.Raw) {
+		e.Raw = nil
 	}
 	return e
 }

@@ -28,8 +28,8 @@ const (
 
 // matrixIDs names the resources the operations of the matrix act on.
 type matrixIDs struct {
-	keyHash, workspace, guardrail, destination, member, code, preset string
-	generation                                                       string // a generation of keyHash, with content
+	keyHash, workspace, guardrail, destination, member, code, preset, byok string
+	generation                                                             string // a generation of keyHash, with content
 }
 
 // matrixOp is one operation of the router with real ids filled in.
@@ -112,6 +112,12 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		op("GET /api/v1/observability/destinations/{id}", mgmtOnly, ok, ids.destination, nil),
 		op("PATCH /api/v1/observability/destinations/{id}", mgmtOnly, ok, ids.destination, map[string]any{"enabled": false}),
 		late(op("DELETE /api/v1/observability/destinations/{id}", mgmtOnly, ok, ids.destination, nil), 1),
+
+		op("GET /api/v1/byok", mgmtOnly, ok, "", nil),
+		op("POST /api/v1/byok", mgmtOnly, created, "", map[string]any{"provider": "acme", "key": "sk-matrix-0123456789abcdef"}),
+		op("GET /api/v1/byok/{id}", mgmtOnly, ok, ids.byok, nil),
+		op("PATCH /api/v1/byok/{id}", mgmtOnly, ok, ids.byok, map[string]any{"disabled": true}),
+		late(op("DELETE /api/v1/byok/{id}", mgmtOnly, ok, ids.byok, nil), 1),
 
 		op("GET /api/v1/organization/members", mgmtOnly, ok, "", nil),
 		op("POST /api/v1/organization/members", mgmtOnly, created, "", map[string]any{"email": "matrix@example.com"}),
@@ -206,7 +212,7 @@ func (e *testEnv) matrixFixture() *matrixFixture {
 	f.ids.workspace = e.createWorkspace(e.mgmt, "ws-a")
 	f.defaultWorkspace = e.workspaceIDOf(e.mgmt, "default")
 	f.ids.keyHash, f.regular = e.createKey(e.mgmt, map[string]any{"name": "regular", "creator_user_id": f.ids.member})
-	var g, d struct {
+	var g, d, b struct {
 		Data struct {
 			ID string `json:"id"`
 		} `json:"data"`
@@ -217,6 +223,9 @@ func (e *testEnv) matrixFixture() *matrixFixture {
 		"name": "hook", "type": "webhook", "config": map[string]any{"url": "https://hooks.example.com/a"},
 	}).want(e.t, http.StatusCreated).decode(e.t, &d)
 	f.ids.destination = d.Data.ID
+	e.do("POST", "/api/v1/byok", e.mgmt, map[string]any{"provider": "acme", "key": "sk-acme-fixture-0123456789"}).
+		want(e.t, http.StatusCreated).decode(e.t, &b)
+	f.ids.byok = b.Data.ID
 	f.ids.code = "ghc_not-a-code"
 	e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{"is_observability_io_logging_enabled": true}).
 		want(e.t, http.StatusOK)
@@ -354,6 +363,7 @@ func TestAuthenticationMatrix(t *testing.T) {
 				"/api/v1/guardrails?workspace_id=" + f.ids.workspace,
 				"/api/v1/observability/destinations?workspace_id=" + f.ids.workspace,
 				"/api/v1/guardrails?workspace_id=" + f.defaultWorkspace,
+				"/api/v1/byok?workspace_id=" + f.defaultWorkspace, "/api/v1/byok?workspace_id=ws-a",
 			} {
 				if res := e.do("GET", path, mgmtB, nil); res.Status != http.StatusNotFound {
 					t.Errorf("GET %s as org B: status %d, want 404: %s", path, res.Status, res.Body)
@@ -361,7 +371,7 @@ func TestAuthenticationMatrix(t *testing.T) {
 			}
 			// B's lists hold none of A's rows.
 			secrets := []string{e.org.ID, f.ids.keyHash, f.ids.workspace, f.defaultWorkspace, f.ids.guardrail,
-				f.ids.destination, f.ids.member, "member@example.com", "ws-a", gatehouse.HashKey(e.mgmt), f.ids.preset}
+				f.ids.destination, f.ids.byok, f.ids.member, "member@example.com", "ws-a", gatehouse.HashKey(e.mgmt), f.ids.preset}
 			for _, o := range ops {
 				if o.byID || o.access != mgmtOnly || !strings.HasPrefix(o.pattern, "GET ") {
 					continue

@@ -77,6 +77,12 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		"broadcast_generation_cost": true, "broadcast_generation_identity": true,
 		"broadcast_generation_request_context": true,
 	}
+	byok := map[string]any{
+		"key": "sk-acme-matrix-0123456789abcdef", "name": "matrix byok", "disabled": false,
+		"allowed_api_key_hashes": []any{f.ids.keyHash}, "allowed_models": []any{"acme/chat"},
+		"allowed_user_ids": []any{f.ids.member}, "declared_zdr": true,
+		"is_byok_only": false, "is_fallback": true, "is_required": true,
+	}
 	return map[string]map[string]any{
 		"POST /api/v1/keys": {
 			"name": "matrix key", "limit": 10, "limit_reset": "monthly", "include_byok_in_limit": true,
@@ -108,6 +114,10 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		"POST /api/v1/observability/destinations":        mxWith(mxWith(destination, "type", "webhook"), "workspace_id", "default"),
 		"PATCH /api/v1/observability/destinations/{id}":  destination,
 		"DELETE /api/v1/observability/destinations/{id}": {},
+
+		"POST /api/v1/byok":        mxWith(mxWith(byok, "provider", "acme"), "workspace_id", "default"),
+		"PATCH /api/v1/byok/{id}":  byok,
+		"DELETE /api/v1/byok/{id}": {},
 
 		"POST /api/v1/organization/members": {
 			"id": "user_matrix", "email": "matrix@example.com", "first_name": "Mat", "last_name": "Rix", "role": "org:member",

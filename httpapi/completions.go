@@ -150,7 +150,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if !req.Stream {
 		callCtx = context.WithoutCancel(callCtx)
 	}
-	done, err := s.data.Upstream.Complete(callCtx, gatehouse.CompletionCall{
+	done, err := s.complete(callCtx, m, gatehouse.CompletionCall{
 		Provider: provider, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
 		Rewrite: func(obj map[string]json.RawMessage) {
 			obj["id"], _ = json.Marshal(gen.ID)
@@ -227,6 +227,28 @@ func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gateho
 	}
 	sw.Flush()
 	return nil
+}
+
+// complete makes the call: with the provider's own key, or with the
+// workspace's BYOK keys that the metering chose, one after the other while
+// the provider refuses the key it was sent (and nothing has reached the
+// client), all within the provider's timeout.
+func (s *Server) complete(ctx context.Context, m *gatehouse.Metering, call gatehouse.CompletionCall, sw *streamWriter) (gatehouse.Completion, error) {
+	if len(m.BYOKKeys) == 0 {
+		return s.data.Upstream.Complete(ctx, call, sw)
+	}
+	ctx, cancel := context.WithTimeout(ctx, call.Provider.CallTimeout())
+	defer cancel()
+	for i := 0; ; i++ {
+		call.APIKey = m.BYOKKeys[i].Key
+		done, err := s.data.Upstream.Complete(ctx, call, sw)
+		if i+1 == len(m.BYOKKeys) || sw.started || !gatehouse.BYOKKeyRefused(err) {
+			return done, err
+		}
+		s.logger.Info("the provider refused a BYOK key; trying the workspace's next one",
+			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", call.Provider.ID,
+			"byok_key_id", m.BYOKKeys[i].ID, "error", err.Error())
+	}
 }
 
 // settled waits (briefly) until the settles written behind the request

@@ -40,9 +40,13 @@ type fakeUpstream struct {
 	fingerprint      string         // the system_fingerprint of answers and chunks; "" sends none
 	reasoning        string         // reasoning text of the answer (the first chunk's, streamed)
 	tokenDetails     map[string]any // replaces the usage's token details, when set
+	// refuse answers a request whose bearer token is a key of it with the
+	// key's status and an error that quotes the token, as some providers do.
+	refuse map[string]int
 
 	mu       sync.Mutex
 	bodies   []map[string]any // the requests received
+	auths    []string         // their Authorization headers
 	canceled chan struct{}    // closed when a caller left before the answer was complete
 	once     sync.Once
 }
@@ -67,6 +71,13 @@ func (u *fakeUpstream) requests() []map[string]any {
 	return append([]map[string]any(nil), u.bodies...)
 }
 
+// authorizations returns the Authorization headers received so far.
+func (u *fakeUpstream) authorizations() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.auths...)
+}
+
 func (u *fakeUpstream) callerLeft() { u.once.Do(func() { close(u.canceled) }) }
 
 func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -77,7 +88,15 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u.mu.Lock()
 	u.bodies = append(u.bodies, body)
+	u.auths = append(u.auths, r.Header.Get("Authorization"))
 	u.mu.Unlock()
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if status, ok := u.refuse[token]; ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "Incorrect API key provided: " + token}})
+		return
+	}
 	if u.delay > 0 {
 		select {
 		case <-time.After(u.delay):

@@ -120,6 +120,7 @@ var textQuery = map[string][]string{
 	"GET /api/v1/keys":                       {"workspace_id"},
 	"GET /api/v1/guardrails":                 {"workspace_id"},
 	"GET /api/v1/observability/destinations": {"workspace_id"},
+	"GET /api/v1/byok":                       {"workspace_id", "provider"},
 	"GET /api/v1/audit-log":                  {"actor", "resource_type", "resource_id"},
 
 	"GET /api/v1/presets":                           {"workspace_id"},
@@ -147,6 +148,8 @@ func pathKind(pattern string) string {
 		return "guardrail"
 	case strings.Contains(pattern, "/destinations/{"):
 		return "destination"
+	case strings.Contains(pattern, "/byok/{"):
+		return "byok key"
 	case strings.Contains(pattern, "/members/{"):
 		return "member"
 	case strings.Contains(pattern, "/presets/{"):

@@ -63,6 +63,12 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("PATCH "+v1+"/observability/destinations/{id}", s.management(s.updateDestination))
 	m.HandleFunc("DELETE "+v1+"/observability/destinations/{id}", s.management(s.deleteDestination))
 
+	m.HandleFunc("GET "+v1+"/byok", s.management(s.listBYOKKeys()))
+	m.HandleFunc("POST "+v1+"/byok", s.management(s.createBYOKKey))
+	m.HandleFunc("GET "+v1+"/byok/{id}", s.management(s.getBYOKKey))
+	m.HandleFunc("PATCH "+v1+"/byok/{id}", s.management(s.updateBYOKKey))
+	m.HandleFunc("DELETE "+v1+"/byok/{id}", s.management(s.deleteBYOKKey))
+
 	m.HandleFunc("GET "+v1+"/organization/members", s.management(s.listMembers()))
 	m.HandleFunc("POST "+v1+"/organization/members", s.management(s.addMember))
 	m.HandleFunc("DELETE "+v1+"/organization/members/{user_id}", s.management(s.removeMember))

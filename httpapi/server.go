@@ -64,7 +64,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		egress:  &egress.Policy{},
 	}
 	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
-		Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
+		BYOKKeys: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
 	s.SetContentRetention(gatehouse.DefaultContentRetention)
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s

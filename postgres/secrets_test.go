@@ -98,6 +98,49 @@ func openSealed(t *testing.T) (*postgres.DB, string) {
 	return db, url
 }
 
+// TestBYOKKeysNotInDump checks that BYOK keys are sealed at rest: no
+// column of any table holds one in the clear, before or after a rotation,
+// while the gateway's read opens the current one.
+func TestBYOKKeysNotInDump(t *testing.T) {
+	ctx := context.Background()
+	db, url := openSealed(t)
+	org, err := db.CreateOrganization(ctx, "Acme")
+	if err != nil {
+		t.Fatalf("CreateOrganization: %v", err)
+	}
+	// A destination too: dumpTables wants one.
+	if _, err := db.CreateDestination(ctx, org.ID, gatehouse.DestinationCreate{Type: "webhook", DestinationUpdate: gatehouse.DestinationUpdate{
+		Name: gatehouse.Val("hook"), Config: &gatehouse.ConfigPatch{Values: map[string]*string{"url": new("https://hooks.example.com/in")}}}}); err != nil {
+		t.Fatalf("CreateDestination: %v", err)
+	}
+	const (
+		first   = "sk-proj-DUMPCHECK-first-0123456789"
+		rotated = "sk-proj-DUMPCHECK-rotated-9876543210"
+		name    = "DUMPCHECK-visible-byok-name"
+	)
+	k, err := db.CreateBYOKKey(ctx, org.ID, gatehouse.BYOKKeyCreate{Provider: "openai",
+		BYOKKeyUpdate: gatehouse.BYOKKeyUpdate{Key: gatehouse.Val(first), Name: gatehouse.Val(name)}})
+	if err != nil {
+		t.Fatalf("CreateBYOKKey: %v", err)
+	}
+	if _, err := db.UpdateBYOKKey(ctx, org.ID, k.ID, gatehouse.BYOKKeyUpdate{Key: gatehouse.Val(rotated)}); err != nil {
+		t.Fatalf("UpdateBYOKKey: %v", err)
+	}
+	keys, err := db.ProviderBYOKKeys(ctx, k.WorkspaceID, "openai")
+	if err != nil || len(keys) != 1 || string(keys[0].Key) != rotated {
+		t.Fatalf("ProviderBYOKKeys = %v, %v; want the rotated key back", keys, err)
+	}
+	dump := dumpTables(t, ctx, url, "byok_keys")
+	for _, s := range []string{first, rotated} {
+		if strings.Contains(dump, s) {
+			t.Errorf("the database holds the BYOK key %q in the clear", s)
+		}
+	}
+	if !strings.Contains(dump, name) {
+		t.Errorf("the dump misses the BYOK key's row (no %q)", name)
+	}
+}
+
 // dumpTables returns the text of every row of every table in the public
 // schema of the database at url, one "table: row" line each.
 func dumpTables(t *testing.T, ctx context.Context, url, want string) string {

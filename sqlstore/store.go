@@ -130,6 +130,10 @@ type Store struct {
 	// logging remembers which workspaces log I/O, for the content the
 	// ledger stores, under the same rule as policies.
 	logging loggingCache
+	// byokKeys remembers the BYOK keys of workspaces for providers as
+	// policies remembers guardrails (ProviderBYOKKeys).
+	byokKeys  sync.Map // workspace id + " " + provider -> *byokEntry
+	byokCount atomic.Int64
 }
 
 // SetSyncMetering makes the metering writes (admission, the ledger) commit
@@ -141,7 +145,8 @@ func (s *Store) SetSyncMetering(on bool) { s.syncMetering = on }
 // on; call it before serving.
 func (s *Store) SetInstance(id string) { s.instance = id }
 
-// New returns the store of an engine; box seals destination secrets.
+// New returns the store of an engine; box seals destination secrets and
+// BYOK keys.
 func New(e Engine, box *gatehouse.SecretBox) *Store {
 	return &Store{Now: time.Now, engine: e, d: e.Dialect(), box: box}
 }

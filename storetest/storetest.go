@@ -31,6 +31,7 @@ func Run(t *testing.T, open Opener) {
 		{"Workspaces", testWorkspaces},
 		{"Guardrails", testGuardrails},
 		{"Destinations", testDestinations},
+		{"BYOKKeys", testBYOKKeys},
 		{"Audit", testAudit},
 		{"Generations", testGenerations},
 		{"Presets", testPresets},

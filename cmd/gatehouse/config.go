@@ -226,9 +226,9 @@ func logFormat(c Config, w io.Writer) string {
 	return "json"
 }
 
-// secretBox returns the cipher of destination secrets: it seals with the
-// current key (see secretKey) and also opens with the keys of
-// GATEHOUSE_SECRET_KEY_PREVIOUS, during a rotation.
+// secretBox returns the cipher of secrets at rest (destination secrets,
+// BYOK keys): it seals with the current key (see secretKey) and also opens
+// with the keys of GATEHOUSE_SECRET_KEY_PREVIOUS, during a rotation.
 func (c *Config) secretBox(logger *slog.Logger) (*gatehouse.SecretBox, error) {
 	key, _, err := c.secretKey(logger)
 	if err != nil {

@@ -62,7 +62,7 @@ Usage:
   gatehouse migrate-data --from SQLITE_PATH --to POSTGRES_URL
       Copy every row of a SQLite database into an empty PostgreSQL database.
   gatehouse rotate-secret-key [--new-key KEY] [--database URL]
-      Re-encrypt every destination secret with a new key (see the README).
+      Re-encrypt every destination secret and BYOK key with a new key (see the README).
   gatehouse bench-seed [--keys N] [--guardrails N] [--members N] [--workspaces N]
                        [--workspace-members N] [--manifest FILE] [--database URL]
       Fill a new organization with many rows for the benchmarks of bench/.
@@ -75,7 +75,7 @@ Environment (flags override):
   GATEHOUSE_METERING_COMMIT           async (default) or sync: whether metering commits wait for the disk
   GATEHOUSE_PROVIDERS_FILE            YAML file of the providers and models to serve (default empty: no models)
   GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY  ensure this management key exists for the first organization
-  GATEHOUSE_SECRET_KEY                32-byte key (base64 or hex) encrypting destination secrets
+  GATEHOUSE_SECRET_KEY                32-byte key (base64 or hex) encrypting destination secrets and BYOK keys
   GATEHOUSE_SECRET_KEY_FILE           file holding that key (default: the database path + ".key")
   GATEHOUSE_SECRET_KEY_PREVIOUS       older keys that may still decrypt (comma-separated), during a rotation
   GATEHOUSE_RATE_LIMIT_RPS            requests per second per credential (default 50; 0 disables)

@@ -74,6 +74,7 @@ type migrated struct {
 	mgmt             string
 	key              *gatehouse.Key
 	live, gone       *gatehouse.Destination
+	byok             *gatehouse.BYOKKey
 	settled, pending gatehouse.Money
 	mintedPending    gatehouse.Money // held by a key minted from key, against key too
 	generation       string          // settled with its content sealed, and feedback
@@ -131,6 +132,10 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	f.live = newDest("live", "sk-lf-live-0123456789")
 	f.gone = newDest("gone", "sk-lf-gone-0123456789")
 	must(src.DeleteDestination(ctx, f.org.ID, f.gone.ID))
+	f.byok, err = src.CreateBYOKKey(ctx, f.org.ID, gatehouse.BYOKKeyCreate{Provider: "openai", WorkspaceID: ws.ID,
+		BYOKKeyUpdate: gatehouse.BYOKKeyUpdate{Key: gatehouse.Val("sk-proj-migrated-0123456789"), Name: gatehouse.Val("team key"),
+			AllowedUserIDs: gatehouse.Val([]string{member.ID}), DeclaredZDR: gatehouse.Val(true)}})
+	must(err)
 	f.settled, f.pending = gatehouse.USD(1)/2, gatehouse.USD(1)/4
 	// The key's workspace logs I/O: the settled call keeps its content.
 	_, err = src.UpdateWorkspace(ctx, f.org.ID, "default", gatehouse.WorkspaceUpdate{IsObservabilityIOLoggingEnabled: gatehouse.Val(true)})
@@ -372,6 +377,11 @@ func checkMigratedServes(t *testing.T, target, secretKey string, box *gatehouse.
 	if sc, err := pg.FindGenerationContent(ctx, f.org.ID, f.generation, time.Time{}); err != nil || sc.Content == nil ||
 		*sc.Content.Completion != "migrated" {
 		t.Errorf("migrated generation content: %+v, %v", sc, err)
+	}
+	// The BYOK key still opens, with the same secret key.
+	keys, err := pg.ProviderBYOKKeys(ctx, f.byok.WorkspaceID, "openai")
+	if err != nil || len(keys) != 1 || string(keys[0].Key) != "sk-proj-migrated-0123456789" || keys[0].ID != f.byok.ID {
+		t.Errorf("migrated BYOK key: %v, %v", keys, err)
 	}
 	// The identity of oauth_apps continues after the copied ids.
 	if _, err := pg.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://other.example.com/cb"}); err != nil {

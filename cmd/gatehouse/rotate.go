@@ -14,9 +14,9 @@ import (
 )
 
 // rotateSecretKeyCommand runs `gatehouse rotate-secret-key`: it re-encrypts
-// every destination secret with a new key in one transaction, then the
-// stored content of generations in batches. The old key is
-// the configured one (GATEHOUSE_SECRET_KEY or the key file); the new one is
+// every destination secret and BYOK key with a new key in one transaction,
+// then the stored content of generations in batches. The old key is the
+// configured one (GATEHOUSE_SECRET_KEY or the key file); the new one is
 // --new-key, or a fresh random key. A key file is replaced by the new key;
 // a key from the environment is printed, for the operator to deploy.
 func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -81,28 +81,34 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 	}
 	if file != "" {
 		if err := os.Rename(pending, file); err != nil {
-			return fmt.Errorf("re-sealed %d destinations, but could not move the new key from %s to %s: %w (move it by hand; the secrets now need it)", n, pending, file, err)
+			return fmt.Errorf("re-sealed %s, but could not move the new key from %s to %s: %w (move it by hand; the secrets now need it)", counted(n), pending, file, err)
 		}
-		fmt.Fprintf(stdout, "Re-sealed the secrets of %d destinations with a new key, now in %s.\n", n, file)
+		fmt.Fprintf(stdout, "Re-sealed %s with a new key, now in %s.\n", counted(n), file)
 		return nil
 	}
-	fmt.Fprintf(stdout, "Re-sealed the secrets of %d destinations with the new key below.\n"+
+	fmt.Fprintf(stdout, "Re-sealed %s with the new key below.\n"+
 		"Set GATEHOUSE_SECRET_KEY to it on every instance; until all of them run it, keep the old key in\n"+
-		"GATEHOUSE_SECRET_KEY_PREVIOUS, and run this command again (with --new-key) before removing it.\n%s\n", n, encoded)
+		"GATEHOUSE_SECRET_KEY_PREVIOUS, and run this command again (with --new-key) before removing it.\n%s\n", counted(n), encoded)
 	return nil
 }
 
-// reseal opens the store with box and re-seals every destination secret,
-// then the stored content of generations (saying how many on stdout).
-func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, stdout io.Writer, logger *slog.Logger) (int, error) {
+// counted says what a rotation re-sealed.
+func counted(n gatehouse.Resealed) string {
+	return fmt.Sprintf("the secrets of %d destinations and %d BYOK keys", n.Destinations, n.BYOKKeys)
+}
+
+// reseal opens the store with box and re-seals every secret at rest
+// (destination secrets and BYOK keys), then the stored content of
+// generations (saying how many on stdout).
+func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, stdout io.Writer, logger *slog.Logger) (gatehouse.Resealed, error) {
 	store, err := openStoreWith(ctx, cfg, box, logger)
 	if err != nil {
-		return 0, err
+		return gatehouse.Resealed{}, err
 	}
 	defer store.Close()
 	n, err := store.ResealSecrets(ctx)
 	if err != nil {
-		return 0, errors.New("re-seal destination secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
+		return n, errors.New("re-seal the secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
 	}
 	// The content of generations is many rows: it is re-sealed in batches,
 	// once the destinations (which need the new key from now on) are done.

@@ -30,6 +30,42 @@ func readsSecrets(t *testing.T, dbURL string, key []byte, orgID, id string) bool
 	return err == nil && d.Config.Headers["Authorization"] == headerSecret
 }
 
+// byokSecret is the provider key of the BYOK key the rotation tests add.
+const byokSecret = "sk-proj-ROTATION-0123456789abcdef"
+
+// addBYOKKey opens the database (its server stopped) with key and adds a
+// BYOK key to the organization's default workspace; it returns the
+// workspace's id.
+func addBYOKKey(t *testing.T, dbURL string, key []byte, orgID string) string {
+	t.Helper()
+	box, err := gatehouse.NewSecretBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openDatabase(t, dbURL, box)
+	defer store.Close()
+	k, err := store.CreateBYOKKey(context.Background(), orgID, gatehouse.BYOKKeyCreate{Provider: "openai",
+		BYOKKeyUpdate: gatehouse.BYOKKeyUpdate{Key: gatehouse.Val(byokSecret)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.WorkspaceID
+}
+
+// readsBYOKKey opens the database with only the given key, and reports
+// whether it can read the BYOK key addBYOKKey added.
+func readsBYOKKey(t *testing.T, dbURL string, key []byte, workspaceID string) bool {
+	t.Helper()
+	box, err := gatehouse.NewSecretBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openDatabase(t, dbURL, box)
+	defer store.Close()
+	keys, err := store.ProviderBYOKKeys(context.Background(), workspaceID, "openai")
+	return err == nil && len(keys) == 1 && string(keys[0].Key) == byokSecret
+}
+
 // openDatabase opens the database of a server (not running) directly.
 func openDatabase(t *testing.T, dbURL string, box *gatehouse.SecretBox) gatehouse.Store {
 	t.Helper()
@@ -64,13 +100,14 @@ func TestRotateSecretKeyFile(t *testing.T) {
 	org := s.orgOf(t, key)
 	s.stop()
 	oldKey := readKeyFile(t, db+".key")
+	ws := addBYOKKey(t, db, oldKey, org)
 
 	stdout, stderr, err := runCommand(nil, "rotate-secret-key", "--database", db)
 	if err != nil {
 		t.Fatalf("rotate-secret-key: %v\n%s%s", err, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "1 destinations") {
-		t.Errorf("output does not count the re-sealed destination:\n%s", stdout)
+	if !strings.Contains(stdout, "1 destinations and 1 BYOK keys") {
+		t.Errorf("output does not count the re-sealed destination and BYOK key:\n%s", stdout)
 	}
 	newKey := readKeyFile(t, db+".key")
 	if string(newKey) == string(oldKey) {
@@ -87,6 +124,9 @@ func TestRotateSecretKeyFile(t *testing.T) {
 	}
 	if readsSecrets(t, db, oldKey, org, id) || !readsSecrets(t, db, newKey, org, id) {
 		t.Error("after rotation the old key still opens the secrets, or the new one does not")
+	}
+	if readsBYOKKey(t, db, oldKey, ws) || !readsBYOKKey(t, db, newKey, ws) {
+		t.Error("after rotation the old key still opens the BYOK key, or the new one does not")
 	}
 	s = startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
 	s.checkDestination(t, key, id, masked)
@@ -112,6 +152,7 @@ func TestRotateSecretKeyEnv(t *testing.T) {
 			id, masked := s.createDestination(t, key)
 			org := s.orgOf(t, key)
 			s.stop()
+			ws := addBYOKKey(t, vars["GATEHOUSE_DATABASE_URL"], old, org)
 
 			stdout, stderr, err := runCommand(vars, "rotate-secret-key")
 			if err != nil {
@@ -124,6 +165,9 @@ func TestRotateSecretKeyEnv(t *testing.T) {
 			dbURL := vars["GATEHOUSE_DATABASE_URL"]
 			if readsSecrets(t, dbURL, old, org, id) || !readsSecrets(t, dbURL, newKey, org, id) {
 				t.Error("after rotation the old key still opens the secrets, or the new one does not")
+			}
+			if readsBYOKKey(t, dbURL, old, ws) || !readsBYOKKey(t, dbURL, newKey, ws) {
+				t.Error("after rotation the old key still opens the BYOK key, or the new one does not")
 			}
 			// An instance not yet moved to the new key, given it as previous, reads too.
 			rolling := map[string]string{
@@ -143,7 +187,7 @@ func TestRotateSecretKeyEnv(t *testing.T) {
 			if _, _, err := runCommand(wrong, "rotate-secret-key"); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
 				t.Errorf("rotation with a wrong current key: %v", err)
 			}
-			if !readsSecrets(t, dbURL, newKey, org, id) {
+			if !readsSecrets(t, dbURL, newKey, org, id) || !readsBYOKKey(t, dbURL, newKey, ws) {
 				t.Error("a failed rotation changed the secrets")
 			}
 		})

@@ -47,6 +47,7 @@ export const RESOURCE_TEST_FILES = [
   "catalog.test.mjs",
   "generations.test.mjs",
   "presets.test.mjs",
+  "byok.test.mjs",
 ];
 
 // ---------------------------------------------------------------------------
@@ -119,6 +120,12 @@ export const OPERATIONS = {
   presetsCreatePresetsChatCompletions: { call: "presets.createPresetsChatCompletions", route: "POST /presets/{slug}/chat/completions", success: 200, errors: [400, 401, 403, 404, 409, 500], beyondApiMd: true },
   presetsCreatePresetsMessages: { call: "presets.createPresetsMessages", route: "POST /presets/{slug}/messages", success: 200, errors: [400, 401, 403, 404, 409, 500], beyondApiMd: true },
   presetsCreatePresetsResponses: { call: "presets.createPresetsResponses", route: "POST /presets/{slug}/responses", success: 200, errors: [400, 401, 403, 404, 409, 500], beyondApiMd: true },
+  // BYOK provider keys (byok.test.mjs), beyond API.md §3 (issue #12).
+  byokList: { call: "byok.list", route: "GET /byok", success: 200, errors: [400, 401, 500], beyondApiMd: true },
+  byokCreate: { call: "byok.create", route: "POST /byok", success: 201, errors: [400, 401, 403, 500], beyondApiMd: true },
+  byokGet: { call: "byok.get", route: "GET /byok/{id}", success: 200, errors: [401, 404, 500], beyondApiMd: true },
+  byokUpdate: { call: "byok.update", route: "PATCH /byok/{id}", success: 200, errors: [400, 401, 403, 404, 500], beyondApiMd: true },
+  byokDelete: { call: "byok.delete", route: "DELETE /byok/{id}", success: 200, errors: [401, 404, 500], beyondApiMd: true },
 };
 
 const PUBLIC_CATALOG = "the catalog is public: no credential is read (one sent is ignored), so nothing a caller sends is forbidden (README: Models, endpoints and providers)";
