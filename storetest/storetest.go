@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener) {
 		{"Guardrails", testGuardrails},
 		{"Destinations", testDestinations},
 		{"Audit", testAudit},
+		{"Retention", testRetention},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

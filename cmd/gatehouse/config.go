@@ -55,6 +55,10 @@ type Config struct {
 	// MetricsAddr serves /metrics on a listener of its own (and not on the
 	// API's); "" keeps it on the API's listener.
 	MetricsAddr string
+	// Retention is how long the ledger and the audit log keep their
+	// entries (GATEHOUSE_LEDGER_RETENTION, GATEHOUSE_AUDIT_RETENTION);
+	// zero keeps them.
+	Retention gatehouse.Retention
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -133,6 +137,13 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 			return fmt.Errorf("GATEHOUSE_DB_TIMEOUT=%q: want a positive duration such as 5s", v)
 		}
 		c.DBTimeout = d
+	}
+	var err error
+	if c.Retention.Ledger, err = parseRetention("GATEHOUSE_LEDGER_RETENTION", getenv("GATEHOUSE_LEDGER_RETENTION")); err != nil {
+		return err
+	}
+	if c.Retention.Audit, err = parseRetention("GATEHOUSE_AUDIT_RETENTION", getenv("GATEHOUSE_AUDIT_RETENTION")); err != nil {
+		return err
 	}
 	if v := getenv("GATEHOUSE_SHUTDOWN_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -84,6 +84,8 @@ Environment (flags override):
   GATEHOUSE_LOG_FORMAT                json, text or auto (default auto: json unless stderr is a terminal)
   GATEHOUSE_PPROF_ADDR                serve the Go profiler (net/http/pprof) on this separate address, e.g. 127.0.0.1:6060
   GATEHOUSE_SHUTDOWN_TIMEOUT          grace period for in-flight requests on SIGTERM (default 10s)
+  GATEHOUSE_LEDGER_RETENTION          how long the usage ledger keeps completed requests: keep (default), 90d, 720h...
+  GATEHOUSE_AUDIT_RETENTION           how long the audit log keeps its entries: keep (default), 365d...
   GOGC                                Go's garbage-collection target (default here 200)
 `
 
