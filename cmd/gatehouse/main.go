@@ -63,6 +63,10 @@ Usage:
       Copy every row of a SQLite database into an empty PostgreSQL database.
   gatehouse rotate-secret-key [--new-key KEY] [--database URL]
       Re-encrypt every destination secret with a new key (see the README).
+  gatehouse backup --to FILE [--force] [--database PATH]
+      Copy a SQLite database, even while it is served, into FILE, and its secret key into FILE.key.
+  gatehouse restore --from FILE [--key-from KEYFILE] [--force] [--database PATH]
+      Put a backup in place of a SQLite database that no server is serving, with its secret key.
   gatehouse bench-seed [--keys N] [--guardrails N] [--members N] [--workspaces N]
                        [--workspace-members N] [--manifest FILE] [--database URL]
       Fill a new organization with many rows for the benchmarks of bench/.
@@ -110,6 +114,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return rotateSecretKeyCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "bench-seed":
 		return benchSeedCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "backup":
+		return backupCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "restore":
+		return restoreCommand(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		return usageError{fmt.Sprintf("unknown command %q", cmd)}
 	}
