@@ -67,6 +67,8 @@ Usage:
       Copy a SQLite database, even while it is served, into FILE, and its secret key into FILE.key.
   gatehouse restore --from FILE [--key-from KEYFILE] [--force] [--database PATH]
       Put a backup in place of a SQLite database that no server is serving, with its secret key.
+  gatehouse healthcheck [--addr ADDR] [--ready]
+      Exit 0 if the server on ADDR answers GET /healthz (--ready: /readyz) with 200, else 1.
   gatehouse bench-seed [--keys N] [--guardrails N] [--members N] [--workspaces N]
                        [--workspace-members N] [--manifest FILE] [--database URL]
       Fill a new organization with many rows for the benchmarks of bench/.
@@ -118,6 +120,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return backupCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "restore":
 		return restoreCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCommand(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		return usageError{fmt.Sprintf("unknown command %q", cmd)}
 	}
