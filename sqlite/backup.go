@@ -25,11 +25,11 @@ import (
 // takes no lock that a server holds: it works beside a running server.
 
 // Backup copies the database at path into a new file to, readable by its
-// owner only, and checks the copy (CheckBackup). The file appears whole or
-// not at all: the copy is written beside it under a temporary name and
-// renamed once checked and on disk. With replace false an existing to is
-// refused.
-func Backup(ctx context.Context, path, to string, replace bool) (*BackupInfo, error) {
+// owner only, and checks the copy (CheckBackup, with box if not nil). The
+// file appears whole or not at all: the copy is written beside it under a
+// temporary name and renamed once checked and on disk. With replace false
+// an existing to is refused.
+func Backup(ctx context.Context, path, to string, replace bool, box *gatehouse.SecretBox) (*BackupInfo, error) {
 	if err := isDatabase(path); err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func Backup(ctx context.Context, path, to string, replace bool) (*BackupInfo, er
 	if _, err := src.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
 		return nil, fmt.Errorf("copy %s: %w", path, err)
 	}
-	info, err := CheckBackup(ctx, tmp, nil)
+	info, err := CheckBackup(ctx, tmp, box)
 	if err != nil {
 		return nil, fmt.Errorf("the copy of %s does not read back: %w", path, err)
 	}

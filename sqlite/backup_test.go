@@ -79,7 +79,7 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 		before[w] = acked[w].Load()
 	}
 	mid := filepath.Join(dir, "mid.db")
-	info, err := sqlite.Backup(ctx, path, mid, false)
+	info, err := sqlite.Backup(ctx, path, mid, false, nil)
 	if err != nil {
 		t.Fatalf("Backup under load: %v", err)
 	}
@@ -106,7 +106,7 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 
 	// After the load: a backup restored into a new file holds every row.
 	last := filepath.Join(dir, "last.db")
-	if _, err := sqlite.Backup(ctx, path, last, false); err != nil {
+	if _, err := sqlite.Backup(ctx, path, last, false, box); err != nil {
 		t.Fatal(err)
 	}
 	restored := filepath.Join(dir, "restored.db")
@@ -288,7 +288,7 @@ func TestBackupRefusals(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.db")
-	if _, err := sqlite.Backup(ctx, missing, filepath.Join(dir, "b.db"), false); err == nil {
+	if _, err := sqlite.Backup(ctx, missing, filepath.Join(dir, "b.db"), false, nil); err == nil {
 		t.Error("backup of a missing database succeeded")
 	}
 	if _, err := os.Stat(missing); err == nil {
@@ -300,13 +300,13 @@ func TestBackupRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := filepath.Join(dir, "b.db")
-	if _, err := sqlite.Backup(ctx, db.Path, b, false); err != nil {
+	if _, err := sqlite.Backup(ctx, db.Path, b, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqlite.Backup(ctx, db.Path, b, false); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := sqlite.Backup(ctx, db.Path, b, false, nil); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("a second backup into %s: %v, want already exists", b, err)
 	}
-	if _, err := sqlite.Backup(ctx, db.Path, db.Path, true); err == nil {
+	if _, err := sqlite.Backup(ctx, db.Path, db.Path, true, nil); err == nil {
 		t.Error("a backup onto the database itself succeeded")
 	}
 	junk := filepath.Join(dir, "junk.db")

@@ -59,26 +59,22 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return err
 	}
-	info, err := sqlite.Backup(ctx, cfg.DatabaseURL, *to, *force)
+	info, err := sqlite.Backup(ctx, cfg.DatabaseURL, *to, *force, box)
 	if err != nil {
 		return fmt.Errorf("backup of %s: %w", cfg.DatabaseURL, err)
 	}
 	if err := writeKeyFile(keyFile, key); err != nil {
 		return fmt.Errorf("the database is backed up in %s, but its secret key could not be written: %w", *to, err)
 	}
-	checked, err := sqlite.CheckBackup(ctx, *to, box)
-	if err != nil {
-		return err
-	}
 	printTables(stdout, info)
-	if len(checked.Unreadable) > 0 {
+	if len(info.Unreadable) > 0 {
 		return fmt.Errorf("backed up %s into %s with its key in %s, but the secrets of %d destinations (%s) are not sealed with that key: "+
 			"a secret key rotation is not finished (GATEHOUSE_SECRET_KEY_PREVIOUS); run gatehouse rotate-secret-key once more, then back up again",
-			cfg.DatabaseURL, *to, keyFile, len(checked.Unreadable), strings.Join(checked.Unreadable, ", "))
+			cfg.DatabaseURL, *to, keyFile, len(info.Unreadable), strings.Join(info.Unreadable, ", "))
 	}
 	fmt.Fprintf(stdout, "Backed up %s into %s, and the secret key that reads its %d sealed destination secrets into %s.\n"+
 		"Both files are readable by their owner only. Anyone who holds both can read those secrets: store the key apart if you can.\n",
-		cfg.DatabaseURL, *to, checked.Sealed, keyFile)
+		cfg.DatabaseURL, *to, info.Sealed, keyFile)
 	return nil
 }
 
@@ -157,9 +153,6 @@ func restoreCommand(ctx context.Context, args []string, getenv func(string) stri
 // backup's key file (to install as the database's key file), else a key
 // file already in place. install is where the key must be written, or "".
 func restoreKey(ctx context.Context, cfg Config, from, keyFrom string) (key []byte, install string, err error) {
-	if _, err := sqlite.CheckBackup(ctx, from, nil); err != nil {
-		return nil, "", fmt.Errorf("--from %s: %w", from, err)
-	}
 	source := "GATEHOUSE_SECRET_KEY"
 	switch {
 	case cfg.SecretKey != "":
@@ -187,7 +180,7 @@ func restoreKey(ctx context.Context, cfg Config, from, keyFrom string) (key []by
 	}
 	info, err := sqlite.CheckBackup(ctx, from, box)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("--from %s: %w", from, err)
 	}
 	if key == nil && info.Sealed > 0 {
 		return nil, "", fmt.Errorf("no secret key for the %d sealed destination secrets of %s: %s is missing; give the backup's key file with --key-from, or set GATEHOUSE_SECRET_KEY",

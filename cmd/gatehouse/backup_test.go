@@ -118,7 +118,7 @@ func TestBackupRestoreKeys(t *testing.T) {
 	db := filepath.Join(dir, "gatehouse.db")
 	s := startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
 	mgmt := printedKeys(t, s.stderr.String())[0]
-	s.createDestination(t, mgmt)
+	destID, _ := s.createDestination(t, mgmt)
 	s.stop()
 	serverKey := mustRead(t, db+".key")
 
@@ -162,6 +162,14 @@ func TestBackupRestoreKeys(t *testing.T) {
 	}
 	if fileExists(target + ".key") {
 		t.Errorf("restore wrote a key file although GATEHOUSE_SECRET_KEY is set")
+	}
+	// Mid-rotation (the secrets still sealed with the previous key): the
+	// backup is written, but the command fails naming the destinations
+	// its key cannot open.
+	rotating := map[string]string{"GATEHOUSE_SECRET_KEY": wrong, "GATEHOUSE_SECRET_KEY_PREVIOUS": serverKey}
+	_, _, err := cli(t, rotating, "backup", "--database", db, "--to", filepath.Join(dir, "mid-rotation.db"))
+	if err == nil || !strings.Contains(err.Error(), destID) || !strings.Contains(err.Error(), "rotate-secret-key") {
+		t.Errorf("backup mid-rotation: %v, want an error naming %s and the rotation", err, destID)
 	}
 	// PostgreSQL is backed up with its own tools.
 	pg := map[string]string{"GATEHOUSE_DATABASE_URL": "postgres://gatehouse@127.0.0.1:1/gatehouse"}
