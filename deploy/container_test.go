@@ -186,7 +186,7 @@ func (p *podman) build(image, goImage, goroot string) {
 	p.t.Helper()
 	gocache, _ := exec.Command("go", "env", "GOCACHE").Output()
 	gomodcache, _ := exec.Command("go", "env", "GOMODCACHE").Output()
-	args := []string{"build", "--format", "docker", "--network", "host", "-t", image,
+	args := []string{"build", "--format", "docker", "--layers=false", "--network", "host", "-t", image,
 		"--build-arg", "GO_IMAGE=" + goImage,
 		"-v", "/usr:/usr:ro", "-v", goroot + ":/opt/go:ro",
 		"-v", strings.TrimSpace(string(gomodcache)) + ":/go/pkg/mod",
