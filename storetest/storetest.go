@@ -35,6 +35,7 @@ func Run(t *testing.T, open Opener) {
 		{"Audit", testAudit},
 		{"Generations", testGenerations},
 		{"Presets", testPresets},
+		{"Retention", testRetention},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

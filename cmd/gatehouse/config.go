@@ -58,6 +58,10 @@ type Config struct {
 	// ContentRetention is how long the prompts and completions of
 	// generations are kept (where workspaces log I/O); 0 keeps none.
 	ContentRetention time.Duration
+	// Retention is how long the ledger and the audit log keep their
+	// entries (GATEHOUSE_LEDGER_RETENTION, GATEHOUSE_AUDIT_RETENTION);
+	// zero keeps them.
+	Retention gatehouse.Retention
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -145,6 +149,13 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 			return fmt.Errorf("GATEHOUSE_CONTENT_RETENTION=%q: %w", v, err)
 		}
 		c.ContentRetention = d
+	}
+	var err error
+	if c.Retention.Ledger, err = parseRetention("GATEHOUSE_LEDGER_RETENTION", getenv("GATEHOUSE_LEDGER_RETENTION")); err != nil {
+		return err
+	}
+	if c.Retention.Audit, err = parseRetention("GATEHOUSE_AUDIT_RETENTION", getenv("GATEHOUSE_AUDIT_RETENTION")); err != nil {
+		return err
 	}
 	if v := getenv("GATEHOUSE_SHUTDOWN_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -63,6 +63,12 @@ Usage:
       Copy every row of a SQLite database into an empty PostgreSQL database.
   gatehouse rotate-secret-key [--new-key KEY] [--database URL]
       Re-encrypt every destination secret and BYOK key with a new key (see the README).
+  gatehouse backup --to FILE [--force] [--database PATH]
+      Copy a SQLite database, even while it is served, into FILE, and its secret key into FILE.key.
+  gatehouse restore --from FILE [--key-from KEYFILE] [--force] [--database PATH]
+      Put a backup in place of a SQLite database that no server is serving, with its secret key.
+  gatehouse healthcheck [--addr ADDR] [--ready]
+      Exit 0 if the server on ADDR answers GET /healthz (--ready: /readyz) with 200, else 1.
   gatehouse bench-seed [--keys N] [--guardrails N] [--members N] [--workspaces N]
                        [--workspace-members N] [--manifest FILE] [--database URL]
       Fill a new organization with many rows for the benchmarks of bench/.
@@ -84,6 +90,8 @@ Environment (flags override):
   GATEHOUSE_LOG_FORMAT                json, text or auto (default auto: json unless stderr is a terminal)
   GATEHOUSE_PPROF_ADDR                serve the Go profiler (net/http/pprof) on this separate address, e.g. 127.0.0.1:6060
   GATEHOUSE_SHUTDOWN_TIMEOUT          grace period for in-flight requests on SIGTERM (default 10s)
+  GATEHOUSE_LEDGER_RETENTION          how long the usage ledger keeps completed requests: keep (default), 90d, 720h...
+  GATEHOUSE_AUDIT_RETENTION           how long the audit log keeps its entries: keep (default), 365d...
   GOGC                                Go's garbage-collection target (default here 200)
 `
 
@@ -108,6 +116,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return rotateSecretKeyCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "bench-seed":
 		return benchSeedCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "backup":
+		return backupCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "restore":
+		return restoreCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCommand(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		return usageError{fmt.Sprintf("unknown command %q", cmd)}
 	}

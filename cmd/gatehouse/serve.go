@@ -117,8 +117,9 @@ func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger, stderr
 }
 
 // newServeHandler builds the API's handler with its metrics, rate limiter
-// and trace publisher, and serves /metrics apart when configured. The
-// returned function delivers the queued traces, then closes the limiter.
+// and trace publisher, starts the pruning of the logs (retention), and
+// serves /metrics apart when configured. The returned function stops the
+// pruning, delivers the queued traces, then closes the limiter.
 func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *gatehouse.Catalog, logger *slog.Logger, metering httpapi.DataPlane) (http.Handler, func(), error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -126,8 +127,13 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	if err != nil {
 		return nil, nil, err
 	}
+	pruner, err := startRetention(ctx, cfg, store, logger, registry)
+	if err != nil {
+		closeLimiter()
+		return nil, nil, err
+	}
 	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress})
-	closeAll := func() { closeTraces(traces, logger); closeLimiter() }
+	closeAll := func() { pruner.Stop(); closeTraces(traces, logger); closeLimiter() }
 	data := metering // the ledger, and the accountant or leases
 	data.Catalog, data.Upstream, data.Traces = catalog, gateway.NewClient(), traces
 	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now, data)
