@@ -3,6 +3,7 @@ package gatehouse
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,8 +146,10 @@ func Estimate(m *Model, requestBytes, maxTokens int) Money {
 }
 
 // Reserve checks the model against the guardrails that govern the key and
-// reserves the call's worst case. EFORBIDDEN when a guardrail blocks the
-// model or its budget would be exceeded, EPAYMENT when the key's limit
+// reserves the call's worst case against the key's limit and every budget:
+// the organization's credits, the workspace's budgets, the guardrails'.
+// EFORBIDDEN when a guardrail blocks the model or a guardrail or workspace
+// budget would be exceeded, EPAYMENT when the key's limit or the credits
 // would be, EUNAVAILABLE.
 func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	guardrails, err := m.Usage.GuardrailsForKey(ctx, c.Key)
@@ -156,6 +159,10 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	if err := CheckModel(guardrails, c.Model.Slug(), c.Provider.ID); err != nil {
 		return nil, err
 	}
+	budgets, err := m.Usage.BudgetsForKey(ctx, c.Key)
+	if err != nil {
+		return nil, err
+	}
 	mt := &Metering{MaxTokens: c.Model.CompletionCap(c.MaxTokens), call: c, started: time.Now()}
 	mt.Generation = &Generation{
 		ID: NewGenerationID(), OrganizationID: c.Key.OrganizationID, WorkspaceID: c.Key.WorkspaceID, KeyHash: c.Key.Hash,
@@ -163,8 +170,9 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 		SessionID: c.SessionID, ExternalUser: c.Key.ExternalUser,
 	}
 	mt.Reservation = &Reservation{
-		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: c.Provider.BYOK, Budgets: Budgets(guardrails),
-		Amount: Estimate(c.Model, len(c.Request), mt.MaxTokens),
+		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: c.Provider.BYOK,
+		Budgets: append(slices.Clip(budgets), Budgets(guardrails)...),
+		Amount:  Estimate(c.Model, len(c.Request), mt.MaxTokens),
 		// A crash leaves it held until the longest call could have ended.
 		ExpiresAt:  m.now().Add(c.Provider.CallTimeout() + time.Minute),
 		Generation: mt.Generation,

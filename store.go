@@ -15,6 +15,8 @@ type Store interface {
 	WorkspaceService
 	GuardrailService
 	DestinationService
+	WorkspaceBudgetService
+	CreditService
 	AuditService
 	UsageService
 	// Ping reports whether the database answers. EUNAVAILABLE if not.
