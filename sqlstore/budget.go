@@ -69,6 +69,7 @@ func (s *Store) SetWorkspaceBudget(ctx context.Context, orgID, ref string, inter
 		return nil, err
 	}
 	limit := set.LimitUSD.Value
+	s.syncLedger(ctx)
 	return update(ctx, s, func(tx *Tx) (*gatehouse.WorkspaceBudgets, error) {
 		w, err := tx.findWorkspace(ctx, orgID, ref)
 		if err != nil {
@@ -120,6 +121,16 @@ func (s *Store) SetWorkspaceBudget(ctx context.Context, orgID, ref string, inter
 			Details: map[string]any{"workspace_id": w.ID, "reset_interval": gatehouse.BudgetIntervalName(interval),
 				"created": created, "fields": fields}})
 	})
+}
+
+// syncLedger waits (briefly) for the settles this process's ledger still
+// has to write, so that a new budget's counter, read from the ledger,
+// counts the calls answered before it. (Calls in flight when a budget is
+// made, here or on another instance, are not counted against it.)
+func (s *Store) syncLedger(ctx context.Context) {
+	if s.ledger != nil {
+		_ = s.ledger.Sync(ctx)
+	}
 }
 
 // DeleteWorkspaceBudget deletes a workspace's budget of an interval, with
@@ -273,6 +284,7 @@ func (tx *Tx) organizationExists(ctx context.Context, orgID string) error {
 // organization spent (its non-BYOK ledger).
 func (s *Store) GrantCredits(ctx context.Context, orgID string, amount gatehouse.Money) (_ *gatehouse.CreditGrant, err error) {
 	defer wrap(&err, "GrantCredits")
+	s.syncLedger(ctx)
 	return update(ctx, s, func(tx *Tx) (*gatehouse.CreditGrant, error) {
 		if err := tx.organizationExists(ctx, orgID); err != nil {
 			return nil, err
