@@ -217,11 +217,6 @@ func (s *Store) exec(ctx context.Context, fn func(tx *Tx) error) error {
 	return do(ctx, s, update, fn)
 }
 
-// execLocked runs a locking write that returns nothing.
-func (s *Store) execLocked(ctx context.Context, fn func(tx *Tx) error) error {
-	return do(ctx, s, lock, fn)
-}
-
 func do(ctx context.Context, s *Store, way func(context.Context, *Store, func(*Tx) (none, error)) (none, error), fn func(tx *Tx) error) error {
 	_, err := way(ctx, s, func(tx *Tx) (none, error) { return none{}, fn(tx) })
 	return err
