@@ -82,9 +82,12 @@ func (s *Store) SetWorkspaceBudget(ctx context.Context, orgID, ref string, inter
 		if err := gatehouse.CheckBudgetOrder(all, interval, limit); err != nil {
 			return nil, err
 		}
-		fields := []string{"limit_usd"}
+		var fields []string // those that changed: none, no audit entry
 		b := all.Interval(interval)
 		created := b == nil
+		if created || b.Limit != limit {
+			fields = append(fields, "limit_usd")
+		}
 		if created {
 			b = &gatehouse.WorkspaceBudget{ID: uuid.NewString(), OrganizationID: orgID, WorkspaceID: w.ID, Interval: interval,
 				Limit: limit, CreatedAt: tx.now, UpdatedAt: tx.now}
@@ -106,15 +109,16 @@ func (s *Store) SetWorkspaceBudget(ctx context.Context, orgID, ref string, inter
 			}
 			b.Limit, b.UpdatedAt = limit, tx.now
 		}
-		if v := set.IncludeBYOKInBudgets; v != nil {
+		if v := set.IncludeBYOKInBudgets; v != nil && *v != all.IncludeBYOK {
 			fields = append(fields, "include_byok_in_budgets")
-			if *v != all.IncludeBYOK {
-				if _, err := tx.Exec(ctx, `UPDATE workspaces SET include_byok_in_budgets = ?, updated_at = ? WHERE id = ?`,
-					*v, ms(tx.now), w.ID); err != nil {
-					return nil, err
-				}
-				all.IncludeBYOK = *v
+			if _, err := tx.Exec(ctx, `UPDATE workspaces SET include_byok_in_budgets = ?, updated_at = ? WHERE id = ?`,
+				*v, ms(tx.now), w.ID); err != nil {
+				return nil, err
 			}
+			all.IncludeBYOK = *v
+		}
+		if len(fields) == 0 {
+			return all, nil
 		}
 		return all, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceBudgetSet,
 			ResourceType: gatehouse.ResourceWorkspaceBudget, ResourceIDs: []string{b.ID},

@@ -248,6 +248,15 @@ func testWorkspaceBudgetsAudit(t *testing.T, open Opener) {
 	ok(t, err)
 	a.want("workspace_budget.set", "workspace_budget", []string{id},
 		map[string]any{"workspace_id": ws.ID, "reset_interval": "monthly", "created": false, "fields": []string{"limit_usd", "include_byok_in_budgets"}})
+	_, err = f.store.SetWorkspaceBudget(a.ctx(), f.org.ID, "team", gatehouse.Monthly, gatehouse.WorkspaceBudgetSet{
+		LimitUSD: gatehouse.Val(gatehouse.USD(6)), IncludeBYOKInBudgets: new(true)})
+	ok(t, err)
+	a.wantNone("a set that changes nothing")
+	_, err = f.store.SetWorkspaceBudget(a.ctx(), f.org.ID, "team", gatehouse.Monthly, gatehouse.WorkspaceBudgetSet{
+		LimitUSD: gatehouse.Val(gatehouse.USD(6)), IncludeBYOKInBudgets: new(false)})
+	ok(t, err)
+	a.want("workspace_budget.set", "workspace_budget", []string{id},
+		map[string]any{"workspace_id": ws.ID, "reset_interval": "monthly", "created": false, "fields": []string{"include_byok_in_budgets"}})
 	_, err = f.store.SetWorkspaceBudget(a.ctx(), f.org.ID, "team", gatehouse.Weekly, gatehouse.WorkspaceBudgetSet{LimitUSD: gatehouse.Val(gatehouse.USD(7))})
 	wantCode(t, err, gatehouse.EINVALID)
 	a.wantNone("a refused set")
