@@ -69,11 +69,13 @@ func BudgetIntervalName(i Interval) string {
 	return string(i)
 }
 
+// BudgetBreadth orders the intervals of workspace budgets: 0 for daily, 1
+// weekly, 2 monthly, 3 lifetime.
+func BudgetBreadth(i Interval) int { return slices.Index(budgetIntervals, i) }
+
 // SortWorkspaceBudgets orders budgets narrowest first.
 func SortWorkspaceBudgets(bs []*WorkspaceBudget) {
-	slices.SortFunc(bs, func(a, b *WorkspaceBudget) int {
-		return slices.Index(budgetIntervals, a.Interval) - slices.Index(budgetIntervals, b.Interval)
-	})
+	slices.SortFunc(bs, func(a, b *WorkspaceBudget) int { return BudgetBreadth(a.Interval) - BudgetBreadth(b.Interval) })
 }
 
 // WorkspaceBudgetSet is the body of a budget's create-or-update: its limit,
@@ -101,9 +103,9 @@ func (s *WorkspaceBudgetSet) Validate() error {
 // the interval narrows (lifetime > monthly > weekly > daily); intervals
 // without a budget impose nothing.
 func CheckBudgetOrder(w *WorkspaceBudgets, interval Interval, limit Money) error {
-	at := slices.Index(budgetIntervals, interval)
+	at := BudgetBreadth(interval)
 	for _, b := range w.Budgets {
-		other := slices.Index(budgetIntervals, b.Interval)
+		other := BudgetBreadth(b.Interval)
 		if other == at {
 			continue
 		}

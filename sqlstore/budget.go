@@ -230,15 +230,12 @@ func (tx *Tx) keyBudgets(ctx context.Context, keys []*gatehouse.Key) ([]gatehous
 		if err != nil {
 			return nil, err
 		}
-		slices.SortFunc(bs, func(a, b gatehouse.Budget) int { return broadness(b.Interval) - broadness(a.Interval) })
+		slices.SortFunc(bs, func(a, b gatehouse.Budget) int {
+			return gatehouse.BudgetBreadth(b.Interval) - gatehouse.BudgetBreadth(a.Interval)
+		})
 		out = append(out, bs...)
 	}
 	return out, nil
-}
-
-// broadness orders the intervals of workspace budgets, daily first.
-func broadness(i gatehouse.Interval) int {
-	return slices.Index([]gatehouse.Interval{gatehouse.Daily, gatehouse.Weekly, gatehouse.Monthly, gatehouse.NoReset}, i)
 }
 
 // FindCredits returns an organization's credits and the spend counted
