@@ -93,22 +93,27 @@ const (
 	OpBYOKKeyCreate            = "byok_key.create"
 	OpBYOKKeyUpdate            = "byok_key.update"
 	OpBYOKKeyDelete            = "byok_key.delete"
+	OpWorkspaceBudgetSet       = "workspace_budget.set" // creates or updates a workspace's budget of an interval
+	OpWorkspaceBudgetDelete    = "workspace_budget.delete"
+	OpCreditsGrant             = "credits.grant" // adds to (or takes back from) an organization's credits
 )
 
 // Audited resource types: the ResourceType of audit records, whose
 // ResourceIDs are ids of that kind (a key's hash for ResourceKey).
 const (
-	ResourceOrganization  = "organization"
-	ResourceMember        = "member"
-	ResourceWorkspace     = "workspace"
-	ResourceKey           = "key"
-	ResourceManagementKey = "management_key"
-	ResourceAuthCode      = "auth_code"
-	ResourceGuardrail     = "guardrail"
-	ResourceDestination   = "destination"
-	ResourceGeneration    = "generation"
-	ResourcePreset        = "preset"
-	ResourceBYOKKey       = "byok_key"
+	ResourceOrganization    = "organization"
+	ResourceMember          = "member"
+	ResourceWorkspace       = "workspace"
+	ResourceKey             = "key"
+	ResourceManagementKey   = "management_key"
+	ResourceAuthCode        = "auth_code"
+	ResourceGuardrail       = "guardrail"
+	ResourceDestination     = "destination"
+	ResourceGeneration      = "generation"
+	ResourcePreset          = "preset"
+	ResourceBYOKKey         = "byok_key"
+	ResourceWorkspaceBudget = "workspace_budget"
+	ResourceCreditGrant     = "credit_grant"
 )
 
 // AuditEntry is a row of the audit log: a management change that

@@ -221,7 +221,10 @@ func CheckModel(guardrails []AppliedGuardrail, modelSlug, provider string) error
 	return nil
 }
 
-// Budget is a guardrail's spending limit as it applies to one request.
+// Budget is a spending limit as it applies to one request: a guardrail's
+// budget for a key or a member, a workspace budget, or an organization's
+// credits (Kind). Its spend is counted under GuardrailID (the id of the
+// guardrail, workspace budget or credits) and Subject.
 type Budget struct {
 	GuardrailID   string
 	GuardrailName string
@@ -229,6 +232,7 @@ type Budget struct {
 	Limit         Money
 	Interval      Interval
 	IncludeBYOK   bool
+	Kind          BudgetKind
 }
 
 // Budgets returns the budgets of the guardrails that have one.
@@ -330,10 +334,16 @@ type UsageService interface {
 	// guardrail, else its creator's (as a member), plus the workspace's
 	// default guardrail when it is configured.
 	GuardrailsForKey(ctx context.Context, key *Key) ([]AppliedGuardrail, error)
+	// BudgetsForKey returns the budgets a key's requests hold against
+	// besides its guardrails': its organization's credits, when it has
+	// some, and its workspace's budgets, broadest first (a refusal names
+	// the broadest budget a request would exceed).
+	BudgetsForKey(ctx context.Context, key *Key) ([]Budget, error)
 	// Reserve holds amount against the key's limit and every budget, in
 	// one atomic step, counting recorded spend and live reservations.
-	// EPAYMENT when the key's limit would be exceeded, EFORBIDDEN when a
-	// guardrail budget would be, ENOTFOUND for an unknown key.
+	// EPAYMENT when the key's limit or the organization's credits would be
+	// exceeded, EFORBIDDEN when a guardrail or workspace budget would be,
+	// ENOTFOUND for an unknown key.
 	Reserve(ctx context.Context, r *Reservation) error
 	// Settle replaces a reservation with the exact usage: the ledger entry,
 	// the key's counters and the counters of the reservation's budgets, in
@@ -410,9 +420,10 @@ type BudgetSpend struct {
 	Reserved    Reserved
 }
 
-// CheckBudget refuses a reservation that could take a guardrail budget's
-// subject past its limit in the current period: EFORBIDDEN (403), naming
-// the guardrail and the rule.
+// CheckBudget refuses a reservation that could take a budget's subject
+// past its limit in the current period: for a guardrail's budget EFORBIDDEN
+// (403), naming the guardrail and the rule; for a workspace budget
+// EFORBIDDEN naming the workspace's budget; for credits EPAYMENT (402).
 func CheckBudget(b Budget, s BudgetSpend, r *Reservation) error {
 	spent := s.Usage.In(b.Interval)
 	if b.IncludeBYOK {
@@ -422,6 +433,12 @@ func CheckBudget(b Budget, s BudgetSpend, r *Reservation) error {
 	need := r.counts(b.IncludeBYOK)
 	if need == 0 || need <= remaining {
 		return nil
+	}
+	switch b.Kind {
+	case WorkspaceLimit:
+		return workspaceBudgetError(b, remaining, need)
+	case OrganizationCredits:
+		return creditsError(need)
 	}
 	return &Error{Code: EFORBIDDEN,
 		Message: fmt.Sprintf("Request blocked: the %s budget of $%s of guardrail %q is exhausted for this %s ($%s remain, the request may cost $%s)",

@@ -3,6 +3,7 @@ package gatehouse
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -169,16 +170,22 @@ func Estimate(m *Model, requestBytes, maxTokens int) Money {
 
 // Reserve checks the model against the guardrails that govern the key,
 // chooses the workspace's BYOK keys the call goes with, and reserves the
-// call's worst case (as BYOK spend when it goes with one). EFORBIDDEN when a
-// guardrail blocks the model or its budget would be exceeded, or the
-// workspace reserves the provider to BYOK keys that cannot serve the call;
-// EPAYMENT when the key's limit would be exceeded; EUNAVAILABLE.
+// call's worst case (as BYOK spend when it goes with one) against the key's
+// limit and every budget: the organization's credits, the workspace's
+// budgets, the guardrails'. EFORBIDDEN when a guardrail blocks the model, a
+// guardrail or workspace budget would be exceeded, or the workspace reserves
+// the provider to BYOK keys that cannot serve the call; EPAYMENT when the
+// key's limit or the credits would be exceeded; EUNAVAILABLE.
 func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	guardrails, err := m.Usage.GuardrailsForKey(ctx, c.Key)
 	if err != nil {
 		return nil, err
 	}
 	if err := CheckModel(guardrails, c.Model.Slug(), c.Provider.ID); err != nil {
+		return nil, err
+	}
+	budgets, err := m.Usage.BudgetsForKey(ctx, c.Key)
+	if err != nil {
 		return nil, err
 	}
 	byokKeys, err := m.chooseBYOKKeys(ctx, c)
@@ -197,8 +204,9 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 		mt.Generation.ExternalUser = c.Attribution.ExternalUser
 	}
 	mt.Reservation = &Reservation{
-		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: byok, Budgets: Budgets(guardrails),
-		Amount: Estimate(c.Model, len(c.Request), mt.MaxTokens),
+		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: byok,
+		Budgets: append(slices.Clip(budgets), Budgets(guardrails)...),
+		Amount:  Estimate(c.Model, len(c.Request), mt.MaxTokens),
 		// A crash leaves it held until the longest call could have ended.
 		ExpiresAt:  m.now().Add(c.Provider.CallTimeout() + time.Minute),
 		Generation: mt.Generation,

@@ -16,6 +16,8 @@ type Store interface {
 	GuardrailService
 	DestinationService
 	BYOKService
+	WorkspaceBudgetService
+	CreditService
 	AuditService
 	UsageService
 	GenerationService

@@ -91,6 +91,13 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		op("GET /api/v1/workspaces/{id}/members", mgmtOnly, ok, ids.workspace, nil),
 		op("POST /api/v1/workspaces/{id}/members/add", mgmtOnly, ok, ids.workspace, map[string]any{"user_ids": []string{ids.member}}),
 		op("POST /api/v1/workspaces/{id}/members/remove", mgmtOnly, ok, ids.workspace, map[string]any{"user_ids": []string{ids.member}}),
+		budgetOp(op("PUT /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, map[string]any{"limit_usd": 5})),
+		budgetOp(op("GET /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, nil)),
+		op("GET /api/v1/workspaces/{id}/budgets", mgmtOnly, ok, ids.workspace, nil),
+		budgetOp(op("DELETE /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, nil)),
+
+		op("GET /api/v1/credits", mgmtOnly, ok, "", nil),
+		op("POST /api/v1/credits/grants", mgmtOnly, created, "", map[string]any{"amount": 10}),
 
 		op("GET /api/v1/guardrails", mgmtOnly, ok, "", nil),
 		op("POST /api/v1/guardrails", mgmtOnly, created, "", map[string]any{"name": "matrix guardrail"}),
@@ -155,6 +162,13 @@ func matrixOps(ids matrixIDs) []matrixOp {
 			"generation_id": ids.generation, "category": "other"}), ""),
 		named(op("GET /api/v1/generation/feedback", mgmtOnly, ok, "", nil), generation),
 	}
+}
+
+// budgetOp fills in the interval of a workspace budget's route (op fills
+// in the workspace): the monthly budget.
+func budgetOp(o matrixOp) matrixOp {
+	o.path = strings.Replace(o.path, "{interval}", "monthly", 1)
+	return o
 }
 
 // matrixModel is the model of matrixCatalog that the matrix's catalog

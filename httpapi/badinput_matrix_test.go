@@ -99,10 +99,13 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		},
 		"POST /api/v1/auth/keys": {"code": code, "code_verifier": verifier, "code_challenge_method": "S256"},
 
-		"POST /api/v1/workspaces":                     workspace,
-		"PATCH /api/v1/workspaces/{id}":               mxWith(workspace, "slug", "ws-a"),
-		"POST /api/v1/workspaces/{id}/members/add":    {"user_ids": []any{f.ids.member}},
-		"POST /api/v1/workspaces/{id}/members/remove": {"user_ids": []any{f.ids.member}},
+		"POST /api/v1/workspaces":                        workspace,
+		"PATCH /api/v1/workspaces/{id}":                  mxWith(workspace, "slug", "ws-a"),
+		"POST /api/v1/workspaces/{id}/members/add":       {"user_ids": []any{f.ids.member}},
+		"POST /api/v1/workspaces/{id}/members/remove":    {"user_ids": []any{f.ids.member}},
+		"PUT /api/v1/workspaces/{id}/budgets/{interval}": {"limit_usd": 5, "include_byok_in_budgets": true},
+
+		"POST /api/v1/credits/grants": {"amount": 10},
 
 		"POST /api/v1/guardrails":                                 mxWith(guardrail, "workspace_id", "default"),
 		"PATCH /api/v1/guardrails/{id}":                           mxWith(guardrail, "name", "matrix guardrail renamed"),
@@ -765,6 +768,8 @@ func mxPathIDCases(params openapi3.Parameters, pattern string, f *matrixFixture,
 			return matrixAuthor
 		case name == "slug":
 			return matrixSlug
+		case name == "interval":
+			return "monthly"
 		case strings.Contains(pattern, "/workspaces/"):
 			return f.ids.workspace
 		case strings.Contains(pattern, "/destinations/"):
@@ -798,9 +803,14 @@ func mxPathIDCases(params openapi3.Parameters, pattern string, f *matrixFixture,
 		}
 		for _, id := range bad {
 			// 404 either way: "... not found", or "no such route" when
-			// the id holds an escaped slash.
+			// the id holds an escaped slash. A budget's interval is no
+			// id but one of four words: anything else that reaches the
+			// route is a 400 naming it.
 			c := badCase{name: "path id " + mxTruncate(id, 20), path: strings.Replace(others, "{"+p.Value.Name+"}", id, 1),
 				status: 404}
+			if p.Value.Name == "interval" && id != "%2F" {
+				c.status, c.field = 400, "interval"
+			}
 			if body != nil {
 				c.body = mxRaw(mxMustJSON(body))
 			}

@@ -41,6 +41,13 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("GET "+v1+"/workspaces/{id}/members", s.management(s.listWorkspaceMembers()))
 	m.HandleFunc("POST "+v1+"/workspaces/{id}/members/add", s.management(s.addWorkspaceMembers))
 	m.HandleFunc("POST "+v1+"/workspaces/{id}/members/remove", s.management(s.removeWorkspaceMembers))
+	m.HandleFunc("GET "+v1+"/workspaces/{id}/budgets", s.management(s.listWorkspaceBudgets))
+	m.HandleFunc("GET "+v1+"/workspaces/{id}/budgets/{interval}", s.management(s.getWorkspaceBudget))
+	m.HandleFunc("PUT "+v1+"/workspaces/{id}/budgets/{interval}", s.management(s.setWorkspaceBudget))
+	m.HandleFunc("DELETE "+v1+"/workspaces/{id}/budgets/{interval}", s.management(s.deleteWorkspaceBudget))
+
+	m.HandleFunc("GET "+v1+"/credits", s.management(s.getCredits))
+	m.HandleFunc("POST "+v1+"/credits/grants", s.management(s.grantCredits))
 
 	m.HandleFunc("GET "+v1+"/guardrails", s.management(s.listGuardrails))
 	m.HandleFunc("POST "+v1+"/guardrails", s.management(s.createGuardrail))

@@ -301,11 +301,11 @@ type budgetFigures struct {
 }
 
 // lockBudgetRow makes sure a budget's counter row exists (unless its
-// guardrail was deleted meanwhile: then it is no budget) and locks it;
-// made says this transaction made it.
+// guardrail, workspace budget or credits were deleted meanwhile: then it
+// is no budget) and locks it; made says this transaction made it.
 func (tx *Tx) lockBudgetRow(ctx context.Context, b gatehouse.Budget) (made, exists bool, err error) {
 	n, err := tx.Exec(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject)
-		SELECT ?, ? WHERE EXISTS (SELECT 1 FROM guardrails WHERE id = ?) ON CONFLICT DO NOTHING`,
+		SELECT ?, ? WHERE EXISTS (SELECT 1 FROM budgets WHERE id = ?) ON CONFLICT DO NOTHING`,
 		b.GuardrailID, b.Subject, b.GuardrailID)
 	if err != nil {
 		return false, false, err

@@ -59,6 +59,12 @@ Usage:
       Create an organization; prints its id as the last line.
   gatehouse mgmt-keys create --org ID [--name NAME] [--database URL]
       Create a management key for an organization; prints the key as the last line.
+  gatehouse credits grant --org ID --amount USD [--database URL]
+      Add credits to an organization (a negative amount takes them back); the
+      gateway refuses its requests with 402 once its spend reaches them. Prints
+      the new total as the last line.
+  gatehouse credits show --org ID [--database URL]
+      Show an organization's credits, what it spent against them, and its grants.
   gatehouse migrate-data --from SQLITE_PATH --to POSTGRES_URL
       Copy every row of a SQLite database into an empty PostgreSQL database.
   gatehouse rotate-secret-key [--new-key KEY] [--database URL]
@@ -110,6 +116,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return orgsCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "mgmt-keys":
 		return mgmtKeysCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "credits":
+		return creditsCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate-data":
 		return migrateDataCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "rotate-secret-key":

@@ -122,6 +122,10 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	must(err)
 	_, err = src.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://app.example.com/cb"})
 	must(err)
+	_, err = src.SetWorkspaceBudget(ctx, f.org.ID, "team", gatehouse.Monthly, gatehouse.WorkspaceBudgetSet{LimitUSD: gatehouse.Val(gatehouse.USD(100))})
+	must(err)
+	_, err = src.GrantCredits(ctx, f.org.ID, gatehouse.USD(1000))
+	must(err)
 	newDest := func(name, secretValue string) *gatehouse.Destination {
 		d, err := src.CreateDestination(ctx, f.org.ID, gatehouse.DestinationCreate{Type: "langfuse", DestinationUpdate: gatehouse.DestinationUpdate{
 			Name: gatehouse.Val(name), Config: &gatehouse.ConfigPatch{Values: map[string]*string{
@@ -264,7 +268,7 @@ func compareDatabases(t *testing.T, path, url string, tables []dbTable) {
 	}
 	defer dst.Close(ctx)
 	rows, _ := dst.Query(ctx, `SELECT table_name::text FROM information_schema.tables
-		WHERE table_schema = current_schema() AND table_name <> 'schema_migrations' ORDER BY 1`)
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'schema_migrations' ORDER BY 1`)
 	pgNames, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)

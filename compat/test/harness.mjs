@@ -48,6 +48,7 @@ export const RESOURCE_TEST_FILES = [
   "generations.test.mjs",
   "presets.test.mjs",
   "byok.test.mjs",
+  "budgets.test.mjs",
 ];
 
 // ---------------------------------------------------------------------------
@@ -126,6 +127,12 @@ export const OPERATIONS = {
   byokGet: { call: "byok.get", route: "GET /byok/{id}", success: 200, errors: [401, 404, 500], beyondApiMd: true },
   byokUpdate: { call: "byok.update", route: "PATCH /byok/{id}", success: 200, errors: [400, 401, 403, 404, 500], beyondApiMd: true },
   byokDelete: { call: "byok.delete", route: "DELETE /byok/{id}", success: 200, errors: [401, 404, 500], beyondApiMd: true },
+  // Workspace budgets and credits (budgets.test.mjs). Beyond API.md §3 (issue #12).
+  workspacesSetBudget: { call: "workspaces.setBudget", route: "PUT /workspaces/{workspace_ref}/budgets/{interval}", success: 200, errors: [400, 401, 404, 500], beyondApiMd: true },
+  workspacesGetBudget: { call: "workspaces.getBudget", route: "GET /workspaces/{workspace_ref}/budgets/{interval}", success: 200, errors: [400, 401, 404, 500], beyondApiMd: true },
+  workspacesListBudgets: { call: "workspaces.listBudgets", route: "GET /workspaces/{workspace_ref}/budgets", success: 200, errors: [401, 404, 500], beyondApiMd: true },
+  workspacesDeleteBudget: { call: "workspaces.deleteBudget", route: "DELETE /workspaces/{workspace_ref}/budgets/{interval}", success: 200, errors: [400, 401, 404, 500], beyondApiMd: true },
+  creditsGetCredits: { call: "credits.getCredits", route: "GET /credits", success: 200, errors: [401, 403, 500], beyondApiMd: true },
 };
 
 const PUBLIC_CATALOG = "the catalog is public: no credential is read (one sent is ignored), so nothing a caller sends is forbidden (README: Models, endpoints and providers)";
