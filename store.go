@@ -17,6 +17,7 @@ type Store interface {
 	DestinationService
 	AuditService
 	UsageService
+	AnalyticsService
 	// Ping reports whether the database answers. EUNAVAILABLE if not.
 	Ping(ctx context.Context) error
 	// Close releases the database.

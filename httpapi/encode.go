@@ -33,6 +33,7 @@ var statuses = map[string]int{
 	gatehouse.EPAYMENT:      http.StatusPaymentRequired,
 	gatehouse.EUNSUPPORTED:  http.StatusUnsupportedMediaType,
 	gatehouse.ERATELIMIT:    http.StatusTooManyRequests,
+	gatehouse.ETIMEOUT:      http.StatusRequestTimeout,
 	gatehouse.EINTERNAL:     http.StatusInternalServerError,
 	gatehouse.EUNAVAILABLE:  http.StatusServiceUnavailable,
 }

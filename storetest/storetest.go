@@ -27,6 +27,7 @@ func Run(t *testing.T, open Opener) {
 		{"Keys", testKeys},
 		{"Usage", testUsage},
 		{"UsagePlane", testUsagePlane},
+		{"Analytics", testAnalytics},
 		{"OAuth", testOAuth},
 		{"Workspaces", testWorkspaces},
 		{"Guardrails", testGuardrails},
