@@ -214,7 +214,8 @@ func names[T any](items []T, name func(T) string) string {
 	return strings.Join(out, ", ")
 }
 
-// Resolve checks q and fills in its defaults at now: the last seven days,
+// Resolve checks q and fills in its defaults at now: the seven days up to
+// now,
 // the default limit, and the default order (by time bucket, newest first,
 // with a granularity; else by the first metric, largest first). It returns
 // warnings about filter values that can match nothing, which do not stop
@@ -276,7 +277,7 @@ func (q *AnalyticsQuery) checkNames() error {
 // checkRange checks the time range, or sets the default one.
 func (q *AnalyticsQuery) checkRange(now time.Time) error {
 	if q.Start.IsZero() && q.End.IsZero() {
-		q.End = now.UTC().Truncate(time.Millisecond)
+		q.End = now.UTC().Truncate(time.Millisecond).Add(time.Millisecond) // up to now, included
 		q.Start = q.End.Add(-DefaultAnalyticsRange)
 	}
 	q.Start, q.End = q.Start.UTC(), q.End.UTC()

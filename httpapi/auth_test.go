@@ -106,6 +106,10 @@ func matrixOps(ids matrixIDs) []matrixOp {
 
 		op("GET /api/v1/audit-log", mgmtOnly, ok, "", nil),
 
+		op("GET /api/v1/activity", mgmtOnly, ok, "", nil),
+		op("GET /api/v1/analytics/meta", mgmtOnly, ok, "", nil),
+		op("POST /api/v1/analytics/query", mgmtOnly, ok, "", map[string]any{"metrics": []string{"request_count"}}),
+
 		// Regular keys only: a management key is refused before anything is read.
 		op("POST /api/v1/chat/completions", anyKey, http.StatusForbidden, "", map[string]any{
 			"model": "acme/chat", "messages": []map[string]any{{"role": "user", "content": "hi"}}}),

@@ -313,6 +313,7 @@ var optionalResponseFields = map[string]bool{
 	"ContentFilter.label":             true,
 	"ContentFilterBuiltin.scan_scope": true,
 	"FilterCondition.value":           true,
+	"ActivityItem.workspace_id":       true, // with group_by=workspace only
 }
 
 // TestOpenAPIResponseSchemasAreStrict keeps the document strict: every object

@@ -121,6 +121,7 @@ var textQuery = map[string][]string{
 	"GET /api/v1/guardrails":                 {"workspace_id"},
 	"GET /api/v1/observability/destinations": {"workspace_id"},
 	"GET /api/v1/audit-log":                  {"actor", "resource_type", "resource_id"},
+	"GET /api/v1/activity":                   {"user_id", "workspace_id"},
 }
 
 // plainText reports whether s is UTF-8 without a NUL byte.

@@ -69,6 +69,10 @@ func (s *Server) routes(metrics http.Handler) {
 
 	m.HandleFunc("GET "+v1+"/audit-log", s.management(s.listAuditLog()))
 
+	m.HandleFunc("GET "+v1+"/activity", s.management(s.getActivity))
+	m.HandleFunc("GET "+v1+"/analytics/meta", s.management(s.getAnalyticsMeta))
+	m.HandleFunc("POST "+v1+"/analytics/query", s.management(s.queryAnalytics))
+
 	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
 	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))
 	m.HandleFunc("GET "+v1+"/generation", s.authenticated(s.getGeneration))

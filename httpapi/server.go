@@ -39,6 +39,9 @@ type Server struct {
 	meter   *gatehouse.Meter // meters the model calls of the data plane
 	trusted []netip.Prefix   // reverse proxies whose forwarding headers count
 	egress  *egress.Policy   // where destinations may point
+	// analyticsTimeout bounds reads of the activity and analytics; 0 is
+	// DefaultAnalyticsTimeout.
+	analyticsTimeout time.Duration
 	// metricsElsewhere: /metrics is served on another listener, so this
 	// one answers 404 for it.
 	metricsElsewhere bool

@@ -297,14 +297,15 @@ func bucketSQL(q *gatehouse.AnalyticsQuery) (string, []any) {
 	}
 	var b strings.Builder
 	var args []any
-	b.WriteString("CASE")
 	start := gatehouse.Monthly.Start(q.Start)
 	for next := start.AddDate(0, 1, 0); next.Before(q.End); start, next = next, next.AddDate(0, 1, 0) {
 		b.WriteString(" WHEN g.created_at < ? THEN CAST(? AS BIGINT)")
 		args = append(args, ms(next), ms(start))
 	}
-	b.WriteString(" ELSE CAST(? AS BIGINT) END")
-	return b.String(), append(args, ms(start))
+	if b.Len() == 0 { // the range is within one month
+		return "CAST(? AS BIGINT)", []any{ms(start)}
+	}
+	return "CASE" + b.String() + " ELSE CAST(? AS BIGINT) END", append(args, ms(start))
 }
 
 func deref(s *string) string {

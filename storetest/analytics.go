@@ -264,6 +264,9 @@ func testAnalyticsBuckets(t *testing.T, open Opener) {
 		analyticsRow(day(2028, 2, 1), nil, 3, cents(12)),
 		analyticsRow(day(2028, 1, 1), nil, 2, cents(3)),
 	}, bucketed("month", day(2027, 12, 15)))
+	wantEqual(t, "a range within one month", []gatehouse.AnalyticsRow{analyticsRow(day(2028, 2, 1), nil, 3, cents(12))},
+		w.query(t, gatehouse.AnalyticsQuery{Metrics: []string{"request_count", "total_usage"}, Granularity: "month",
+			Start: w.feb23, End: day(2028, 2, 24)}).Rows)
 	wantEqual(t, "weeks", []gatehouse.AnalyticsRow{
 		analyticsRow(day(2028, 2, 28), nil, 1, cents(6)),
 		analyticsRow(day(2028, 2, 21), nil, 3, cents(12)),

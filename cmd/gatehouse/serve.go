@@ -129,6 +129,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 		httpapi.DataPlane{Catalog: catalog, Upstream: gateway.NewClient(), Traces: traces,
 			Ledger: metering.Ledger, Accounts: metering.Accounts})
 	handler.TrustProxies(cfg.TrustedProxies)
+	handler.SetAnalyticsTimeout(cfg.AnalyticsTimeout)
 	handler.SetEgressPolicy(cfg.Egress)
 	if cfg.MetricsAddr != "" {
 		handler.ServeMetricsElsewhere()
