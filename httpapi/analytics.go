@@ -22,22 +22,33 @@ const DefaultAnalyticsTimeout = 10 * time.Second
 // before it is stopped and answered 408. Call it before serving.
 func (s *Server) SetAnalyticsTimeout(d time.Duration) { s.analyticsTimeout = d }
 
-// analyticsContext bounds a read of the ledger by the analytics timeout.
-func (s *Server) analyticsContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := s.analyticsTimeout
-	if d <= 0 {
-		d = DefaultAnalyticsTimeout
-	}
-	return context.WithTimeout(ctx, d)
-}
-
-// analyticsError turns the failure of a read whose time ran out into 408,
-// whatever the engine made of the cancelled query.
-func (s *Server) analyticsError(ctx context.Context, err error) error {
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+// analyticsRead runs read, an activity or analytics read of the ledger,
+// bounded by the analytics timeout, once one of the analytics slots is
+// free: each read may sum millions of ledger entries, and however many
+// come at once (from any organization), they must leave the rest of the
+// API its database connections and CPUs. The wait for a slot counts
+// towards the timeout. A read whose time ran out is a 408, whatever the
+// engine made of its cancelled query.
+func (s *Server) analyticsRead(ctx context.Context, read func(ctx context.Context) error) error {
+	d := s.analyticsTimeoutOrDefault()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	timedOut := func(err error) error {
 		return gatehouse.WrapError(err, gatehouse.ETIMEOUT,
-			"the query took longer than %s (GATEHOUSE_ANALYTICS_TIMEOUT): narrow its time range, filter it by key or workspace, or group by fewer dimensions",
-			s.analyticsTimeoutOrDefault())
+			"the query took longer than %s (GATEHOUSE_ANALYTICS_TIMEOUT), waiting for other analytics reads included: narrow its time range, filter it by key or workspace, or group by fewer dimensions", d)
+	}
+	select {
+	case s.analyticsSlots <- struct{}{}:
+		defer func() { <-s.analyticsSlots }()
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return timedOut(ctx.Err())
+		}
+		return ctx.Err()
+	}
+	err := read(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return timedOut(err)
 	}
 	return err
 }
@@ -86,10 +97,11 @@ func (s *Server) getActivity(w http.ResponseWriter, r *http.Request, p *principa
 		return err
 	}
 	s.settled(r.Context())
-	ctx, cancel := s.analyticsContext(r.Context())
-	defer cancel()
-	rows, err := s.store.Activity(ctx, p.org(), f)
-	if err := s.analyticsError(ctx, err); err != nil {
+	var rows []*gatehouse.ActivityRow
+	if err := s.analyticsRead(r.Context(), func(ctx context.Context) (err error) {
+		rows, err = s.store.Activity(ctx, p.org(), f)
+		return err
+	}); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, dataJSON[[]activityItemJSON]{mapSlice(rows, toActivityItemJSON)})
@@ -347,14 +359,16 @@ func (s *Server) queryAnalytics(w http.ResponseWriter, r *http.Request, p *princ
 		return err
 	}
 	s.settled(r.Context())
-	ctx, cancel := s.analyticsContext(r.Context())
-	defer cancel()
-	start := time.Now()
-	res, err := s.store.QueryAnalytics(ctx, p.org(), q)
-	if err := s.analyticsError(ctx, err); err != nil {
+	var res *gatehouse.AnalyticsResult
+	var elapsed time.Duration
+	if err := s.analyticsRead(r.Context(), func(ctx context.Context) (err error) {
+		start := time.Now()
+		res, err = s.store.QueryAnalytics(ctx, p.org(), q)
+		elapsed = time.Since(start)
+		return err
+	}); err != nil {
 		return err
 	}
-	elapsed := time.Since(start)
 	out := analyticsResultJSON{Data: make([]map[string]any, len(res.Rows)), Warnings: warnings,
 		Metadata: analyticsResultMetaJSON{QueryTimeMS: float64(elapsed.Microseconds()) / 1000, RowCount: len(res.Rows), Truncated: res.Truncated}}
 	for i, row := range res.Rows {

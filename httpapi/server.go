@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -40,8 +41,10 @@ type Server struct {
 	trusted []netip.Prefix   // reverse proxies whose forwarding headers count
 	egress  *egress.Policy   // where destinations may point
 	// analyticsTimeout bounds reads of the activity and analytics; 0 is
-	// DefaultAnalyticsTimeout.
+	// DefaultAnalyticsTimeout. analyticsSlots holds a token for each such
+	// read running (see analyticsRead).
 	analyticsTimeout time.Duration
+	analyticsSlots   chan struct{}
 	// metricsElsewhere: /metrics is served on another listener, so this
 	// one answers 404 for it.
 	metricsElsewhere bool
@@ -62,6 +65,8 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		metrics: newMetrics(registry),
 		data:    data,
 		egress:  &egress.Policy{},
+
+		analyticsSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
 	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts,
 		Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
