@@ -8,7 +8,10 @@
 #   bash bench/analytics.sh [sqlite|postgres]
 #
 # PostgreSQL uses a fresh database on GATEHOUSE_TEST_POSTGRES_URL's server,
-# dropped at the end. Settings: BENCH_GENERATIONS (10000000),
+# dropped at the end. With BENCH_WORK=DIR the database is kept in DIR (its
+# URL in DIR/database for PostgreSQL) and 0010's indexes are built again
+# after the second table, so that a later run with the same BENCH_WORK
+# measures it again without seeding it again. Settings: BENCH_GENERATIONS (10000000),
 # BENCH_GENERATION_DAYS (90), BENCH_KEYS (20000), BENCH_RUNS (5),
 # BENCH_RUNS_BEFORE (3, without the indexes), BENCH_OUT (also write the
 # tables to this file).
@@ -21,10 +24,16 @@ keys=${BENCH_KEYS:-20000}
 runs=${BENCH_RUNS:-5}
 runs_before=${BENCH_RUNS_BEFORE:-3}
 repo=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-analytics-XXXXXX")
+keep=${BENCH_WORK:-}
+work=${keep:-$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-analytics-XXXXXX")}
+mkdir -p "$work"
 database=
+restore=()
 
 cleanup() {
+	if [[ -n $keep ]]; then
+		return
+	fi
 	if [[ $engine == postgres && -n $database ]]; then
 		"$work/pgdb" drop "$database" || true
 	fi
@@ -42,7 +51,12 @@ sqlite)
 postgres)
 	: "${GATEHOUSE_TEST_POSTGRES_URL:?set GATEHOUSE_TEST_POSTGRES_URL to a PostgreSQL server}"
 	go build -o "$work/pgdb" ./bench/pgdb
-	database=$("$work/pgdb" create "$GATEHOUSE_TEST_POSTGRES_URL" gatehouse_analytics)
+	if [[ -s $work/database ]]; then
+		database=$(cat "$work/database")
+	else
+		database=$("$work/pgdb" create "$GATEHOUSE_TEST_POSTGRES_URL" gatehouse_analytics)
+		echo "$database" >"$work/database"
+	fi
 	;;
 *)
 	echo "usage: bash bench/analytics.sh [sqlite|postgres]" >&2
@@ -50,15 +64,22 @@ postgres)
 	;;
 esac
 
-echo "== seeding $generations calls over $days days ($engine)" >&2
-start=$(date +%s)
-"$work/gatehouse" bench-seed --database "$database" --keys "$keys" --generations "$generations" \
-	--generation-days "$days" --manifest "$work/big.json" 2>&1 | grep -v '^  ' >&2
-"$work/gatehouse" bench-seed --database "$database" --keys 50 --guardrails 5 --members 5 --workspaces 2 \
-	--generations 10000 --org-name "Small organization" --manifest "$work/small.json" 2>&1 | grep -v '^  ' >&2
-echo "== seeded in $(($(date +%s) - start)) s" >&2
+if [[ -s $work/small.json ]]; then
+	echo "== measuring the database seeded in $work again" >&2
+else
+	echo "== seeding $generations calls over $days days ($engine)" >&2
+	start=$(date +%s)
+	"$work/gatehouse" bench-seed --database "$database" --keys "$keys" --generations "$generations" \
+		--generation-days "$days" --manifest "$work/big.json" 2>&1 | grep -v '^  ' >&2
+	"$work/gatehouse" bench-seed --database "$database" --keys 50 --guardrails 5 --members 5 --workspaces 2 \
+		--generations 10000 --org-name "Small organization" --manifest "$work/small.json" 2>&1 | grep -v '^  ' >&2
+	echo "== seeded in $(($(date +%s) - start)) s" >&2
+fi
 if [[ $engine == sqlite ]]; then
 	ls -l "$database" >&2
+fi
+if [[ -n $keep ]]; then
+	restore=(-restore)
 fi
 
 tables=$work/tables.md
@@ -66,7 +87,7 @@ tables=$work/tables.md
 	-label "With the indexes of 0010_activity_indexes.sql ($engine, $generations calls over $days days; load average $(cut -d' ' -f1-3 /proc/loadavg)):" \
 	>"$tables"
 echo >>"$tables"
-"$work/analytics" -database "$database" -manifest "$work/big.json" -small "$work/small.json" -runs "$runs_before" -before-0010 \
+"$work/analytics" -database "$database" -manifest "$work/big.json" -small "$work/small.json" -runs "$runs_before" -before-0010 "${restore[@]}" \
 	-label "With the indexes as they were before 0010 ($engine; load average $(cut -d' ' -f1-3 /proc/loadavg)):" \
 	>>"$tables"
 cat "$tables"

@@ -16,7 +16,7 @@ import (
 
 // DefaultAnalyticsTimeout bounds an activity or analytics read unless
 // SetAnalyticsTimeout says otherwise.
-const DefaultAnalyticsTimeout = 10 * time.Second
+const DefaultAnalyticsTimeout = 30 * time.Second
 
 // SetAnalyticsTimeout sets how long an activity or analytics read may take
 // before it is stopped and answered 408. Call it before serving.
@@ -26,8 +26,8 @@ func (s *Server) SetAnalyticsTimeout(d time.Duration) { s.analyticsTimeout = d }
 // bounded by the analytics timeout, once one of the analytics slots is
 // free: each read may sum millions of ledger entries, and however many
 // come at once (from any organization), they must leave the rest of the
-// API its database connections and CPUs. The wait for a slot counts
-// towards the timeout. A read whose time ran out is a 408, whatever the
+// API its database connections and half of the CPUs at least. The wait
+// for a slot counts towards the timeout. A read whose time ran out is a 408, whatever the
 // engine made of its cancelled query.
 func (s *Server) analyticsRead(ctx context.Context, read func(ctx context.Context) error) error {
 	d := s.analyticsTimeoutOrDefault()

@@ -66,7 +66,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		data:    data,
 		egress:  &egress.Policy{},
 
-		analyticsSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		analyticsSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
 	}
 	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts,
 		Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}

@@ -77,7 +77,7 @@ type aggregation struct {
 // organization's generations.
 func (s *Store) QueryAnalytics(ctx context.Context, orgID string, q *gatehouse.AnalyticsQuery) (_ *gatehouse.AnalyticsResult, err error) {
 	defer wrap(&err, "QueryAnalytics")
-	ctx = AdHoc(ctx)
+	ctx = AdHoc(LongRead(ctx))
 	a := aggregation{q: q, metrics: q.Metrics, limit: q.Limit}
 	if _, ok := gatehouse.FindMetric(q.OrderBy); ok && !slices.Contains(q.Metrics, q.OrderBy) {
 		a.metrics = append(q.Metrics[:len(q.Metrics):len(q.Metrics)], q.OrderBy)
@@ -100,6 +100,7 @@ func (s *Store) QueryAnalytics(ctx context.Context, orgID string, q *gatehouse.A
 // model and provider (and workspace).
 func (s *Store) Activity(ctx context.Context, orgID string, f gatehouse.ActivityFilter) (_ []*gatehouse.ActivityRow, err error) {
 	defer wrap(&err, "Activity")
+	ctx = LongRead(ctx)
 	return view(ctx, s, func(tx *Tx) ([]*gatehouse.ActivityRow, error) {
 		q := &gatehouse.AnalyticsQuery{Granularity: "day", Start: f.Since, End: f.Until, OrderBy: "date", Descending: true,
 			Dimensions: []string{"model", "provider"},
@@ -399,5 +400,21 @@ func AdHoc(ctx context.Context) context.Context { return context.WithValue(ctx, 
 // IsAdHoc reports whether ctx is marked by AdHoc.
 func IsAdHoc(ctx context.Context) bool {
 	v, _ := ctx.Value(adHocKey{}).(bool)
+	return v
+}
+
+type longReadKey struct{}
+
+// LongRead marks ctx for a read that may take longer than an engine's
+// operation timeout (PostgreSQL's GATEHOUSE_DB_TIMEOUT), such as an
+// analytics query over millions of ledger entries: when ctx has a deadline
+// of its own, that deadline bounds it instead (IsLongRead).
+func LongRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, longReadKey{}, true)
+}
+
+// IsLongRead reports whether ctx is marked by LongRead.
+func IsLongRead(ctx context.Context) bool {
+	v, _ := ctx.Value(longReadKey{}).(bool)
 	return v
 }

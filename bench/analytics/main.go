@@ -5,14 +5,15 @@
 // and slowest run and how many ledger rows the read summed.
 //
 //	go run ./bench/analytics -database PATH_OR_URL -manifest big.json [-small small.json] [-runs 5]
-//	    [-vacuum] [-before-0010] [-label TEXT] [-out FILE]
+//	    [-vacuum] [-before-0010 [-restore]] [-label TEXT] [-out FILE]
 //
 // -vacuum runs VACUUM ANALYZE on the ledger first (PostgreSQL), as
 // autovacuum does after many inserts, so that index-only scans are
 // possible. -before-0010 puts the ledger's indexes back as they were
 // before migration 0010_activity_indexes.sql, to time the same reads
-// without its indexes (the database is the benchmark's own: they are not
-// restored).
+// without its indexes; with -restore it builds 0010's indexes again
+// afterwards (from their definitions in the database's catalog), so that
+// the database can be measured again.
 package main
 
 import (
@@ -59,6 +60,7 @@ func run(args []string, stdout io.Writer) error {
 	runs := fs.Int("runs", 5, "runs of each scenario")
 	vacuum := fs.Bool("vacuum", false, "VACUUM ANALYZE the ledger first (PostgreSQL)")
 	before := fs.Bool("before-0010", false, "put the ledger's indexes back as they were before migration 0010")
+	restore := fs.Bool("restore", false, "with -before-0010: build 0010's indexes again after timing")
 	label := fs.String("label", "", "a title line for the table")
 	out := fs.String("out", "", "also write the table to this file")
 	if err := fs.Parse(args); err != nil {
@@ -78,9 +80,16 @@ func run(args []string, stdout io.Writer) error {
 		}
 	}
 	ctx := context.Background()
-	var prepare []string
+	var prepare, after []string
 	if *before {
 		prepare = append(prepare, before0010...)
+		if *restore {
+			defs, err := indexDefinitions(ctx, *database, "generations_daily", "generations_key")
+			if err != nil {
+				return err
+			}
+			after = append([]string{`DROP INDEX generations_key`}, defs...)
+		}
 	}
 	if *vacuum && isPostgres(*database) {
 		prepare = append(prepare, `VACUUM ANALYZE generations`)
@@ -115,9 +124,11 @@ func run(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprint(stdout, table.String())
 	if *out != "" {
-		return os.WriteFile(*out, []byte(table.String()), 0o644)
+		if err := os.WriteFile(*out, []byte(table.String()), 0o644); err != nil {
+			return err
+		}
 	}
-	return nil
+	return execAll(ctx, *database, after)
 }
 
 // scenarios are the reads timed: the activity as GET /activity asks for
@@ -240,17 +251,45 @@ var before0010 = []string{
 	`CREATE INDEX generations_key ON generations (key_hash, created_at)`,
 }
 
+// connect opens a connection of its own to the database.
+func connect(database string) (*sql.DB, error) {
+	driver, dsn := "sqlite", "file:"+database
+	if isPostgres(database) {
+		driver, dsn = "pgx", database
+	}
+	return sql.Open(driver, dsn)
+}
+
+// indexDefinitions returns the statements that create the named indexes,
+// from the database's catalog.
+func indexDefinitions(ctx context.Context, database string, names ...string) ([]string, error) {
+	db, err := connect(database)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	query := `SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = $1`
+	if isPostgres(database) {
+		query = `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`
+	}
+	var defs []string
+	for _, n := range names {
+		var def string
+		if err := db.QueryRowContext(ctx, query, n).Scan(&def); err != nil {
+			return nil, fmt.Errorf("the definition of index %s: %w", n, err)
+		}
+		defs = append(defs, def)
+	}
+	return defs, nil
+}
+
 // execAll runs statements on a connection of its own, saying how long
 // each took.
 func execAll(ctx context.Context, database string, statements []string) error {
 	if len(statements) == 0 {
 		return nil
 	}
-	driver, dsn := "sqlite", "file:"+database
-	if isPostgres(database) {
-		driver, dsn = "pgx", database
-	}
-	db, err := sql.Open(driver, dsn)
+	db, err := connect(database)
 	if err != nil {
 		return err
 	}

@@ -338,8 +338,8 @@ func TestTrustedProxiesSetting(t *testing.T) {
 
 func TestAnalyticsTimeoutSetting(t *testing.T) {
 	c := DefaultConfig()
-	if c.AnalyticsTimeout != 10*time.Second {
-		t.Errorf("default analytics timeout %s, want 10s", c.AnalyticsTimeout)
+	if c.AnalyticsTimeout != 30*time.Second {
+		t.Errorf("default analytics timeout %s, want 30s", c.AnalyticsTimeout)
 	}
 	env := map[string]string{"GATEHOUSE_ANALYTICS_TIMEOUT": "45s"}
 	if err := c.fromEnv(func(k string) string { return env[k] }); err != nil {
