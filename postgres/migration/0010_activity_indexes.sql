@@ -4,10 +4,11 @@
 -- generations_daily is keyed by the organization, the UTC day number
 -- (created_at / 86400000, the expression the reads group by and bound
 -- their range with) and the model, provider and workspace, and carries
--- every other column those reads sum: a read of a range is an index-only
--- scan. generations_key (a key's calls by time) now carries the same
--- columns, so that a key's activity is an index-only scan too; it keeps
--- its name and its key columns, so whatever used it still can.
+-- the other columns of the activity and of the sums of calls, tokens and
+-- costs: such a read of a range is an index-only scan. generations_key (a
+-- key's calls by time) now carries the same columns, so that a key's
+-- activity is an index-only scan too; it keeps its name and its key
+-- columns, so whatever used it still can.
 --
 -- Both are built in this migration's transaction, which holds off writes
 -- to the ledger while they build (see bench/README.md for how long on a
