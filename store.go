@@ -30,6 +30,7 @@ type Store interface {
 	// reseal, then drop the old key. It fails, changing nothing, when a
 	// secret opens with none of the store's keys.
 	ResealSecrets(ctx context.Context) (Resealed, error)
+	AnalyticsService
 	// Ping reports whether the database answers. EUNAVAILABLE if not.
 	Ping(ctx context.Context) error
 	// Close releases the database.
