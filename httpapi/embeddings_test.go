@@ -369,3 +369,42 @@ func TestEmbeddingModels(t *testing.T) {
 
 // usdFloat is a Money as the answers' usage carries it: dollars.
 func usdFloat(m gatehouse.Money) float64 { return float64(m) / gatehouse.NanosPerUSD }
+
+// TestEmbeddingsGuardrails applies the guardrails' model lists as chat
+// completions do, changing nothing when they refuse.
+func TestEmbeddingsGuardrails(t *testing.T) {
+	t.Parallel()
+	e := newEmbedEnv(t, nil, nil)
+	g := e.guardrail(map[string]any{"ignored_models": []string{"acme/dear-embed"}})
+	e.assign(g, "keys", e.hash)
+	wantBlocked(t, e.embed(e.key, map[string]any{"model": "acme/dear-embed", "input": "hi"}), g, "ignored_models")
+	e.wantNothingCharged(e.hash)
+	e.embed(e.key, map[string]any{"model": "acme/embed", "input": "hi"}).want(t, http.StatusOK)
+	if n := len(e.up.requests()); n != 1 {
+		t.Errorf("the upstream was called %d times, want 1", n)
+	}
+}
+
+// TestEmbeddingsBYOK sends a call with the workspace's own key for the
+// provider, and counts it as BYOK usage.
+func TestEmbeddingsBYOK(t *testing.T) {
+	t.Parallel()
+	e := newEmbedEnv(t, nil, nil)
+	e.createBYOK(e.mgmt, map[string]any{"provider": "acme", "key": byokKeyA})
+	var got embedAnswer
+	res := e.embed(e.key, map[string]any{"model": "acme/embed", "input": "hi"}).want(t, http.StatusOK)
+	res.decode(t, &got)
+	if auth := e.lastAuth(); auth != byokKeyA {
+		t.Fatalf("the upstream got %q, want the workspace's key", auth)
+	}
+	if strings.Contains(string(res.Body), byokKeyA) {
+		t.Errorf("the answer holds the provider key: %s", res.Body)
+	}
+	cost := gatehouse.Money((11*embedPromptPrice + 999_999) / 1_000_000)
+	if got.Usage["is_byok"] != true {
+		t.Errorf("usage %v, want is_byok", got.Usage)
+	}
+	if m := e.money(e.hash); m.Usage != 0 || m.BYOKUsage != cost {
+		t.Errorf("usage %s, byok %s; want 0, %s: a BYOK call counts as byok_usage only", m.Usage, m.BYOKUsage, cost)
+	}
+}
