@@ -124,6 +124,10 @@ func (m *Model) Inputs() []string { return orDefault(m.InputModalities, []string
 // Outputs returns the model's output modalities.
 func (m *Model) Outputs() []string { return orDefault(m.OutputModalities, []string{"text"}) }
 
+// Embeds reports whether the model answers embeddings requests: its
+// output modalities include embeddings.
+func (m *Model) Embeds() bool { return slices.Contains(m.Outputs(), "embeddings") }
+
 // Parameters returns the request parameters the model supports.
 func (m *Model) Parameters() []string {
 	return orDefault(m.SupportedParameters, DefaultSupportedParameters)

@@ -562,9 +562,26 @@ type StreamWriter interface {
 	Flush()
 }
 
-// Upstream forwards chat completions to providers. An error before the
-// answer started is an *UpstreamError; for a stream, an error after it
-// started means the stream broke off and the Completion holds what arrived.
+// EmbeddingCall is one embeddings request to forward.
+type EmbeddingCall struct {
+	Provider *Provider
+	// APIKey, when set, is sent instead of the provider's own key: a
+	// workspace's BYOK key.
+	APIKey Secret
+	Model  *Model
+	Body   map[string]json.RawMessage // the checked request, re-encoded; model is set upstream
+	// Rewrite edits the answer object before the client sees it.
+	Rewrite func(map[string]json.RawMessage)
+}
+
+// Upstream forwards chat completions and embeddings to providers. An error
+// before the answer started is an *UpstreamError; for a stream, an error
+// after it started means the stream broke off and the Completion holds
+// what arrived.
 type Upstream interface {
 	Complete(ctx context.Context, call CompletionCall, w StreamWriter) (Completion, error)
+	// Embed forwards an embeddings request and reads the whole answer:
+	// its usage's prompt_tokens are the Completion's PromptTokens (an
+	// embedding has no completion), and Final is the rewritten answer.
+	Embed(ctx context.Context, call EmbeddingCall) (Completion, error)
 }

@@ -306,6 +306,7 @@ func (l *loader) models(v *yaml.Node, provider string) []*gatehouse.Model {
 
 func (l *loader) model(n *yaml.Node, what string) *gatehouse.Model {
 	m := &gatehouse.Model{MaxCompletionTokens: DefaultMaxCompletionTokens}
+	completionPriced := false
 	l.mapping(n, what, withSettings(l.modelInfoSettings(&m.ModelInfo), map[string]func(*yaml.Node){
 		"id": func(v *yaml.Node) {
 			s, ok := l.str(v, "id")
@@ -315,12 +316,18 @@ func (l *loader) model(n *yaml.Node, what string) *gatehouse.Model {
 			}
 			m.ID = s
 		},
-		"name":                  func(v *yaml.Node) { m.Name, _ = l.str(v, "name") },
-		"prompt_price":          func(v *yaml.Node) { m.PromptPrice = l.price(v, "prompt_price") },
-		"completion_price":      func(v *yaml.Node) { m.CompletionPrice = l.price(v, "completion_price") },
+		"name":         func(v *yaml.Node) { m.Name, _ = l.str(v, "name") },
+		"prompt_price": func(v *yaml.Node) { m.PromptPrice = l.price(v, "prompt_price") },
+		"completion_price": func(v *yaml.Node) {
+			m.CompletionPrice, completionPriced = l.price(v, "completion_price"), true
+		},
 		"max_completion_tokens": func(v *yaml.Node) { m.MaxCompletionTokens = l.positive(v, "max_completion_tokens") },
 		"context_length":        func(v *yaml.Node) { m.ContextLength = l.positive(v, "context_length") },
-	}), "id", "prompt_price", "completion_price")
+	}), "id", "prompt_price")
+	// An embedding model completes nothing: only its prompt is priced.
+	if !completionPriced && deref(n).Kind == yaml.MappingNode && !slices.Equal(m.OutputModalities, []string{"embeddings"}) {
+		l.errorf(deref(n), "completion_price", "is required in %s (only a model whose output_modalities are [embeddings] may leave it out)", what)
+	}
 	return m
 }
 

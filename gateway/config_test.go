@@ -132,7 +132,8 @@ func TestLoadProvidersInvalid(t *testing.T) {
 		{"duplicate provider", head + model + "  - id: local\n    base_url: http://y/v1\n" + model, `:8:5: id: provider "local" is defined twice (first on line 2)`},
 		{"duplicate model", head + model + "      - id: m\n        prompt_price: 1\n        completion_price: 2\n", `:8:9: id: model "m" is defined twice in provider local (first on line 5)`},
 		{"model id with space", head + "    models:\n      - id: my model\n        prompt_price: 1\n        completion_price: 2\n", ":5:13: id: must be the upstream's model name"},
-		{"missing price", head + "    models:\n      - id: m\n        prompt_price: 1\n", `:5:9: completion_price: is required in model "m" of provider local`},
+		{"missing price", head + "    models:\n      - id: m\n        prompt_price: 1\n", `:5:9: completion_price: is required in model "m" of provider local (only a model whose output_modalities are [embeddings] may leave it out)`},
+		{"embedding and text without completion price", head + "    models:\n      - id: m\n        prompt_price: 1\n        output_modalities: [embeddings, text]\n", `:5:9: completion_price: is required in model "m"`},
 		{"negative price", head + "    models:\n      - id: m\n        prompt_price: -0.5\n        completion_price: 2\n", ":6:23: prompt_price: must not be negative"},
 		{"price not a number", head + "    models:\n      - id: m\n        prompt_price: 1\n        completion_price: $2\n", ":7:27: completion_price: must be a decimal number"},
 		{"price too large", head + "    models:\n      - id: m\n        prompt_price: 1e10\n        completion_price: 2\n", ":6:23: prompt_price: must be a decimal number"},
@@ -157,6 +158,21 @@ func TestLoadProvidersInvalid(t *testing.T) {
 				t.Errorf("error %v is not a *LineError with a line", err)
 			}
 		})
+	}
+}
+
+// TestLoadProvidersEmbeddingModel: a model whose only output is
+// embeddings completes nothing, so its completion price may be left out.
+func TestLoadProvidersEmbeddingModel(t *testing.T) {
+	path := writeFile(t, "providers:\n  - id: local\n    base_url: http://127.0.0.1:8090/v1\n    models:\n"+
+		"      - id: embed\n        prompt_price: 0.02\n        output_modalities: [embeddings]\n")
+	c, err := gateway.LoadProviders(path, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, ok := c.Model("local/embed")
+	if !ok || !m.Embeds() || m.CompletionPrice != 0 || m.PromptPrice != 20_000_000 {
+		t.Errorf("model %+v", m)
 	}
 }
 

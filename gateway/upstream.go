@@ -57,27 +57,11 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 	if err != nil {
 		return gatehouse.Completion{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(p.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
+	resp, err := c.post(ctx, p, call.APIKey, "/chat/completions", body)
 	if err != nil {
-		return gatehouse.Completion{}, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamUnreachable, Message: "the provider's URL is invalid", Provider: p.ID, Err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	apiKey := p.APIKey
-	if call.APIKey != "" {
-		apiKey = string(call.APIKey)
-	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return gatehouse.Completion{}, networkError(ctx, p, err)
+		return gatehouse.Completion{}, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return gatehouse.Completion{}, redactKey(upstreamError(p, resp), apiKey)
-	}
 	if call.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		w.Start()
 		return stream(ctx, resp.Body, w, call.Rewrite)
@@ -88,6 +72,34 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", p.ID, err)}
 	}
 	return done, nil
+}
+
+// post sends a JSON body to one of the provider's endpoints with the
+// provider's key, or apiKey when set. An answer with a status other than
+// 2xx is returned as an *UpstreamError, its body closed.
+func (c *Client) post(ctx context.Context, p *gatehouse.Provider, apiKey gatehouse.Secret, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(p.BaseURL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamUnreachable, Message: "the provider's URL is invalid", Provider: p.ID, Err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	key := p.APIKey
+	if apiKey != "" {
+		key = string(apiKey)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, networkError(ctx, p, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, redactKey(upstreamError(p, resp), key)
+	}
+	return resp, nil
 }
 
 // prepareBody returns the request body for the upstream: the checked,

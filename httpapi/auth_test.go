@@ -152,6 +152,9 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		// Regular keys only: a management key is refused before anything is read.
 		op("POST /api/v1/chat/completions", anyKey, http.StatusForbidden, "", map[string]any{
 			"model": "acme/chat", "messages": []map[string]any{{"role": "user", "content": "hi"}}}),
+		op("POST /api/v1/embeddings", anyKey, http.StatusForbidden, "", map[string]any{
+			"model": "acme/embed", "input": "hi"}),
+		op("GET /api/v1/embeddings/models", openRead, ok, "", nil),
 		op("GET /api/v1/models", openRead, ok, "", nil),
 		op("GET /api/v1/models/count", openRead, ok, "", nil),
 		// A management key cannot call models, so it has no models of its own.

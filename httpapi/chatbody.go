@@ -123,6 +123,12 @@ func objectKeys(raw []byte) ([]string, error) {
 // under any spelling, or a spelling that is not the exact name of a known
 // field. where prefixes field names in errors ("" or "messages[2].").
 func checkKeys(keys []string, known map[string]bool, where string) error {
+	return checkKeysOf(keys, known, foldedChatFields, refusedChatFields, where)
+}
+
+// checkKeysOf is checkKeys for a body whose known fields fold as folded
+// and whose refused fields are refused, each with its reason.
+func checkKeysOf(keys []string, known map[string]bool, folded, refused map[string]string, where string) error {
 	seen := map[string]string{}
 	for _, k := range keys {
 		f := foldKey(k)
@@ -136,10 +142,10 @@ func checkKeys(keys []string, known map[string]bool, where string) error {
 		if known[k] {
 			continue
 		}
-		if exact, ok := foldedChatFields[f]; ok && where == "" && exact != k {
+		if exact, ok := folded[f]; ok && where == "" && exact != k {
 			return gatehouse.FieldError(where+k, "is not a field; field names are case-sensitive: did you mean %q?", exact)
 		}
-		if reason, ok := refusedChatFields[k]; ok && where == "" {
+		if reason, ok := refused[k]; ok && where == "" {
 			return gatehouse.FieldError(k, "is not supported: %s", reason)
 		}
 		return gatehouse.FieldError(where+k, "is not a field Gatehouse forwards; remove it")
@@ -158,14 +164,20 @@ func canonicalChat(raw []byte) (map[string]json.RawMessage, error) {
 	if err := checkKeys(keys, chatFields, ""); err != nil {
 		return nil, err
 	}
+	if err := checkMessages(raw); err != nil {
+		return nil, err
+	}
+	return reencode(raw)
+}
+
+// reencode returns the fields of a checked JSON object re-encoded from
+// their parsed values (numbers kept exactly as written).
+func reencode(raw []byte) (map[string]json.RawMessage, error) {
 	var parsed map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&parsed); err != nil {
 		return nil, gatehouse.Errorf(gatehouse.EINVALID, "malformed JSON")
-	}
-	if err := checkMessages(raw); err != nil {
-		return nil, err
 	}
 	out := make(map[string]json.RawMessage, len(parsed))
 	for k, v := range parsed {

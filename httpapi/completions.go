@@ -230,23 +230,32 @@ func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gateho
 }
 
 // complete makes the call: with the provider's own key, or with the
+// workspace's BYOK keys that the metering chose (see withKeys).
+func (s *Server) complete(ctx context.Context, m *gatehouse.Metering, call gatehouse.CompletionCall, sw *streamWriter) (gatehouse.Completion, error) {
+	return s.withKeys(ctx, m, call.Provider, func(ctx context.Context, key gatehouse.Secret) (gatehouse.Completion, error) {
+		call.APIKey = key
+		return s.data.Upstream.Complete(ctx, call, sw)
+	}, func() bool { return sw.started })
+}
+
+// withKeys makes a call with the provider's own key (key ""), or with the
 // workspace's BYOK keys that the metering chose, one after the other while
 // the provider refuses the key it was sent (and nothing has reached the
-// client), all within the provider's timeout.
-func (s *Server) complete(ctx context.Context, m *gatehouse.Metering, call gatehouse.CompletionCall, sw *streamWriter) (gatehouse.Completion, error) {
+// client: started), all within the provider's timeout.
+func (s *Server) withKeys(ctx context.Context, m *gatehouse.Metering, provider *gatehouse.Provider,
+	call func(context.Context, gatehouse.Secret) (gatehouse.Completion, error), started func() bool) (gatehouse.Completion, error) {
 	if len(m.BYOKKeys) == 0 {
-		return s.data.Upstream.Complete(ctx, call, sw)
+		return call(ctx, "")
 	}
-	ctx, cancel := context.WithTimeout(ctx, call.Provider.CallTimeout())
+	ctx, cancel := context.WithTimeout(ctx, provider.CallTimeout())
 	defer cancel()
 	for i := 0; ; i++ {
-		call.APIKey = m.BYOKKeys[i].Key
-		done, err := s.data.Upstream.Complete(ctx, call, sw)
-		if i+1 == len(m.BYOKKeys) || sw.started || !gatehouse.BYOKKeyRefused(err) {
+		done, err := call(ctx, m.BYOKKeys[i].Key)
+		if i+1 == len(m.BYOKKeys) || started() || !gatehouse.BYOKKeyRefused(err) {
 			return done, err
 		}
 		s.logger.Info("the provider refused a BYOK key; trying the workspace's next one",
-			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", call.Provider.ID,
+			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", provider.ID,
 			"byok_key_id", m.BYOKKeys[i].ID, "error", err.Error())
 	}
 }

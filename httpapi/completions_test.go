@@ -82,7 +82,8 @@ func (u *fakeUpstream) callerLeft() { u.once.Do(func() { close(u.canceled) }) }
 
 func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
-	if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&body) != nil {
+	embeddings := r.URL.Path == "/v1/embeddings"
+	if (r.URL.Path != "/v1/chat/completions" && !embeddings) || json.NewDecoder(r.Body).Decode(&body) != nil {
 		http.Error(w, `{"error":{"message":"bad request to the fake upstream"}}`, http.StatusTeapot)
 		return
 	}
@@ -113,6 +114,10 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", ct)
 		w.WriteHeader(u.status)
 		io.WriteString(w, u.errBody)
+		return
+	}
+	if embeddings {
+		u.embed(w, body)
 		return
 	}
 	completion := u.completionTokens
@@ -148,6 +153,29 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !u.noUsage {
 		answer["usage"] = usage
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(answer)
+}
+
+// embed answers an embeddings request: one vector per input (a string, or
+// each item of an array), with promptTokens (and overbill) of usage.
+func (u *fakeUpstream) embed(w http.ResponseWriter, body map[string]any) {
+	inputs, ok := body["input"].([]any)
+	if !ok {
+		inputs = []any{body["input"]}
+	}
+	data := make([]any, len(inputs))
+	for i := range inputs {
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": []float64{0.25, -0.5, float64(i)}}
+	}
+	prompt := u.promptTokens + u.overbill
+	answer := map[string]any{"object": "list", "model": body["model"], "data": data}
+	if u.answerID != "chatcmpl-up" {
+		answer["id"] = u.answerID
+	}
+	if !u.noUsage {
+		answer["usage"] = map[string]any{"prompt_tokens": prompt, "total_tokens": prompt}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(answer)
@@ -262,9 +290,16 @@ func newChatEnv(t testing.TB, configure func(*fakeUpstream), keyBody map[string]
 
 func newChatEnvTimeout(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any, timeout time.Duration) *chatEnv {
 	t.Helper()
+	return newUpstreamEnv(t, configure, keyBody, func(base string) *gatehouse.Catalog { return testCatalog(t, base, timeout) })
+}
+
+// newUpstreamEnv is newChatEnv over the catalog that catalog makes for the
+// upstream's base URL.
+func newUpstreamEnv(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any, catalog func(base string) *gatehouse.Catalog) *chatEnv {
+	t.Helper()
 	up := newFakeUpstream(t, configure)
 	traces := &traceSink{}
-	e := newEnv(t, withDataPlane(httpapi.DataPlane{Catalog: testCatalog(t, up.srv.URL, timeout),
+	e := newEnv(t, withDataPlane(httpapi.DataPlane{Catalog: catalog(up.srv.URL),
 		Upstream: gateway.NewClient(), Traces: traces}))
 	ce := &chatEnv{testEnv: e, up: up, traces: traces}
 	if keyBody == nil {

@@ -236,7 +236,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	}
 	public := map[string]bool{"POST /api/v1/auth/keys": true, "GET /api/v1/openapi.json": true, "GET /api/v1/models": true,
 		"GET /api/v1/models/count": true, "GET /api/v1/model/{author}/{slug}": true, "GET /api/v1/models/{author}/{slug}/endpoints": true,
-		"GET /api/v1/endpoints/zdr": true, "GET /api/v1/providers": true}
+		"GET /api/v1/endpoints/zdr": true, "GET /api/v1/providers": true, "GET /api/v1/embeddings/models": true}
 	ops := c.operations()
 	if len(ops) < 41 {
 		t.Errorf("%d operations documented, want at least 41", len(ops))

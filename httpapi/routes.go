@@ -94,6 +94,8 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("POST "+v1+"/analytics/query", s.management(s.queryAnalytics))
 
 	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
+	m.HandleFunc("POST "+v1+"/embeddings", s.authenticated(s.createEmbeddings))
+	m.HandleFunc("GET "+v1+"/embeddings/models", s.public(s.listEmbeddingModels))
 	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))
 	m.HandleFunc("GET "+v1+"/models/count", s.public(s.countModels))
 	m.HandleFunc("GET "+v1+"/models/user", s.authenticated(s.listModelsForUser))

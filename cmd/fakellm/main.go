@@ -10,8 +10,10 @@
 // completion_tokens the words of the answer. max_tokens (or
 // max_completion_tokens) cuts the answer to that many words, with
 // finish_reason "length". Any model name is accepted and echoed back; any
-// API key is accepted. It serves POST /v1/chat/completions and
-// GET /v1/models, and logs one line per request. Its first log line names
+// API key is accepted. It serves POST /v1/chat/completions,
+// POST /v1/embeddings (one small vector per input, prompt_tokens the words
+// of the texts, or the number of token ids) and GET /v1/models, and logs
+// one line per request. Its first log line names
 // the address it listens on, so that --addr 127.0.0.1:0 takes any free port.
 package main
 
@@ -47,6 +49,7 @@ func main() {
 func newHandler(logger *log.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", chatCompletions)
+	mux.HandleFunc("POST /v1/embeddings", embeddings)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 			map[string]any{"id": "echo", "object": "model", "created": 0, "owned_by": "fakellm"}}})
@@ -157,6 +160,45 @@ func chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	_ = rc.Flush()
+}
+
+// embeddings answers an embeddings request: for each input (a string, a
+// token id array, or the items of an array of either) a vector of its
+// word (or token) count, its length in bytes and 1.
+func embeddings(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model string          `json:"model"`
+		Input json.RawMessage `json:"input"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 10<<20)).Decode(&req); err != nil || req.Model == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+			"message": "want a JSON body with model and input", "type": "invalid_request_error"}})
+		return
+	}
+	var inputs []json.RawMessage
+	if json.Unmarshal(req.Input, &inputs) != nil {
+		inputs = []json.RawMessage{req.Input}
+	} else if len(inputs) > 0 && !strings.HasPrefix(string(inputs[0]), "\"") && !strings.HasPrefix(string(inputs[0]), "[") {
+		inputs = []json.RawMessage{req.Input} // one array of token ids
+	}
+	prompt, data := 0, make([]any, 0, len(inputs))
+	for i, in := range inputs {
+		var s string
+		var tokens []int
+		n := 0
+		if json.Unmarshal(in, &s) == nil {
+			n = len(strings.Fields(s))
+		} else if json.Unmarshal(in, &tokens) == nil {
+			n = len(tokens)
+		}
+		prompt += n
+		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": []float64{float64(n), float64(len(in)), 1}})
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.note = fmt.Sprintf(" model=%s inputs=%d prompt_tokens=%d", req.Model, len(inputs), prompt)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "model": req.Model, "data": data,
+		"usage": map[string]int{"prompt_tokens": prompt, "total_tokens": prompt}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

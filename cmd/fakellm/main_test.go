@@ -166,3 +166,56 @@ func TestModels(t *testing.T) {
 		t.Errorf("GET /v1/models = %d %s", resp.StatusCode, raw)
 	}
 }
+
+func TestEmbeddings(t *testing.T) {
+	srv, logs := start(t)
+	for _, c := range []struct {
+		input        string
+		inputs, want int
+	}{
+		{`"hello there world"`, 1, 3},
+		{`["one two", "three"]`, 2, 3},
+		{`[5, 6, 7, 8]`, 1, 4},
+		{`[[1, 2], [3]]`, 2, 3},
+	} {
+		resp := postEmbeddings(t, srv.URL, `{"model":"embed","input":`+c.input+`}`)
+		var got struct {
+			Object string `json:"object"`
+			Model  string `json:"model"`
+			Data   []struct {
+				Object    string    `json:"object"`
+				Index     int       `json:"index"`
+				Embedding []float64 `json:"embedding"`
+			} `json:"data"`
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+				TotalTokens  int `json:"total_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || got.Object != "list" || got.Model != "embed" || len(got.Data) != c.inputs ||
+			got.Data[0].Object != "embedding" || len(got.Data[0].Embedding) != 3 ||
+			got.Usage.PromptTokens != c.want || got.Usage.TotalTokens != c.want {
+			t.Errorf("%s: %d %+v", c.input, resp.StatusCode, got)
+		}
+	}
+	if resp := postEmbeddings(t, srv.URL, `{"input":"x"}`); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("no model: %d", resp.StatusCode)
+	}
+	if !strings.Contains(logs.String(), "POST /v1/embeddings 200") {
+		t.Errorf("log: %s", logs.String())
+	}
+}
+
+func postEmbeddings(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/embeddings", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}

@@ -50,6 +50,7 @@ export const RESOURCE_TEST_FILES = [
   "byok.test.mjs",
   "budgets.test.mjs",
   "analytics.test.mjs",
+  "embeddings.test.mjs",
 ];
 
 // ---------------------------------------------------------------------------
@@ -133,6 +134,9 @@ export const OPERATIONS = {
   workspacesGetBudget: { call: "workspaces.getBudget", route: "GET /workspaces/{workspace_ref}/budgets/{interval}", success: 200, errors: [400, 401, 404, 500], beyondApiMd: true },
   workspacesListBudgets: { call: "workspaces.listBudgets", route: "GET /workspaces/{workspace_ref}/budgets", success: 200, errors: [401, 404, 500], beyondApiMd: true },
   workspacesDeleteBudget: { call: "workspaces.deleteBudget", route: "DELETE /workspaces/{workspace_ref}/budgets/{interval}", success: 200, errors: [400, 401, 404, 500], beyondApiMd: true },
+  // Embeddings (embeddings.test.mjs), beyond API.md §3 (issue #12).
+  embeddingsGenerate: { call: "embeddings.generate", route: "POST /embeddings", success: 200, errors: [400, 401, 402, 403, 404, 408, 413, 429, 500, 502, 503, 524, 529], beyondApiMd: true },
+  embeddingsListModels: { call: "embeddings.listModels", route: "GET /embeddings/models", success: 200, errors: [400, 500], beyondApiMd: true },
   creditsGetCredits: { call: "credits.getCredits", route: "GET /credits", success: 200, errors: [401, 403, 500], beyondApiMd: true },
   // Activity and analytics (analytics.test.mjs): beyond API.md §3 (issue #12).
   analyticsGetUserActivity: { call: "analytics.getUserActivity", route: "GET /activity", success: 200, errors: [400, 401, 403, 404, 500], beyondApiMd: true },
@@ -290,7 +294,9 @@ export async function gatehouseBinary() {
 // free port, and writes a providers file serving it as fake/echo at $0.001
 // per prompt token and $0.002 per completion token. Returns the file's path
 // and a function that stops the server.
-export async function startFakeLLM(dir) {
+// extraProviders (YAML list items, indented as under providers:) are
+// appended to the providers file, such as providers at other addresses.
+export async function startFakeLLM(dir, { extraProviders = "" } = {}) {
   const bin = path.join(dir, "fakellm");
   await execFileP("go", ["build", "-o", bin, "./cmd/fakellm"], { cwd: REPO_ROOT });
   const port = await freePort();
@@ -312,7 +318,10 @@ export async function startFakeLLM(dir) {
         prompt_price: 1000
         completion_price: 2000
         max_completion_tokens: 100
-`);
+      - id: embed
+        prompt_price: 1000
+        output_modalities: [embeddings]
+${extraProviders}`);
   return { providers, stop: () => proc.kill("SIGTERM") };
 }
 
@@ -555,12 +564,18 @@ export function describeError(err) {
 const ERROR_CLASSES = {
   400: errors.BadRequestResponseError,
   401: errors.UnauthorizedResponseError,
+  402: errors.PaymentRequiredResponseError,
   403: errors.ForbiddenResponseError,
   404: errors.NotFoundResponseError,
   408: errors.RequestTimeoutResponseError,
   409: errors.ConflictResponseError,
+  413: errors.PayloadTooLargeResponseError,
   429: errors.TooManyRequestsResponseError,
   500: errors.InternalServerResponseError,
+  502: errors.BadGatewayResponseError,
+  503: errors.ServiceUnavailableResponseError,
+  524: errors.EdgeNetworkTimeoutResponseError,
+  529: errors.ProviderOverloadedResponseError,
 };
 export const errorClassFor = (status) => ERROR_CLASSES[status];
 

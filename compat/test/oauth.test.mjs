@@ -236,3 +236,38 @@ describe("POST /auth/keys (oAuth.exchangeAuthCodeForAPIKey)", () => {
     assert.equal(keys.data.filter((k) => k.hash === sha256hex(won[0].value.key)).length, 1);
   });
 });
+
+// oAuth.createAuthorizationUrl makes no request: it builds the URL of the
+// page where a user authorizes an application, as new URL("/auth",
+// serverURL), so the page is /auth at the origin of the serverURL given to
+// the client (the API's base, .../api/v1), whatever path that base has.
+// Gatehouse's page lives there (issue #13, the web console).
+describe("oAuth.createAuthorizationUrl (builds the /auth URL; no request)", () => {
+  it("builds <origin>/auth?callback_url=… with the PKCE challenge and limit for a Gatehouse base URL", async () => {
+    const sdk = client(ctx.server, undefined);
+    const { codeChallenge } = await sdk.oAuth.createSHA256CodeChallenge();
+    const built = await sdk.oAuth.createAuthorizationUrl({ callbackUrl: CALLBACK, codeChallenge, codeChallengeMethod: "S256", limit: 5 });
+    const url = new URL(built);
+    assert.equal(ctx.server.apiURL, `${ctx.server.baseURL}/api/v1`, "the client is given the API's base URL");
+    assert.equal(url.origin, new URL(ctx.server.baseURL).origin, "the page is on the Gatehouse server's origin");
+    assert.equal(url.pathname, "/auth");
+    assert.deepEqual([...url.searchParams.keys()], ["callback_url", "code_challenge", "code_challenge_method", "limit"]);
+    assert.equal(url.searchParams.get("callback_url"), CALLBACK);
+    assert.equal(url.searchParams.get("code_challenge"), codeChallenge);
+    assert.equal(url.searchParams.get("code_challenge_method"), "S256");
+    assert.equal(url.searchParams.get("limit"), "5");
+    assert.equal(built, `${ctx.server.baseURL}/auth?callback_url=${encodeURIComponent(CALLBACK)}&code_challenge=${codeChallenge}&code_challenge_method=S256&limit=5`);
+
+    const plain = new URL(await sdk.oAuth.createAuthorizationUrl({ callbackUrl: CALLBACK }));
+    assert.equal(plain.pathname, "/auth");
+    assert.deepEqual([...plain.searchParams.keys()], ["callback_url"]);
+  });
+
+  it("drops any path of the base URL: behind a proxy under a prefix, /auth is at the origin's root", async () => {
+    for (const base of ["https://gatehouse.example.com/api/v1", "https://gatehouse.example.com/api/v1/", "https://example.com/gatehouse/api/v1"]) {
+      const sdk = new (client(ctx.server, undefined).constructor)({ serverURL: base });
+      const url = new URL(await sdk.oAuth.createAuthorizationUrl({ callbackUrl: CALLBACK }));
+      assert.equal(`${url.origin}${url.pathname}`, `${new URL(base).origin}/auth`, base);
+    }
+  });
+});

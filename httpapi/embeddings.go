@@ -1,0 +1,367 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"gatehouse"
+)
+
+// embeddingFields are the fields of an embeddings request Gatehouse reads
+// and forwards (but provider, which it reads and removes). Anything else is
+// refused, as for chat completions: a field Gatehouse does not read could
+// be one the provider bills for.
+var embeddingFields = map[string]bool{
+	"model": true, "input": true, "dimensions": true, "encoding_format": true,
+	"input_type": true, "user": true, "session_id": true, "provider": true,
+}
+
+// refusedEmbeddingFields are fields of chat completions or of OpenRouter's
+// embeddings that an embeddings request here cannot have; the reason says
+// why.
+var refusedEmbeddingFields = map[string]string{
+	"preset":   "presets apply to chat completions only",
+	"models":   "fallback models could be billed at another model's prices",
+	"route":    "fallback routing could bill another model",
+	"messages": "embeddings take input, not messages",
+}
+
+// foldedEmbeddingFields maps folded names to the exact names of known
+// embeddings fields.
+var foldedEmbeddingFields = func() map[string]string {
+	m := map[string]string{}
+	for name := range embeddingFields {
+		m[foldKey(name)] = name
+	}
+	for name := range refusedEmbeddingFields {
+		m[foldKey(name)] = name
+	}
+	return m
+}()
+
+// MaxEmbeddingInputs bounds the inputs of one embeddings request, as
+// OpenAI does.
+const MaxEmbeddingInputs = 2048
+
+// embeddingRequest is the part of an embeddings request Gatehouse reads.
+type embeddingRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	Dimensions     *int            `json:"dimensions"`
+	EncodingFormat *string         `json:"encoding_format"`
+	InputType      *string         `json:"input_type"`
+	User           *string         `json:"user"`
+	SessionID      *string         `json:"session_id"`
+	Provider       json.RawMessage `json:"provider"`
+	prefs          *gatehouse.ProviderPreferences
+	// texts are the inputs that are text, for the content kept of the call.
+	texts []string
+}
+
+// readEmbeddings reads and checks an embeddings request: the typed fields,
+// and the body re-encoded as the provider will see it.
+func readEmbeddings(w http.ResponseWriter, r *http.Request) (embeddingRequest, map[string]json.RawMessage, []byte, error) {
+	var req embeddingRequest
+	if err := checkContentType(r); err != nil {
+		return req, nil, nil, err
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxCompletionBodyBytes))
+	if err != nil {
+		return req, nil, nil, gatehouse.Errorf(gatehouse.ETOOLARGE, "request body must be at most %d bytes", MaxCompletionBodyBytes)
+	}
+	if _, err := scanObject(raw, nil); err != nil {
+		return req, nil, nil, err
+	}
+	keys, err := objectKeys(raw)
+	if err != nil {
+		return req, nil, nil, gatehouse.Errorf(gatehouse.EINVALID, "malformed JSON")
+	}
+	if err := checkKeysOf(keys, embeddingFields, foldedEmbeddingFields, refusedEmbeddingFields, ""); err != nil {
+		return req, nil, nil, err
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return req, nil, nil, decodeError(err, reflect.TypeOf(req))
+	}
+	if err := req.check(); err != nil {
+		return req, nil, nil, err
+	}
+	body, err := reencode(raw)
+	if err != nil {
+		return req, nil, nil, err
+	}
+	delete(body, "provider")
+	return req, body, raw, nil
+}
+
+// check validates the fields an embeddings request may not leave to the
+// provider: the model, the input's shape, the options' values.
+func (req *embeddingRequest) check() error {
+	var err error
+	switch {
+	case req.Model == "":
+		return gatehouse.FieldError("model", "is required, such as openai/text-embedding-3-small (GET /api/v1/embeddings/models lists them)")
+	case req.Dimensions != nil && (*req.Dimensions < 1 || *req.Dimensions > 100_000):
+		return gatehouse.FieldError("dimensions", "must be a positive integer")
+	case req.EncodingFormat != nil && *req.EncodingFormat != "float" && *req.EncodingFormat != "base64":
+		return gatehouse.FieldError("encoding_format", "must be float or base64")
+	case req.InputType != nil && (*req.InputType == "" || len(*req.InputType) > 64):
+		return gatehouse.FieldError("input_type", "must be a non-empty string of at most 64 bytes")
+	case req.SessionID != nil && (*req.SessionID == "" || len(*req.SessionID) > 256):
+		return gatehouse.FieldError("session_id", "must be a non-empty string of at most 256 bytes")
+	}
+	if req.texts, err = embeddingInputs(req.Input); err != nil {
+		return err
+	}
+	req.prefs, err = readProvider(req.Provider)
+	return err
+}
+
+// embeddingInputs checks the input of an embeddings request and returns
+// its texts: a string, or a non-empty array of strings, of token ids, of
+// arrays of token ids, or of {"content": [text parts]} objects. Images,
+// audio, video and files are refused: their cost is not bounded by the
+// request's length, and the providers file has no way to price them.
+func embeddingInputs(raw json.RawMessage) ([]string, error) {
+	v := bytes.TrimSpace(raw)
+	if len(v) == 0 || string(v) == "null" {
+		return nil, gatehouse.FieldError("input", "is required: a string or an array of strings")
+	}
+	var s string
+	if v[0] == '"' {
+		if err := json.Unmarshal(v, &s); err != nil || s == "" {
+			return nil, gatehouse.FieldError("input", "must be a non-empty string")
+		}
+		return []string{s}, nil
+	}
+	var items []json.RawMessage
+	if v[0] != '[' || json.Unmarshal(v, &items) != nil {
+		return nil, gatehouse.FieldError("input", "must be a string or an array of strings, of token ids or of arrays of token ids")
+	}
+	if len(items) == 0 || len(items) > MaxEmbeddingInputs {
+		return nil, gatehouse.FieldError("input", "must have 1 to %d items", MaxEmbeddingInputs)
+	}
+	var texts []string
+	kind := inputKind(items[0])
+	for i, item := range items {
+		at := fmt.Sprintf("input[%d]", i)
+		if inputKind(item) != kind {
+			return nil, gatehouse.FieldError(at, "must be of the same kind as input[0]: all strings, all token ids, all arrays of token ids or all content objects")
+		}
+		text, err := checkEmbeddingItem(item, kind, at)
+		if err != nil {
+			return nil, err
+		}
+		texts = append(texts, text...)
+	}
+	return texts, nil
+}
+
+// inputKind names the kind of one item of an input array by its first
+// byte: '"' a string, '[' an array of token ids, '{' a content object,
+// else a token id (or an error found by checkEmbeddingItem).
+func inputKind(item json.RawMessage) byte {
+	v := bytes.TrimSpace(item)
+	if len(v) == 0 {
+		return 0
+	}
+	switch v[0] {
+	case '"', '[', '{':
+		return v[0]
+	}
+	return '0'
+}
+
+// checkEmbeddingItem checks one item of an input array and returns its
+// texts.
+func checkEmbeddingItem(item json.RawMessage, kind byte, at string) ([]string, error) {
+	switch kind {
+	case '"':
+		var s string
+		if err := json.Unmarshal(item, &s); err != nil || s == "" {
+			return nil, gatehouse.FieldError(at, "must be a non-empty string")
+		}
+		return []string{s}, nil
+	case '[':
+		var tokens []uint32
+		if err := json.Unmarshal(item, &tokens); err != nil || len(tokens) == 0 {
+			return nil, gatehouse.FieldError(at, "must be a non-empty array of token ids (integers from 0)")
+		}
+		return nil, nil
+	case '{':
+		return contentInput(item, at)
+	}
+	var token uint32
+	if err := json.Unmarshal(item, &token); err != nil {
+		return nil, gatehouse.FieldError(at, "must be a token id (an integer from 0)")
+	}
+	return nil, nil
+}
+
+// contentInput checks an {"content": [text parts]} input and returns its
+// texts.
+func contentInput(item json.RawMessage, at string) ([]string, error) {
+	keys, err := objectKeys(item)
+	if err != nil {
+		return nil, gatehouse.FieldError(at, "must be an object")
+	}
+	if err := checkKeysOf(keys, map[string]bool{"content": true}, nil, nil, at+"."); err != nil {
+		return nil, err
+	}
+	var obj struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(item, &obj) != nil || len(obj.Content) == 0 {
+		return nil, gatehouse.FieldError(at+".content", "must be a non-empty array of text content parts")
+	}
+	var raw struct {
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(item, &raw)
+	if err := checkContentParts(raw.Content, at+".content"); err != nil {
+		return nil, err
+	}
+	texts := make([]string, 0, len(obj.Content))
+	for _, p := range obj.Content {
+		texts = append(texts, p.Text)
+	}
+	return texts, nil
+}
+
+// embeddingModel resolves the model of an embeddings request: one the
+// providers file marks as an embedding model (output_modalities includes
+// embeddings), allowed by the request's provider preferences.
+func (s *Server) embeddingModel(req embeddingRequest) (*gatehouse.Model, *gatehouse.Provider, error) {
+	if strings.Contains(req.Model, "@preset/") {
+		return nil, nil, gatehouse.FieldError("model", "presets apply to chat completions only")
+	}
+	model, provider, ok := s.data.Catalog.Model(req.Model)
+	if !ok {
+		return nil, nil, gatehouse.FieldError("model", "unknown model %q; GET /api/v1/embeddings/models lists the embedding models", req.Model)
+	}
+	if !model.Embeds() {
+		return nil, nil, gatehouse.FieldError("model", "%q is not an embedding model; GET /api/v1/embeddings/models lists them", req.Model)
+	}
+	if err := req.prefs.Check("provider", model, provider); err != nil {
+		return nil, nil, err
+	}
+	return model, provider, nil
+}
+
+// createEmbeddings serves POST /embeddings, metered like a chat completion:
+// the meter enforces the key's guardrails and limits and reserves the worst
+// case (a prompt of as many tokens as the request has bytes, and no
+// completion), the request goes to the provider, and the meter settles the
+// exact cost from the usage's prompt_tokens, or releases the reservation
+// when the provider failed.
+func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if p.key.Management {
+		return gatehouse.Errorf(gatehouse.EFORBIDDEN, "management keys cannot call models; use a regular API key")
+	}
+	req, body, raw, err := readEmbeddings(w, r)
+	if err != nil {
+		return err
+	}
+	model, provider, err := s.embeddingModel(req)
+	if err != nil {
+		return err
+	}
+	attribution, err := chatAttribution(r, req.User)
+	if err != nil {
+		return err
+	}
+	noCompletion := 0
+	m, err := s.meter.Reserve(r.Context(), gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
+		Request: raw, MaxTokens: &noCompletion, SessionID: req.SessionID, Attribution: attribution,
+		Messages: embeddingMessages(req.texts)})
+	if err != nil {
+		return err
+	}
+	gen := m.Generation
+	// As for a whole chat answer, the call outlives a client that leaves:
+	// the provider works, and bills, either way.
+	done, err := s.withKeys(context.WithoutCancel(r.Context()), m, provider, func(ctx context.Context, key gatehouse.Secret) (gatehouse.Completion, error) {
+		return s.data.Upstream.Embed(ctx, gatehouse.EmbeddingCall{Provider: provider, APIKey: key, Model: model, Body: body,
+			Rewrite: func(obj map[string]json.RawMessage) {
+				obj["id"], _ = json.Marshal(gen.ID)
+				obj["model"], _ = json.Marshal(model.Slug())
+				obj["object"] = json.RawMessage(`"list"`)
+			}})
+	}, func() bool { return false })
+	if err == nil {
+		heldCtx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), heldTimeout)
+		err = m.Held(heldCtx)
+		cancel()
+	}
+	if err != nil {
+		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
+			s.logger.Warn("release failed; the reservation stays open and is charged what it reserved when it expires", "reservation_id", m.Reservation.ID, "error", rerr.Error())
+		}
+		return err
+	}
+	return s.settleEmbeddings(w, r, m, model, done)
+}
+
+// settleEmbeddings meters an answered embeddings call and sends its answer
+// with the cost as metered; nothing is sent to a client that left.
+func (s *Server) settleEmbeddings(w http.ResponseWriter, r *http.Request, m *gatehouse.Metering, model *gatehouse.Model, done gatehouse.Completion) error {
+	gen := m.Generation
+	settleErr := s.meter.Settle(r.Context(), m, done, nil)
+	charged := *gen
+	if settleErr != nil {
+		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", settleErr.Error())
+		charged.Cost = m.Reservation.Amount
+	}
+	if r.Context().Err() != nil {
+		s.logger.Info("client cancelled before the answer; the answer was metered",
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID)
+		if rec, ok := w.(*recorder); ok {
+			rec.status, rec.wrote = statusClientClosed, true
+		}
+		return nil
+	}
+	final := done.Final
+	if final == nil {
+		final = map[string]json.RawMessage{} // never: an answer is read whole
+	}
+	withCost(final, &charged, model)
+	// An embedding has no completion: its usage is the prompt's.
+	var usage map[string]json.RawMessage
+	if json.Unmarshal(final["usage"], &usage) == nil && usage != nil {
+		delete(usage, "completion_tokens")
+		delete(usage, "completion_tokens_details")
+		final["usage"], _ = json.Marshal(usage)
+	}
+	out, _ := json.Marshal(final)
+	return writeRaw(w, http.StatusOK, out)
+}
+
+// embeddingMessages returns the texts of an embeddings request as the
+// messages of the content kept of the call, one user message each (token
+// ids are not kept); nil when it has none.
+func embeddingMessages(texts []string) json.RawMessage {
+	if len(texts) == 0 {
+		return nil
+	}
+	msgs := make([]map[string]string, len(texts))
+	for i, t := range texts {
+		msgs[i] = map[string]string{"role": "user", "content": t}
+	}
+	out, _ := json.Marshal(msgs)
+	return out
+}
+
+// listEmbeddingModels serves GET /embeddings/models: the models that answer
+// POST /embeddings (output_modalities includes embeddings), paged with
+// limit and offset like GET /models.
+func (s *Server) listEmbeddingModels(w http.ResponseWriter, r *http.Request) error {
+	return s.writeModels(w, r, gatehouse.ModelQuery{Now: s.now(), OutputModalities: []string{"embeddings"}})
+}
