@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"gatehouse"
 )
 
 // gcPercent is the garbage collector's target unless GOGC is set: the
@@ -45,6 +47,9 @@ func exitCode(err error) int {
 	return 1
 }
 
+// isVersion reports whether arg asks for the version.
+func isVersion(arg string) bool { return arg == "-version" || arg == "--version" }
+
 // usageError is a mistake in the command line.
 type usageError struct{ msg string }
 
@@ -66,6 +71,8 @@ Usage:
   gatehouse bench-seed [--keys N] [--guardrails N] [--members N] [--workspaces N]
                        [--workspace-members N] [--manifest FILE] [--database URL]
       Fill a new organization with many rows for the benchmarks of bench/.
+  gatehouse version (or --version)
+      Print the module version and the commit this binary was built from.
 
 Environment (flags override):
   GATEHOUSE_ADDR                      listen address (default 127.0.0.1:8080)
@@ -89,12 +96,18 @@ Environment (flags override):
 
 // run is the whole program: main only supplies the process environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (len(args[0]) > 0 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help" && args[0] != "-help") {
+	if len(args) == 0 || (len(args[0]) > 0 && args[0][0] == '-' && !isHelp(args[0]) && !isVersion(args[0])) {
 		return serve(ctx, args, getenv, stderr)
 	}
 	switch cmd := args[0]; cmd {
 	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stdout, usage)
+		return nil
+	case "-version", "--version", "version":
+		if len(args) > 1 {
+			return usageError{fmt.Sprintf("%s takes no arguments", cmd)}
+		}
+		fmt.Fprintln(stdout, gatehouse.Build())
 		return nil
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
