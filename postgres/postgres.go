@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"gatehouse/sqlstore"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"net"
-	"sort"
 	"strings"
 	"time"
 
@@ -47,7 +45,12 @@ type DB struct {
 	pool      *pgxpool.Pool
 	box       *gatehouse.SecretBox
 	opTimeout time.Duration
+	schema    sqlstore.Schema
 }
+
+// Schema returns the database's schema version, and the migrations that
+// Open applied.
+func (db *DB) Schema() sqlstore.Schema { return db.schema }
 
 var _ gatehouse.Store = (*DB)(nil)
 
@@ -84,7 +87,7 @@ func Open(ctx context.Context, url string, box *gatehouse.SecretBox, opts Option
 	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("postgres: %w", redact(err))
 	}
-	if err := db.migrate(ctx); err != nil {
+	if db.schema, err = db.migrate(ctx); err != nil {
 		db.pool.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", redact(err))
 	}
@@ -121,37 +124,38 @@ func (db *DB) Ping(ctx context.Context) error {
 // instances starting together ("gatehous" in ASCII).
 const migrationLock = 0x6761746568_6f7573
 
-// migrate applies the embedded migrations not yet recorded, each in its own
-// transaction, in file-name order, holding the advisory lock throughout.
-func (db *DB) migrate(ctx context.Context) error {
+// migrate applies the pending migrations, holding the advisory lock
+// throughout, so that instances starting together migrate once.
+func (db *DB) migrate(ctx context.Context) (sqlstore.Schema, error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return sqlstore.Schema{}, err
 	}
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
-		return err
+		return sqlstore.Schema{}, err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return err
-	}
-	names, err := fs.Glob(migrations, "migration/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := migrateFile(ctx, conn.Conn(), name); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	return nil
+	return sqlstore.Migrate(ctx, migrator{conn.Conn()}, migrations)
 }
 
-func migrateFile(ctx context.Context, conn *pgx.Conn, name string) error {
-	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+// migrator applies migrations on one connection.
+type migrator struct{ conn *pgx.Conn }
+
+func (m migrator) Applied(ctx context.Context) ([]string, error) {
+	if _, err := m.conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return nil, err
+	}
+	rows, err := m.conn.Query(ctx, `SELECT name FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+func (m migrator) Apply(ctx context.Context, name, body string) (applied bool, err error) {
+	err = pgx.BeginFunc(ctx, m.conn, func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE name = $1`, name).Scan(&n); err != nil {
 			return err
@@ -159,16 +163,14 @@ func migrateFile(ctx context.Context, conn *pgx.Conn, name string) error {
 		if n > 0 {
 			return nil
 		}
-		body, err := fs.ReadFile(migrations, name)
-		if err != nil {
+		if _, err := tx.Exec(ctx, body); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, string(body)); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES ($1, $2)`, name, time.Now().UnixMilli())
+		_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES ($1, $2)`, name, time.Now().UnixMilli())
+		applied = err == nil
 		return err
 	})
+	return applied && err == nil, err
 }
 
 // maxAttempts bounds the retries of a transaction that keeps conflicting.

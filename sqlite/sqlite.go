@@ -10,11 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"gatehouse/sqlstore"
-	"io/fs"
 	"net/url"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -42,7 +40,12 @@ type DB struct {
 	// transactions (a miss runs unprepared and is prepared after the commit).
 	wstmts *stmtCache
 	ckpt   *checkpointer
+	schema sqlstore.Schema
 }
+
+// Schema returns the database's schema version, and the migrations that
+// Open applied.
+func (db *DB) Schema() sqlstore.Schema { return db.schema }
 
 var _ gatehouse.Store = (*DB)(nil)
 
@@ -92,7 +95,7 @@ func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, erro
 	}
 	db.read.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)*2))
 	db.read.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)*2))
-	if err := db.migrate(ctx); err != nil {
+	if db.schema, err = sqlstore.Migrate(ctx, migrator{db.write}, migrations); err != nil {
 		db.read.Close()
 		db.write.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
@@ -172,50 +175,50 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// migrate applies the embedded migrations not yet recorded, each in its own
-// transaction, in file-name order.
-func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+// migrator applies migrations on the writer connection.
+type migrator struct{ db *sql.DB }
+
+func (m migrator) Applied(ctx context.Context) ([]string, error) {
+	if _, err := m.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		return err
+		return nil, err
 	}
-	names, err := fs.Glob(migrations, "migration/*.sql")
+	rows, err := m.db.QueryContext(ctx, `SELECT name FROM schema_migrations`)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := db.migrateFile(ctx, name); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
 		}
+		names = append(names, n)
 	}
-	return nil
+	return names, rows.Err()
 }
 
-func (db *DB) migrateFile(ctx context.Context, name string) error {
-	tx, err := db.write.BeginTx(ctx, nil)
+func (m migrator) Apply(ctx context.Context, name, body string) (bool, error) {
+	tx, err := m.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process migrates at a time
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback()
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
-		return err
+		return false, err
 	}
 	if n > 0 {
-		return nil
+		return false, nil
 	}
-	body, err := fs.ReadFile(migrations, name)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-		return err
+	if _, err := tx.ExecContext(ctx, body); err != nil {
+		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, name, time.Now().UnixMilli()); err != nil {
-		return err
+		return false, err
 	}
-	return tx.Commit()
+	return true, tx.Commit()
 }
 
 // mapErr turns driver errors that are not the caller's fault but have a

@@ -285,7 +285,8 @@ func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (gatehouse.
 	return openStoreWith(ctx, cfg, box, logger)
 }
 
-// openStoreWith opens the database with a given secret box.
+// openStoreWith opens the database with a given secret box, migrating it
+// to this binary's schema, and logs what it applied.
 func openStoreWith(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger) (gatehouse.Store, error) {
 	if cfg.isPostgres() {
 		db, err := postgres.Open(ctx, cfg.DatabaseURL, box, postgres.Options{OpTimeout: cfg.DBTimeout})
@@ -293,6 +294,7 @@ func openStoreWith(ctx context.Context, cfg Config, box *gatehouse.SecretBox, lo
 			return nil, fmt.Errorf("open database %s: %w", redactURL(cfg.DatabaseURL), err)
 		}
 		logger.Info("database opened", "engine", "postgres", "url", redactURL(cfg.DatabaseURL))
+		logSchema(logger, db.Schema())
 		return db, nil
 	}
 	db, err := sqlite.Open(ctx, cfg.DatabaseURL, box)
@@ -300,7 +302,21 @@ func openStoreWith(ctx context.Context, cfg Config, box *gatehouse.SecretBox, lo
 		return nil, fmt.Errorf("open database %s: %w", cfg.DatabaseURL, err)
 	}
 	logger.Info("database opened", "engine", "sqlite", "path", cfg.DatabaseURL)
+	logSchema(logger, db.Schema())
 	return db, nil
+}
+
+// logSchema logs the schema version, and the migrations this start
+// applied (to a new database: all of them).
+func logSchema(logger *slog.Logger, s sqlstore.Schema) {
+	switch {
+	case len(s.Applied) == 0:
+		logger.Info("database schema", "version", s.Version, "migrations", s.Migrations)
+	case s.From == "":
+		logger.Info("database schema created", "version", s.Version, "migrations", s.Migrations)
+	default:
+		logger.Info("database schema upgraded", "from", s.From, "version", s.Version, "migrations", s.Migrations, "applied", s.Applied)
+	}
 }
 
 // redactURL hides the password of a database URL for logs and errors.

@@ -1,0 +1,105 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Migrator is what an engine does for Migrate: its own transactions and
+// locks around the one table both engines keep, schema_migrations (name,
+// applied_at), which records each migration applied by its file name
+// ("migration/0001_init.sql").
+type Migrator interface {
+	// Applied creates schema_migrations if it is missing and returns the
+	// names it records.
+	Applied(ctx context.Context) ([]string, error)
+	// Apply runs the migration's statements and records its name in one
+	// transaction; it does nothing and returns false when the name is
+	// already recorded (another process applied it meanwhile).
+	Apply(ctx context.Context, name, body string) (bool, error)
+}
+
+// Schema is the version of a database's schema: which migrations it has.
+type Schema struct {
+	// Version is the name of its newest migration, without directory or
+	// extension ("0013_leases"); the schema of a binary is the one its
+	// newest migration makes.
+	Version string
+	// Migrations counts the migrations recorded.
+	Migrations int
+	// From is the version the database had before Open migrated it, ""
+	// when it had none (a new database).
+	From string
+	// Applied lists the migrations this start applied, in order (none
+	// when the database was up to date).
+	Applied []string
+}
+
+// ErrSchemaNewer is the cause of Migrate's refusal of a database that a
+// newer Gatehouse migrated.
+var ErrSchemaNewer = errors.New("the database schema is newer than this binary")
+
+// Migrate brings a database to the schema of the migrations in fsys
+// (migration/*.sql, applied in name order, each in its own transaction),
+// and returns its schema. It first refuses a database that records a
+// migration fsys does not have: a newer Gatehouse migrated it, and this
+// one would misread what the newer one writes. Nothing is applied then.
+func Migrate(ctx context.Context, m Migrator, fsys fs.FS) (Schema, error) {
+	names, err := fs.Glob(fsys, "migration/*.sql")
+	if err != nil {
+		return Schema{}, err
+	}
+	if len(names) == 0 {
+		return Schema{}, errors.New("no migrations embedded")
+	}
+	slices.Sort(names)
+	applied, err := m.Applied(ctx)
+	if err != nil {
+		return Schema{}, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	var unknown []string
+	for _, a := range applied {
+		if !slices.Contains(names, a) {
+			unknown = append(unknown, a)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return Schema{}, fmt.Errorf("%w: it records migrations this binary does not know (%s; this binary's newest is %s): "+
+			"a newer Gatehouse has migrated it. Run that version or a later one, or restore the backup taken before the upgrade",
+			ErrSchemaNewer, strings.Join(unknown, ", "), version(names[len(names)-1]))
+	}
+	schema := Schema{Version: version(names[len(names)-1]), Migrations: len(names)}
+	for _, name := range names { // the newest migration it had
+		if slices.Contains(applied, name) {
+			schema.From = version(name)
+		}
+	}
+	for _, name := range names {
+		if slices.Contains(applied, name) {
+			continue
+		}
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return Schema{}, err
+		}
+		done, err := m.Apply(ctx, name, string(body))
+		if err != nil {
+			return Schema{}, fmt.Errorf("%s: %w", name, err)
+		}
+		if done {
+			schema.Applied = append(schema.Applied, version(name))
+		}
+	}
+	return schema, nil
+}
+
+// version is a migration's name without its directory and extension.
+func version(name string) string {
+	return strings.TrimSuffix(path.Base(name), ".sql")
+}
