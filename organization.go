@@ -145,6 +145,10 @@ type OrganizationService interface {
 	// FindFirstOrganization returns the oldest organization. ENOTFOUND if
 	// there is none.
 	FindFirstOrganization(ctx context.Context) (*Organization, error)
+	// FindOrganizations lists every organization, oldest first, and their
+	// total: for the operator (the command line), never for the API, whose
+	// callers see their own organization only.
+	FindOrganizations(ctx context.Context, page Page) ([]*Organization, int, error)
 	// FindMembers lists the organization's members and their total.
 	FindMembers(ctx context.Context, orgID string, page Page) ([]*Member, int, error)
 	// CreateMember adds a member. EINVALID (including an id or email that is

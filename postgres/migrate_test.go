@@ -101,3 +101,28 @@ func TestRefuseNewerSchema(t *testing.T) {
 		t.Errorf("the refused database has %d tables, %v; want none created", tables, err)
 	}
 }
+
+// TestOpenExisting: with Options.Existing, an empty database is refused
+// and left empty; a Gatehouse database opens.
+func TestOpenExisting(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	_, err := postgres.Open(ctx, url, newBox(t), postgres.Options{Existing: true})
+	if !errors.Is(err, sqlstore.ErrNoSchema) {
+		t.Fatalf("Open(Existing) of an empty database: %v, want ErrNoSchema", err)
+	}
+	var tables int
+	if err := rawConn(t, url).QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&tables); err != nil || tables != 0 {
+		t.Errorf("the refused database has %d tables, %v; want none", tables, err)
+	}
+	db, err := postgres.Open(ctx, url, newBox(t), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = postgres.Open(ctx, url, newBox(t), postgres.Options{Existing: true})
+	if err != nil {
+		t.Fatalf("Open(Existing) of a Gatehouse database: %v", err)
+	}
+	db.Close()
+}

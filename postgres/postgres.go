@@ -32,6 +32,10 @@ type Options struct {
 	// that an unreachable database answers EUNAVAILABLE instead of hanging.
 	// Default 5s.
 	OpTimeout time.Duration
+	// Existing refuses a database that Gatehouse never migrated (an empty
+	// one, or another application's) instead of creating the schema in
+	// it: for the commands that administer a Gatehouse database.
+	Existing bool
 }
 
 // DefaultOpTimeout is the default of Options.OpTimeout.
@@ -87,7 +91,7 @@ func Open(ctx context.Context, url string, box *gatehouse.SecretBox, opts Option
 	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("postgres: %w", redact(err))
 	}
-	if db.schema, err = db.migrate(ctx); err != nil {
+	if db.schema, err = db.migrate(ctx, !opts.Existing); err != nil {
 		db.pool.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", redact(err))
 	}
@@ -126,7 +130,7 @@ const migrationLock = 0x6761746568_6f7573
 
 // migrate applies the pending migrations, holding the advisory lock
 // throughout, so that instances starting together migrate once.
-func (db *DB) migrate(ctx context.Context) (sqlstore.Schema, error) {
+func (db *DB) migrate(ctx context.Context, create bool) (sqlstore.Schema, error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return sqlstore.Schema{}, err
@@ -136,26 +140,30 @@ func (db *DB) migrate(ctx context.Context) (sqlstore.Schema, error) {
 		return sqlstore.Schema{}, err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
-	return sqlstore.Migrate(ctx, migrator{conn.Conn()}, migrations)
+	return sqlstore.Migrate(ctx, migrator{conn.Conn()}, migrations, create)
 }
 
 // migrator applies migrations on one connection.
 type migrator struct{ conn *pgx.Conn }
 
-func (m migrator) Applied(ctx context.Context) ([]string, error) {
-	if _, err := m.conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return nil, err
+func (m migrator) Applied(ctx context.Context) ([]string, bool, error) {
+	var exists bool
+	if err := m.conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return nil, false, err
 	}
 	rows, err := m.conn.Query(ctx, `SELECT name FROM schema_migrations`)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return names, true, err
 }
 
 func (m migrator) Apply(ctx context.Context, name, body string) (applied bool, err error) {
 	err = pgx.BeginFunc(ctx, m.conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlstore.CreateSchemaMigrations); err != nil {
+			return err
+		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE name = $1`, name).Scan(&n); err != nil {
 			return err

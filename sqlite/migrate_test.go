@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -263,5 +264,87 @@ func TestSchemaReportsApplied(t *testing.T) {
 			s.Version != strings.TrimSuffix(filepath.Base(files[len(files)-1]), ".sql") {
 			t.Errorf("open %d: Schema() = %+v, want %d applied of %d", round, s, wantApplied, len(files))
 		}
+	}
+}
+
+// TestOpenExisting: OpenExisting opens a Gatehouse database, and creates
+// or changes nothing when the path holds none: no file, an empty file, a
+// file that is not a database, another application's database.
+func TestOpenExisting(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	box := newBox(t)
+
+	missing := filepath.Join(dir, "missing.db")
+	if _, err := sqlite.OpenExisting(ctx, missing, box); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("OpenExisting of a missing file: %v, want not exist", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("OpenExisting created %s", missing)
+	}
+
+	other := filepath.Join(dir, "other.db")
+	raw, err := sql.Open("sqlite", "file:"+other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine')`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	text := filepath.Join(dir, "notes.txt")
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(text, []byte("not a database at all, but long enough to have a header of sorts....................................................."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{other, text, empty} {
+		before, _ := os.ReadFile(path)
+		if db, err := sqlite.OpenExisting(ctx, path, box); err == nil {
+			db.Close()
+			t.Errorf("OpenExisting(%s) succeeded", filepath.Base(path))
+		}
+		after, _ := os.ReadFile(path)
+		if !slices.Equal(before, after) {
+			t.Errorf("OpenExisting(%s) changed the file", filepath.Base(path))
+		}
+		for _, suffix := range []string{"-wal", "-shm"} {
+			if _, err := os.Stat(path + suffix); err == nil {
+				t.Errorf("OpenExisting(%s) left %s", filepath.Base(path), filepath.Base(path)+suffix)
+			}
+		}
+	}
+	if _, err := sqlite.OpenExisting(ctx, other, box); !errors.Is(err, sqlstore.ErrNoSchema) {
+		t.Errorf("OpenExisting of another application's database: %v, want ErrNoSchema", err)
+	}
+
+	// Open leaves a file it did not create where it was, even when it fails.
+	if db, err := sqlite.Open(ctx, text, box); err == nil {
+		db.Close()
+		t.Error("Open of a text file succeeded")
+	}
+	if _, err := os.Stat(text); err != nil {
+		t.Errorf("Open removed a file it did not create: %v", err)
+	}
+
+	path := filepath.Join(dir, "gatehouse.db")
+	db, err := sqlite.Open(ctx, path, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	org, err := db.CreateOrganization(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = sqlite.OpenExisting(ctx, path, box)
+	if err != nil {
+		t.Fatalf("OpenExisting of a Gatehouse database: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.FindOrganization(ctx, org.ID); err != nil {
+		t.Errorf("FindOrganization after OpenExisting: %v", err)
 	}
 }

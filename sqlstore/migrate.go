@@ -15,14 +15,21 @@ import (
 // applied_at), which records each migration applied by its file name
 // ("migration/0001_init.sql").
 type Migrator interface {
-	// Applied creates schema_migrations if it is missing and returns the
-	// names it records.
-	Applied(ctx context.Context) ([]string, error)
-	// Apply runs the migration's statements and records its name in one
-	// transaction; it does nothing and returns false when the name is
-	// already recorded (another process applied it meanwhile).
+	// Applied returns the names schema_migrations records; exists is
+	// false when there is no such table (a database Gatehouse never
+	// migrated). It writes nothing.
+	Applied(ctx context.Context) (names []string, exists bool, err error)
+	// Apply creates schema_migrations if it is missing, then runs the
+	// migration's statements and records its name, in one transaction; it
+	// does nothing and returns false when the name is already recorded
+	// (another process applied it meanwhile).
 	Apply(ctx context.Context, name, body string) (bool, error)
 }
+
+// CreateSchemaMigrations is the statement that creates the table of
+// applied migrations, on either engine.
+const CreateSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`
 
 // Schema is the version of a database's schema: which migrations it has.
 type Schema struct {
@@ -44,12 +51,19 @@ type Schema struct {
 // newer Gatehouse migrated.
 var ErrSchemaNewer = errors.New("the database schema is newer than this binary")
 
+// ErrNoSchema is the cause of Migrate's refusal, when told to migrate
+// only an existing Gatehouse database, of one that Gatehouse never
+// migrated.
+var ErrNoSchema = errors.New("the database holds no Gatehouse schema")
+
 // Migrate brings a database to the schema of the migrations in fsys
 // (migration/*.sql, applied in name order, each in its own transaction),
 // and returns its schema. It first refuses a database that records a
 // migration fsys does not have: a newer Gatehouse migrated it, and this
-// one would misread what the newer one writes. Nothing is applied then.
-func Migrate(ctx context.Context, m Migrator, fsys fs.FS) (Schema, error) {
+// one would misread what the newer one writes; and, unless create is
+// set, one that Gatehouse never migrated (an empty database, or someone
+// else's). Nothing is written then.
+func Migrate(ctx context.Context, m Migrator, fsys fs.FS, create bool) (Schema, error) {
 	names, err := fs.Glob(fsys, "migration/*.sql")
 	if err != nil {
 		return Schema{}, err
@@ -58,9 +72,13 @@ func Migrate(ctx context.Context, m Migrator, fsys fs.FS) (Schema, error) {
 		return Schema{}, errors.New("no migrations embedded")
 	}
 	slices.Sort(names)
-	applied, err := m.Applied(ctx)
+	applied, exists, err := m.Applied(ctx)
 	if err != nil {
 		return Schema{}, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	if !exists && !create {
+		return Schema{}, fmt.Errorf("%w (it has no schema_migrations table): name a database that gatehouse serve or "+
+			"gatehouse orgs create made", ErrNoSchema)
 	}
 	var unknown []string
 	for _, a := range applied {

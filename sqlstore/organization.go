@@ -72,6 +72,18 @@ func (s *Store) FindFirstOrganization(ctx context.Context) (_ *gatehouse.Organiz
 	})
 }
 
+// FindOrganizations lists every organization, oldest first.
+func (s *Store) FindOrganizations(ctx context.Context, page gatehouse.Page) (_ []*gatehouse.Organization, _ int, err error) {
+	defer wrap(&err, "FindOrganizations")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.Organization], error) {
+		return findPage(ctx, tx, `id, name, created_at`, `organizations`, `created_at, id`, nil, page,
+			func(s Scanner) (*gatehouse.Organization, error) {
+				var org gatehouse.Organization
+				return &org, s.Scan(&org.ID, &org.Name, msTime(&org.CreatedAt))
+			})
+	}))
+}
+
 // scanOrganization returns the organization that the rest of the query
 // (after FROM organizations) selects.
 func (tx *Tx) scanOrganization(ctx context.Context, rest string, args ...any) (*gatehouse.Organization, error) {

@@ -21,6 +21,7 @@ func testOrganizations(t *testing.T, open Opener) {
 		{"CreateOrganizationInvalid", testOrgCreateOrganizationInvalid},
 		{"FindOrganizationUnknown", testOrgFindOrganizationUnknown},
 		{"FindFirstOrganization", testOrgFindFirstOrganization},
+		{"FindOrganizations", testOrgFindOrganizations},
 		{"EnsureOrganization", testOrgEnsureOrganization},
 		{"EnsureOrganizationConcurrent", testOrgEnsureOrganizationConcurrent},
 		{"CreateMember", testOrgCreateMember},
@@ -430,4 +431,26 @@ func testOrgEnsureOrganizationConcurrent(t *testing.T, open Opener) {
 			t.Fatalf("concurrent calls returned different organizations: %v", ids)
 		}
 	}
+}
+
+func testOrgFindOrganizations(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	want := []*gatehouse.Organization{f.org}
+	for _, name := range []string{"Globex", "Initech", "Umbrella"} {
+		f.clock.Add(time.Second)
+		want = append(want, f.newOrg(t, name))
+	}
+	var got []*gatehouse.Organization
+	for offset := 0; ; offset += 3 {
+		list, total, err := f.store.FindOrganizations(f.ctx, page(offset, 3))
+		ok(t, err)
+		if total != len(want) {
+			t.Fatalf("FindOrganizations total = %d, want %d", total, len(want))
+		}
+		if len(list) == 0 {
+			break
+		}
+		got = append(got, list...)
+	}
+	wantEqual(t, "organizations, oldest first", want, got)
 }
