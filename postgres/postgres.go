@@ -98,6 +98,21 @@ func Open(ctx context.Context, url string, box *gatehouse.SecretBox, opts Option
 	return db, nil
 }
 
+// SystemDatabase reports whether url names one of PostgreSQL's own
+// databases (postgres, template0, template1), directly or by default (no
+// database named: the user's name), and which.
+func SystemDatabase(url string) (string, bool) {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return "", false
+	}
+	switch cfg.Database {
+	case "postgres", "template0", "template1":
+		return cfg.Database, true
+	}
+	return "", false
+}
+
 // redact keeps connection errors, which can quote the URL, free of the
 // password.
 func redact(err error) error {

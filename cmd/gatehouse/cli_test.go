@@ -147,7 +147,7 @@ func TestCLIErrors(t *testing.T) {
 		{"orgs extra argument", []string{"orgs", "create", "--name", "x", "extra"}, []string{"extra"}, 2},
 		{"mgmt-keys without --org", []string{"mgmt-keys", "create", "--database", db}, []string{"--org"}, 2},
 		{"mgmt-keys without subcommand", []string{"mgmt-keys"}, []string{"mgmt-keys create"}, 2},
-		{"mgmt-keys unknown org", []string{"mgmt-keys", "create", "--org", uuid.NewString(), "--database", db}, []string{"organization", "not found", "orgs create"}, 1},
+		{"mgmt-keys unknown org", []string{"mgmt-keys", "create", "--org", uuid.NewString(), "--database", db}, []string{"organization", "not found", "orgs list"}, 1},
 		{"mgmt-keys malformed org", []string{"mgmt-keys", "create", "--org", "nope", "--database", db}, []string{"organization"}, 1},
 		{"unknown command", []string{"frobnicate"}, []string{"frobnicate", "--help"}, 2},
 		{"serve extra argument", []string{"serve", "now"}, []string{"now"}, 2},

@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"gatehouse"
+	"gatehouse/sqlite"
 )
 
 // rotateSecretKeyCommand runs `gatehouse rotate-secret-key`: it re-encrypts
@@ -34,16 +35,22 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if cfg.SecretKey == "" && !cfg.isPostgres() {
-		path := cfg.SecretKeyFile
-		if path == "" {
-			path = cfg.DatabaseURL + ".key"
-		}
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("no secret key to rotate: %w (set GATEHOUSE_SECRET_KEY or GATEHOUSE_SECRET_KEY_FILE to the current key)", err)
+	if !cfg.isPostgres() {
+		if _, err := os.Stat(cfg.DatabaseURL); errors.Is(err, os.ErrNotExist) {
+			return errNoDatabase(cfg.DatabaseURL)
 		}
 	}
-	oldKey, file, err := cfg.secretKey(logger)
+	if cfg.SecretKey == "" && !cfg.keyFileExists() {
+		return fmt.Errorf("no secret key to rotate: %s does not exist (set GATEHOUSE_SECRET_KEY or GATEHOUSE_SECRET_KEY_FILE to the current key)", cfg.keyFile())
+	}
+	if !cfg.isPostgres() {
+		release, err := lockForRotation(cfg.DatabaseURL)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	oldKey, file, _, err := cfg.secretKey()
 	if err != nil {
 		return err
 	}
@@ -93,7 +100,7 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 
 // reseal opens the store with box and re-seals every destination secret.
 func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger) (int, error) {
-	store, err := openStoreWith(ctx, cfg, box, logger)
+	store, err := openStoreWith(ctx, cfg, box, logger, true)
 	if err != nil {
 		return 0, err
 	}
@@ -103,4 +110,19 @@ func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *s
 		return 0, errors.New("re-seal destination secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
 	}
 	return n, nil
+}
+
+// lockForRotation takes the SQLite database's serve lock for the whole
+// rotation: a server holds the current key in memory and would go on
+// sealing new secrets with it, which the rotation discards, and would
+// fail to open the secrets it re-seals. So rotation refuses while a server
+// runs, and no server starts until it is done.
+func lockForRotation(path string) (func(), error) {
+	release, holder, err := sqlite.Lock(path, "gatehouse rotate-secret-key")
+	if errors.Is(err, sqlite.ErrLocked) {
+		return nil, fmt.Errorf("database %s is %s: stop the server before rotating the secret key (it keeps the current key in memory: "+
+			"it would seal new secrets with the key the rotation replaces, and could not open the secrets the rotation re-seals); "+
+			"nothing was changed", path, holder)
+	}
+	return release, err
 }

@@ -160,3 +160,43 @@ func readKeyFile(t *testing.T, path string) []byte {
 	}
 	return key
 }
+
+// TestRotateRefusedWhileServing: beside a server on the same SQLite
+// database, rotation refuses and changes nothing (the server still reads
+// its destinations); and a server does not start while a rotation runs.
+func TestRotateRefusedWhileServing(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	s := startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
+	key := printedKeys(t, s.stderr.String())[0]
+	id, masked := s.createDestination(t, key)
+	before := readKeyFile(t, db+".key")
+
+	_, _, err := runCommand(nil, "rotate-secret-key", "--database", db)
+	if err == nil || !strings.Contains(err.Error(), "in use by gatehouse serve (pid ") || !strings.Contains(err.Error(), "stop the server") ||
+		!strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("rotate-secret-key beside a server: %v, want a refusal naming the server", err)
+	}
+	if after := readKeyFile(t, db+".key"); string(after) != string(before) || fileExists(db+".key.new") {
+		t.Error("a refused rotation changed the key file")
+	}
+	s.checkDestination(t, key, id, masked)
+	s.stop()
+
+	// A rotation in progress holds the lock: a server start is refused,
+	// naming it.
+	release, _, err := sqlite.Lock(db, "gatehouse rotate-secret-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runCommand(nil, "--addr", "127.0.0.1:0", "--database", db)
+	release()
+	if err == nil || !strings.Contains(err.Error(), "in use by gatehouse rotate-secret-key (pid ") {
+		t.Errorf("serve during a rotation: %v, want a refusal naming the rotation", err)
+	}
+	// Once it is done, rotation and serving work.
+	if out, errOut, err := runCommand(nil, "rotate-secret-key", "--database", db); err != nil {
+		t.Fatalf("rotate-secret-key after the server stopped: %v\n%s%s", err, out, errOut)
+	}
+	s = startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
+	s.checkDestination(t, key, id, masked)
+}
