@@ -26,7 +26,9 @@ func TestFirstStartBanner(t *testing.T) {
 	defer cancel()
 	stderr := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--database", db}, env(nil), &syncBuffer{}, stderr) }()
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--database", db}, env(nil), &syncBuffer{}, stderr)
+	}()
 	deadline := time.Now().Add(waitLimit)
 	var m []string
 	for m == nil {
