@@ -28,6 +28,7 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 	fs.SetOutput(stderr)
 	databaseFlag(fs, &cfg)
 	newKeyText := fs.String("new-key", "", "the new key, 32 bytes as base64 or hex (default: a fresh random key)")
+	skip := fs.Bool("skip-unreadable", false, "re-seal what the keys open and leave as they are the secrets none opens (default: refuse, naming those destinations)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 			return fmt.Errorf("write the new key to %s: %w", pending, err)
 		}
 	}
-	n, err := reseal(ctx, cfg, box, logger)
+	n, unreadable, err := reseal(ctx, cfg, box, logger, *skip)
 	if err != nil {
 		if pending != "" {
 			os.Remove(pending)
@@ -90,8 +91,10 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 			return fmt.Errorf("re-sealed %d destinations, but could not move the new key from %s to %s: %w (move it by hand; the secrets now need it)", n, pending, file, err)
 		}
 		fmt.Fprintf(stdout, "Re-sealed the secrets of %d destinations with a new key, now in %s.\n", n, file)
+		reportSkipped(stdout, unreadable)
 		return nil
 	}
+	reportSkipped(stdout, unreadable)
 	fmt.Fprintf(stdout, "Re-sealed the secrets of %d destinations with the new key below.\n"+
 		"Set GATEHOUSE_SECRET_KEY to it on every instance; until all of them run it, keep the old key in\n"+
 		"GATEHOUSE_SECRET_KEY_PREVIOUS, and run this command again (with --new-key) before removing it.\n%s\n", n, encoded)
@@ -99,17 +102,37 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 }
 
 // reseal opens the store with box and re-seals every destination secret.
-func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger) (int, error) {
+func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger, skip bool) (int, []gatehouse.UnreadableDestination, error) {
 	store, err := openStoreWith(ctx, cfg, box, logger, true)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer store.Close()
-	n, err := store.ResealSecrets(ctx)
-	if err != nil {
-		return 0, errors.New("re-seal destination secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
+	n, unreadable, err := store.ResealSecrets(ctx, skip)
+	if gatehouse.ErrorCode(err) == gatehouse.ECONFLICT {
+		return 0, nil, errors.New("re-seal destination secrets: " + gatehouse.ErrorMessage(err) + "; nothing was changed. " +
+			"Is GATEHOUSE_SECRET_KEY (or the key file) the key the server runs with? Give keys those secrets may have been " +
+			"sealed with in GATEHOUSE_SECRET_KEY_PREVIOUS; if none is left, send those destinations' secrets again " +
+			"(PATCH /observability/destinations/{id} with their config) or delete them, or rotate with --skip-unreadable " +
+			"to leave them unreadable")
 	}
-	return n, nil
+	if err != nil {
+		return 0, nil, errors.New("re-seal destination secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed)")
+	}
+	return n, unreadable, nil
+}
+
+// reportSkipped names the destinations a rotation with --skip-unreadable
+// left as they were.
+func reportSkipped(stdout io.Writer, unreadable []gatehouse.UnreadableDestination) {
+	if len(unreadable) == 0 {
+		return
+	}
+	fmt.Fprintf(stdout, "Left %d destinations whose secrets no key opens as they were; they receive nothing until their "+
+		"secrets are sent again (PATCH /observability/destinations/{id} with their config) or they are deleted:\n", len(unreadable))
+	for _, u := range unreadable {
+		fmt.Fprintf(stdout, "  %s\n", u)
+	}
 }
 
 // lockForRotation takes the SQLite database's serve lock for the whole

@@ -62,6 +62,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer closeStore()
+	reportUnreadable(ctx, store, logger)
 	metering, closeMetering, err := startMetering(ctx, cfg, store, logger)
 	if err != nil {
 		return err
@@ -121,6 +122,26 @@ func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger) (*keyc
 	}
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	return cacheKeys(watchCtx, db), func() { stopWatching(); db.Close() }, nil
+}
+
+// reportUnreadable warns about destinations whose secrets the configured
+// keys do not open: they receive nothing until fixed.
+func reportUnreadable(ctx context.Context, store gatehouse.Store, logger *slog.Logger) {
+	list, err := store.UnreadableDestinations(ctx)
+	if err != nil {
+		logger.Warn("could not check that the secret key opens every destination's secrets", "error", err.Error())
+		return
+	}
+	if len(list) == 0 {
+		return
+	}
+	ids := make([]string, len(list))
+	for i, u := range list {
+		ids[i] = u.ID
+	}
+	logger.Warn("the secret key does not open the secrets of some destinations (was it changed without gatehouse "+
+		"rotate-secret-key?): they receive nothing, and show secrets_unreadable, until the key they were sealed with is given "+
+		"(GATEHOUSE_SECRET_KEY_PREVIOUS) or their secrets are sent again", "destinations", ids)
 }
 
 // newServeHandler builds the API's handler with its metrics, rate limiter
