@@ -87,19 +87,33 @@ const (
 	OpDestinationCreate        = "destination.create"
 	OpDestinationUpdate        = "destination.update"
 	OpDestinationDelete        = "destination.delete"
+	OpGenerationFeedback       = "generation.feedback"
+	OpPresetCreate             = "preset.create"         // with its version 1
+	OpPresetVersionCreate      = "preset.version.create" // a new version of a preset
+	OpBYOKKeyCreate            = "byok_key.create"
+	OpBYOKKeyUpdate            = "byok_key.update"
+	OpBYOKKeyDelete            = "byok_key.delete"
+	OpWorkspaceBudgetSet       = "workspace_budget.set" // creates or updates a workspace's budget of an interval
+	OpWorkspaceBudgetDelete    = "workspace_budget.delete"
+	OpCreditsGrant             = "credits.grant" // adds to (or takes back from) an organization's credits
 )
 
 // Audited resource types: the ResourceType of audit records, whose
 // ResourceIDs are ids of that kind (a key's hash for ResourceKey).
 const (
-	ResourceOrganization  = "organization"
-	ResourceMember        = "member"
-	ResourceWorkspace     = "workspace"
-	ResourceKey           = "key"
-	ResourceManagementKey = "management_key"
-	ResourceAuthCode      = "auth_code"
-	ResourceGuardrail     = "guardrail"
-	ResourceDestination   = "destination"
+	ResourceOrganization    = "organization"
+	ResourceMember          = "member"
+	ResourceWorkspace       = "workspace"
+	ResourceKey             = "key"
+	ResourceManagementKey   = "management_key"
+	ResourceAuthCode        = "auth_code"
+	ResourceGuardrail       = "guardrail"
+	ResourceDestination     = "destination"
+	ResourceGeneration      = "generation"
+	ResourcePreset          = "preset"
+	ResourceBYOKKey         = "byok_key"
+	ResourceWorkspaceBudget = "workspace_budget"
+	ResourceCreditGrant     = "credit_grant"
 )
 
 // AuditEntry is a row of the audit log: a management change that

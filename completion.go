@@ -52,6 +52,16 @@ type Model struct {
 	ModelInfo
 }
 
+// CostSplit divides a generation's charged cost between its prompt and
+// its completion: the prompt's part is what its tokens cost at the model's
+// prices (never more than the whole), the completion's is the rest, so
+// that the two add up to the cost. A generation charged without usage is
+// all completion.
+func (m *Model) CostSplit(g *Generation) (prompt, completion Money) {
+	prompt = min(m.Cost(g.PromptTokens, 0), g.Cost)
+	return prompt, g.Cost - prompt
+}
+
 // Slug returns the name clients use for the model: provider/id.
 func (m *Model) Slug() string { return m.Provider + "/" + m.ID }
 
@@ -211,7 +221,10 @@ func CheckModel(guardrails []AppliedGuardrail, modelSlug, provider string) error
 	return nil
 }
 
-// Budget is a guardrail's spending limit as it applies to one request.
+// Budget is a spending limit as it applies to one request: a guardrail's
+// budget for a key or a member, a workspace budget, or an organization's
+// credits (Kind). Its spend is counted under GuardrailID (the id of the
+// guardrail, workspace budget or credits) and Subject.
 type Budget struct {
 	GuardrailID   string
 	GuardrailName string
@@ -219,6 +232,7 @@ type Budget struct {
 	Limit         Money
 	Interval      Interval
 	IncludeBYOK   bool
+	Kind          BudgetKind
 }
 
 // Budgets returns the budgets of the guardrails that have one.
@@ -294,8 +308,21 @@ type Generation struct {
 	LatencyMS        int64
 	GenerationMS     int64
 	SessionID        *string
-	ExternalUser     *string
-	CreatedAt        time.Time
+	ExternalUser     *string // the body's user, else the key's external user
+	// HTTPReferer, AppTitle and UserAgent attribute the request to an
+	// application and its client software (see Attribution).
+	HTTPReferer *string
+	AppTitle    *string
+	UserAgent   *string
+	// AppID is the organization's application of the HTTP-Referer's
+	// origin, when it has one (the one its OAuth codes name); it is read
+	// with the generation, never written with it.
+	AppID *int64
+	// Content, when set, is stored beside the ledger entry where the
+	// workspace logs I/O; it is not part of the entry, and is never read
+	// back with it.
+	Content   *GenerationContent
+	CreatedAt time.Time
 }
 
 // NewGenerationID returns a fresh generation id.
@@ -307,10 +334,16 @@ type UsageService interface {
 	// guardrail, else its creator's (as a member), plus the workspace's
 	// default guardrail when it is configured.
 	GuardrailsForKey(ctx context.Context, key *Key) ([]AppliedGuardrail, error)
+	// BudgetsForKey returns the budgets a key's requests hold against
+	// besides its guardrails': its organization's credits, when it has
+	// some, and its workspace's budgets, broadest first (a refusal names
+	// the broadest budget a request would exceed).
+	BudgetsForKey(ctx context.Context, key *Key) ([]Budget, error)
 	// Reserve holds amount against the key's limit and every budget, in
 	// one atomic step, counting recorded spend and live reservations.
-	// EPAYMENT when the key's limit would be exceeded, EFORBIDDEN when a
-	// guardrail budget would be, ENOTFOUND for an unknown key.
+	// EPAYMENT when the key's limit or the organization's credits would be
+	// exceeded, EFORBIDDEN when a guardrail or workspace budget would be,
+	// ENOTFOUND for an unknown key.
 	Reserve(ctx context.Context, r *Reservation) error
 	// Settle replaces a reservation with the exact usage: the ledger entry,
 	// the key's counters and the counters of the reservation's budgets, in
@@ -387,9 +420,10 @@ type BudgetSpend struct {
 	Reserved    Reserved
 }
 
-// CheckBudget refuses a reservation that could take a guardrail budget's
-// subject past its limit in the current period: EFORBIDDEN (403), naming
-// the guardrail and the rule.
+// CheckBudget refuses a reservation that could take a budget's subject
+// past its limit in the current period: for a guardrail's budget EFORBIDDEN
+// (403), naming the guardrail and the rule; for a workspace budget
+// EFORBIDDEN naming the workspace's budget; for credits EPAYMENT (402).
 func CheckBudget(b Budget, s BudgetSpend, r *Reservation) error {
 	spent := s.Usage.In(b.Interval)
 	if b.IncludeBYOK {
@@ -399,6 +433,12 @@ func CheckBudget(b Budget, s BudgetSpend, r *Reservation) error {
 	need := r.counts(b.IncludeBYOK)
 	if need == 0 || need <= remaining {
 		return nil
+	}
+	switch b.Kind {
+	case WorkspaceLimit:
+		return workspaceBudgetError(b, remaining, need)
+	case OrganizationCredits:
+		return creditsError(need)
 	}
 	return &Error{Code: EFORBIDDEN,
 		Message: fmt.Sprintf("Request blocked: the %s budget of $%s of guardrail %q is exhausted for this %s ($%s remain, the request may cost $%s)",
@@ -480,7 +520,10 @@ func (e *UpstreamError) Unwrap() error { return e.Err }
 
 // CompletionCall is one chat completion to forward.
 type CompletionCall struct {
-	Provider  *Provider
+	Provider *Provider
+	// APIKey, when set, is sent instead of the provider's own key: a
+	// workspace's BYOK key.
+	APIKey    Secret
 	Model     *Model
 	Body      map[string]json.RawMessage // the client's request; the rest passes through
 	MaxTokens int                        // set upstream when the client set no cap
@@ -492,13 +535,18 @@ type CompletionCall struct {
 
 // Completion is what metering and tracing need of an answer.
 type Completion struct {
-	Body             []byte // the rewritten answer; empty for a stream
 	PromptTokens     int64
 	CompletionTokens int64
 	UsageKnown       bool // false when the provider reported no usage
 	UpstreamID       string
 	FinishReason     string
 	Output           string // the first choice's text, bounded
+	Reasoning        string // the first choice's reasoning text, bounded
+	// Final is the answer object of a whole answer, or the last chunk of a
+	// stream that carried usage (held back, not sent), rewritten: the
+	// caller adds what metering decided (the cost) and sends it. nil for a
+	// stream that reported no usage.
+	Final map[string]json.RawMessage
 	// Done is true when a stream ended with its "data: [DONE]" event, which
 	// the upstream client holds back: the caller sends it once the request
 	// is metered, so a client that stops reading at [DONE] sees its usage.

@@ -41,21 +41,6 @@ type Destination struct {
 	SecretsUnreadable bool
 }
 
-// UnreadableDestination names a destination whose secrets no key of the
-// store opens, for the operator.
-type UnreadableDestination struct {
-	ID, OrganizationID, WorkspaceID string
-	Deleted                         bool // soft-deleted
-}
-
-func (u UnreadableDestination) String() string {
-	s := fmt.Sprintf("%s (organization %s, workspace %s", u.ID, u.OrganizationID, u.WorkspaceID)
-	if u.Deleted {
-		s += ", deleted"
-	}
-	return s + ")"
-}
-
 // DestinationConfig is the type-specific configuration of a destination.
 // Every value is a string except "headers", a map of strings.
 type DestinationConfig struct {
@@ -608,16 +593,4 @@ type DestinationService interface {
 	UpdateDestination(ctx context.Context, orgID, id string, update DestinationUpdate) (*Destination, error)
 	// DeleteDestination soft-deletes a live destination. ENOTFOUND.
 	DeleteDestination(ctx context.Context, orgID, id string) error
-	// ResealSecrets re-encrypts the secrets of every destination of every
-	// organization (soft-deleted ones too) with the store's current secret
-	// key, in one transaction, and returns how many it re-sealed. It is how
-	// the key is rotated: open the store with the new key as current and the
-	// old one as previous, reseal, then drop the old key. Secrets that no
-	// key of the store opens make it change nothing and fail (ECONFLICT,
-	// naming the destinations), unless skipUnreadable: then they are left
-	// as they are, and returned.
-	ResealSecrets(ctx context.Context, skipUnreadable bool) (int, []UnreadableDestination, error)
-	// UnreadableDestinations lists the destinations of every organization
-	// (soft-deleted ones too) whose secrets no key of the store opens.
-	UnreadableDestinations(ctx context.Context) ([]UnreadableDestination, error)
 }

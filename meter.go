@@ -3,7 +3,9 @@ package gatehouse
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,6 +29,12 @@ type Meter struct {
 	// against slices of limits the database granted this instance, and
 	// Ledger (then required) writes their holds.
 	Leases *Leases
+	// BYOKKeys, when set, holds the workspaces' own provider keys: a call
+	// that one of them may serve is sent with it and metered as BYOK usage
+	// (see ChooseBYOKKeys). nil: every call goes with the operator's key.
+	BYOKKeys interface {
+		ProviderBYOKKeys(ctx context.Context, workspaceID, provider string) ([]*BYOKKey, error)
+	}
 	Traces TraceSink // where settled calls are traced; nil: nowhere
 	Now    Clock     // stamps reservation expiries; nil: time.Now
 	// Anomaly hears of a provider whose answer breaks what it was asked
@@ -34,6 +42,12 @@ type Meter struct {
 	// no more than was reserved, and the operator should learn of it. nil:
 	// nobody hears.
 	Anomaly func(ctx context.Context, a Anomaly)
+	// KeepContent attaches each call's content (its messages, completion
+	// and reasoning) to its generation, for the store to keep where the
+	// workspace logs I/O. Content waiting to be written is bounded
+	// (maxPendingContent): past it, calls are recorded without content.
+	KeepContent bool
+	pending     atomic.Int64 // bytes of content waiting for the ledger
 }
 
 // Ledger writes the metering of calls behind the request path, in
@@ -86,6 +100,10 @@ type MeteredCall struct {
 	MaxTokens *int
 	Stream    bool
 	SessionID *string
+	// Messages are the request's messages (a JSON array), for the content
+	// kept of the call.
+	Messages    json.RawMessage
+	Attribution Attribution
 }
 
 // Metering is a call whose worst case is reserved, until Settle or Release.
@@ -97,11 +115,17 @@ type Metering struct {
 	// MaxTokens is the completion cap the reservation assumes: the provider
 	// must be sent exactly this cap.
 	MaxTokens int
-	call      MeteredCall
-	started   time.Time
-	held      <-chan error // the hold's write, when admitted in memory
-	heldErr   error
-	heldDone  bool
+	// BYOKKeys are the workspace's own keys the call is sent with, in the
+	// order to try them (the next only when the provider refuses the one
+	// before: BYOKKeyRefused); empty: the provider's own key. The call is
+	// metered as BYOK usage when there are any, or when its provider is
+	// marked BYOK.
+	BYOKKeys []*BYOKKey
+	call     MeteredCall
+	started  time.Time
+	held     <-chan error // the hold's write, when admitted in memory
+	heldErr  error
+	heldDone bool
 }
 
 // Held waits until the reservation is durable: an answer may reach its
@@ -144,10 +168,14 @@ func Estimate(m *Model, requestBytes, maxTokens int) Money {
 	return m.Cost(int64(requestBytes)+16, int64(maxTokens))
 }
 
-// Reserve checks the model against the guardrails that govern the key and
-// reserves the call's worst case. EFORBIDDEN when a guardrail blocks the
-// model or its budget would be exceeded, EPAYMENT when the key's limit
-// would be, EUNAVAILABLE.
+// Reserve checks the model against the guardrails that govern the key,
+// chooses the workspace's BYOK keys the call goes with, and reserves the
+// call's worst case (as BYOK spend when it goes with one) against the key's
+// limit and every budget: the organization's credits, the workspace's
+// budgets, the guardrails'. EFORBIDDEN when a guardrail blocks the model, a
+// guardrail or workspace budget would be exceeded, or the workspace reserves
+// the provider to BYOK keys that cannot serve the call; EPAYMENT when the
+// key's limit or the credits would be exceeded; EUNAVAILABLE.
 func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	guardrails, err := m.Usage.GuardrailsForKey(ctx, c.Key)
 	if err != nil {
@@ -156,15 +184,29 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	if err := CheckModel(guardrails, c.Model.Slug(), c.Provider.ID); err != nil {
 		return nil, err
 	}
-	mt := &Metering{MaxTokens: c.Model.CompletionCap(c.MaxTokens), call: c, started: time.Now()}
+	budgets, err := m.Usage.BudgetsForKey(ctx, c.Key)
+	if err != nil {
+		return nil, err
+	}
+	byokKeys, err := m.chooseBYOKKeys(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	byok := c.Provider.BYOK || len(byokKeys) > 0
+	mt := &Metering{MaxTokens: c.Model.CompletionCap(c.MaxTokens), BYOKKeys: byokKeys, call: c, started: time.Now()}
 	mt.Generation = &Generation{
 		ID: NewGenerationID(), OrganizationID: c.Key.OrganizationID, WorkspaceID: c.Key.WorkspaceID, KeyHash: c.Key.Hash,
-		Model: c.Model.Slug(), Provider: c.Provider.ID, BYOK: c.Provider.BYOK, Streamed: c.Stream,
+		Model: c.Model.Slug(), Provider: c.Provider.ID, BYOK: byok, Streamed: c.Stream,
 		SessionID: c.SessionID, ExternalUser: c.Key.ExternalUser,
+		HTTPReferer: c.Attribution.HTTPReferer, AppTitle: c.Attribution.AppTitle, UserAgent: c.Attribution.UserAgent,
+	}
+	if c.Attribution.ExternalUser != nil {
+		mt.Generation.ExternalUser = c.Attribution.ExternalUser
 	}
 	mt.Reservation = &Reservation{
-		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: c.Provider.BYOK, Budgets: Budgets(guardrails),
-		Amount: Estimate(c.Model, len(c.Request), mt.MaxTokens),
+		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: byok,
+		Budgets: append(slices.Clip(budgets), Budgets(guardrails)...),
+		Amount:  Estimate(c.Model, len(c.Request), mt.MaxTokens),
 		// A crash leaves it held until the longest call could have ended.
 		ExpiresAt:  m.now().Add(c.Provider.CallTimeout() + time.Minute),
 		Generation: mt.Generation,
@@ -199,6 +241,20 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	}
 	mt.held = m.Ledger.Hold(mt.Reservation)
 	return mt, nil
+}
+
+// chooseBYOKKeys returns the workspace's own keys the call goes with, in
+// the order to try them, or refuses it when the workspace reserves the
+// provider or model to keys that cannot serve it.
+func (m *Meter) chooseBYOKKeys(ctx context.Context, c MeteredCall) ([]*BYOKKey, error) {
+	if m.BYOKKeys == nil {
+		return nil, nil
+	}
+	keys, err := m.BYOKKeys.ProviderBYOKKeys(ctx, c.Key.WorkspaceID, c.Provider.ID)
+	if err != nil {
+		return nil, err
+	}
+	return ChooseBYOKKeys(keys, c.Key, c.Provider.ID, c.Model.Slug())
 }
 
 // reserveInDB admits r in the database. A refusal while settles are still
@@ -252,6 +308,9 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 	ended := time.Now()
 	gen.LatencyMS = ended.Sub(mt.started).Milliseconds()
 	gen.GenerationMS = gen.LatencyMS
+	if m.KeepContent {
+		gen.Content = mt.content(c, callErr)
+	}
 	if m.Ledger == nil {
 		if err := m.Usage.Settle(ctx, mt.Reservation.ID, gen); err != nil {
 			return err
@@ -263,7 +322,7 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 		} else if m.Leases != nil {
 			m.Leases.Settle(r, gen.Cost)
 		}
-		m.Ledger.Settle(r, gen, m.written(r))
+		m.Ledger.Settle(r, gen, m.holdContent(gen, m.written(r)))
 	}
 	m.trace(mt, c, ended)
 	return nil

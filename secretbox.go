@@ -5,6 +5,7 @@ import (
 	"crypto/cipher"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"strings"
 )
 
@@ -80,3 +81,23 @@ func (b *SecretBox) Open(sealed string, additional []byte) ([]byte, error) {
 	}
 	return nil, errors.New("secretbox: no key opens this value (wrong key, or tampered)")
 }
+
+// Secret is a credential in the clear, such as a provider's API key. It
+// prints, logs and encodes to JSON as [redacted], so that a value holding
+// one cannot give it away by being logged or shown by mistake; string(s) is
+// the credential, for the one place that sends it.
+type Secret string
+
+const redacted = "[redacted]"
+
+// String returns [redacted].
+func (Secret) String() string { return redacted }
+
+// GoString returns [redacted], for %#v.
+func (Secret) GoString() string { return `"` + redacted + `"` }
+
+// LogValue returns [redacted], for log/slog.
+func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// MarshalJSON encodes [redacted].
+func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }

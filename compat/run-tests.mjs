@@ -1,6 +1,7 @@
 // Entry point of `npm test`: runs the resource test files one at a time
 // (node --test sorts the files it is given, which would run coverage.test.mjs
-// first), then coverage.test.mjs over the records they wrote. Both share one
+// first), then coverage.test.mjs over the records they wrote, then the
+// suites of other official clients (CLIENT_TEST_FILES). Both share one
 // run directory (the server binary, built once, and the coverage records),
 // removed at the end. Extra arguments are passed to both node --test runs,
 // e.g. `npm test -- --test-reporter=spec`.
@@ -25,11 +26,17 @@ const run = (files) => spawnSync(process.execPath, ["--test", "--test-concurrenc
   stdio: "inherit",
 });
 
+// Suites of other official clients against the gateway: outside the
+// @openrouter/sdk coverage table, run after it.
+const CLIENT_TEST_FILES = ["openai.test.mjs"];
+
 let status = 0;
 try {
   const resources = run(RESOURCE_TEST_FILES);
   const coverage = run(["coverage.test.mjs"]);
-  status = resources.status || coverage.status || (resources.signal || coverage.signal ? 1 : 0);
+  const clients = run(CLIENT_TEST_FILES);
+  status = resources.status || coverage.status || clients.status
+    || (resources.signal || coverage.signal || clients.signal ? 1 : 0);
 } finally {
   fs.rmSync(runDir, { recursive: true, force: true });
 }

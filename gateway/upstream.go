@@ -45,7 +45,10 @@ func NewClient() *Client {
 // Deadline returns the provider's timeout, or the default of two minutes.
 func Deadline(p *gatehouse.Provider) time.Duration { return p.CallTimeout() }
 
-// Complete forwards a chat completion and reads the answer.
+// Complete forwards a chat completion and reads the answer. The provider's
+// key, or the call's own (a workspace's BYOK key), goes in the
+// Authorization header and nowhere else: an error answer that quotes it has
+// it redacted before anyone sees it.
 func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter) (gatehouse.Completion, error) {
 	p := call.Provider
 	ctx, cancel := context.WithTimeout(ctx, Deadline(p))
@@ -60,8 +63,12 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if p.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+p.APIKey)
+	apiKey := p.APIKey
+	if call.APIKey != "" {
+		apiKey = string(call.APIKey)
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
@@ -69,7 +76,7 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return gatehouse.Completion{}, upstreamError(p, resp)
+		return gatehouse.Completion{}, redactKey(upstreamError(p, resp), apiKey)
 	}
 	if call.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		w.Start()
@@ -145,6 +152,25 @@ func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.Upstre
 	return e
 }
 
+// redactKey removes the key a provider was sent from its error answer,
+// which clients and the log see: some providers quote the key they refuse.
+// The raw answer is dropped if it no longer reads as JSON.
+func redactKey(e *gatehouse.UpstreamError, key string) *gatehouse.UpstreamError {
+	if key == "" {
+		return e
+	}
+	quoted, _ := json.Marshal(key) // as the key reads inside a JSON string
+	forms := [][]byte{[]byte(key), quoted[1 : len(quoted)-1]}
+	for _, f := range forms {
+		e.Message = strings.ReplaceAll(e.Message, string(f), "[redacted]")
+		e.Raw = bytes.ReplaceAll(e.Raw, f, []byte("[redacted]"))
+	}
+	if len(e.Raw) > 0 && !json.Valid(e.Raw) {
+		e.Raw = nil
+	}
+	return e
+}
+
 // readCompletion reads a whole (non-streamed) answer.
 func readCompletion(r io.Reader, rewrite func(map[string]json.RawMessage)) (gatehouse.Completion, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxResponseBytes+1))
@@ -152,13 +178,13 @@ func readCompletion(r io.Reader, rewrite func(map[string]json.RawMessage)) (gate
 		return gatehouse.Completion{}, errors.New("the answer could not be read")
 	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return gatehouse.Completion{}, errors.New("the answer is not a JSON object")
 	}
 	c := inspect(obj, false)
 	rewrite(obj)
-	c.Body, err = json.Marshal(obj)
-	return c, err
+	c.Final = obj
+	return c, nil
 }
 
 // chunk is the part of a completion object or stream chunk that metering
@@ -167,18 +193,24 @@ type chunk struct {
 	ID      string `json:"id"`
 	Choices []struct {
 		FinishReason *string `json:"finish_reason"`
-		Message      *struct {
-			Content string `json:"content"`
-		} `json:"message"`
-		Delta *struct {
-			Content string `json:"content"`
-		} `json:"delta"`
+		Message      *text   `json:"message"`
+		Delta        *text   `json:"delta"`
 	} `json:"choices"`
 	Usage *struct {
 		PromptTokens     int64 `json:"prompt_tokens"`
 		CompletionTokens int64 `json:"completion_tokens"`
 	} `json:"usage"`
 }
+
+// text is the text of a message or a delta: its content, and its
+// reasoning under either name providers use.
+type text struct {
+	Content          string `json:"content"`
+	Reasoning        string `json:"reasoning"`
+	ReasoningContent string `json:"reasoning_content"`
+}
+
+func (t *text) reasoning() string { return t.Reasoning + t.ReasoningContent }
 
 // inspect extracts id, usage, finish reason and text from an answer, or
 // from a stream chunk (delta).
@@ -194,14 +226,15 @@ func inspect(obj map[string]json.RawMessage, delta bool) gatehouse.Completion {
 		if f := ch.Choices[0].FinishReason; f != nil {
 			c.FinishReason = *f
 		}
-		if m := ch.Choices[0].Message; m != nil && !delta {
-			c.Output = m.Content
+		t := ch.Choices[0].Message
+		if delta {
+			t = ch.Choices[0].Delta
 		}
-		if d := ch.Choices[0].Delta; d != nil && delta {
-			c.Output = d.Content
+		if t != nil {
+			c.Output, c.Reasoning = t.Content, t.reasoning()
 		}
 	}
-	c.Output = truncate(c.Output)
+	c.Output, c.Reasoning = truncate(c.Output), truncate(c.Reasoning)
 	return c
 }
 
@@ -213,75 +246,124 @@ func truncate(s string) string {
 }
 
 // stream copies a streamed answer (server-sent events) to w event by event,
-// rewriting each chunk and flushing after each event. It returns what
-// metering needs once the stream ends; an error means it broke off (the
-// client left, or the upstream failed midway).
+// rewriting each chunk and flushing after each event. The last chunk that
+// carries usage is held back (Completion.Final), for the caller to add what
+// metering decides and send it. It returns what metering needs once the
+// stream ends; an error means it broke off (the client left, or the
+// upstream failed midway).
 func stream(ctx context.Context, body io.Reader, w gatehouse.StreamWriter, rewrite func(map[string]json.RawMessage)) (gatehouse.Completion, error) {
-	var c gatehouse.Completion
-	var output strings.Builder
+	s := &streamState{w: w, rewrite: rewrite}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		if c.Done {
-			continue // nothing follows [DONE]; its terminating blank line is the caller's
-		}
-		if data, ok := strings.CutPrefix(line, "data:"); ok {
-			if strings.TrimSpace(data) == "[DONE]" {
-				c.Done = true
-				continue
-			}
-			line = rewriteEvent(strings.TrimSpace(data), line, &c, &output, rewrite)
-		}
-		if _, err := io.WriteString(w, line+"\n"); err != nil {
-			return finish(c, &output), err
-		}
-		if line == "" {
-			w.Flush()
+		if err := s.line(sc.Text()); err != nil {
+			return s.finish(), err
 		}
 	}
 	w.Flush()
 	if err := sc.Err(); err != nil {
-		return finish(c, &output), err
+		return s.finish(), err
 	}
 	if ctx.Err() != nil {
-		return finish(c, &output), ctx.Err()
+		return s.finish(), ctx.Err()
 	}
-	return finish(c, &output), nil
+	return s.finish(), nil
 }
 
-// rewriteEvent reads one data event's JSON chunk into c and returns the
-// event line to send, rewritten.
-func rewriteEvent(data, line string, c *gatehouse.Completion, output *strings.Builder, rewrite func(map[string]json.RawMessage)) string {
-	if data == "" || data == "[DONE]" {
-		return line
+// streamState is what stream knows as the events pass.
+type streamState struct {
+	w       gatehouse.StreamWriter
+	rewrite func(map[string]json.RawMessage)
+	c       gatehouse.Completion
+	output  strings.Builder
+	reason  strings.Builder
+	// held is the last chunk with usage, not sent yet: the lines after it
+	// send it first, unless they are blank (its own end of event) or the
+	// stream ends.
+	held map[string]json.RawMessage
+}
+
+// line handles one line of the event stream.
+func (s *streamState) line(line string) error {
+	if s.c.Done {
+		return nil // nothing follows [DONE]; its terminating blank line is the caller's
+	}
+	if line == "" && s.held != nil {
+		return nil
+	}
+	data, isData := strings.CutPrefix(line, "data:")
+	data = strings.TrimSpace(data)
+	if isData && data == "[DONE]" {
+		s.c.Done = true
+		return nil
 	}
 	var obj map[string]json.RawMessage
-	if json.Unmarshal([]byte(data), &obj) != nil {
-		return line
+	if isData && data != "" && json.Unmarshal([]byte(data), &obj) == nil && obj != nil {
+		if s.read(obj) {
+			if err := s.sendHeld(); err != nil {
+				return err
+			}
+			s.held = obj
+			return nil
+		}
+		if b, err := json.Marshal(obj); err == nil {
+			line = "data: " + string(b)
+		}
 	}
-	part := inspect(obj, true)
-	if part.UsageKnown {
-		c.PromptTokens, c.CompletionTokens, c.UsageKnown = part.PromptTokens, part.CompletionTokens, true
+	if err := s.sendHeld(); err != nil {
+		return err
 	}
-	if part.UpstreamID != "" {
-		c.UpstreamID = part.UpstreamID
+	if _, err := io.WriteString(s.w, line+"\n"); err != nil {
+		return err
 	}
-	if part.FinishReason != "" {
-		c.FinishReason = part.FinishReason
+	if line == "" {
+		s.w.Flush()
 	}
-	if output.Len() < maxOutput {
-		output.WriteString(part.Output)
-	}
-	rewrite(obj)
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return line
-	}
-	return "data: " + string(b)
+	return nil
 }
 
-func finish(c gatehouse.Completion, output *strings.Builder) gatehouse.Completion {
-	c.Output = truncate(output.String())
+// read takes what metering needs of a chunk and rewrites it; it reports
+// whether the chunk carries usage.
+func (s *streamState) read(obj map[string]json.RawMessage) bool {
+	part := inspect(obj, true)
+	if part.UsageKnown {
+		s.c.PromptTokens, s.c.CompletionTokens, s.c.UsageKnown = part.PromptTokens, part.CompletionTokens, true
+	}
+	if part.UpstreamID != "" {
+		s.c.UpstreamID = part.UpstreamID
+	}
+	if part.FinishReason != "" {
+		s.c.FinishReason = part.FinishReason
+	}
+	if s.output.Len() < maxOutput {
+		s.output.WriteString(part.Output)
+	}
+	if s.reason.Len() < maxOutput {
+		s.reason.WriteString(part.Reasoning)
+	}
+	s.rewrite(obj)
+	return part.UsageKnown
+}
+
+// sendHeld sends the held chunk, as an event of its own.
+func (s *streamState) sendHeld() error {
+	if s.held == nil {
+		return nil
+	}
+	b, err := json.Marshal(s.held)
+	s.held = nil
+	if err != nil {
+		return nil
+	}
+	if _, err := io.WriteString(s.w, "data: "+string(b)+"\n\n"); err != nil {
+		return err
+	}
+	s.w.Flush()
+	return nil
+}
+
+func (s *streamState) finish() gatehouse.Completion {
+	c := s.c
+	c.Output, c.Reasoning, c.Final = truncate(s.output.String()), truncate(s.reason.String()), s.held
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -27,7 +28,8 @@ const (
 
 // matrixIDs names the resources the operations of the matrix act on.
 type matrixIDs struct {
-	keyHash, workspace, guardrail, destination, member, code string
+	keyHash, workspace, guardrail, destination, member, code, preset, byok string
+	generation                                                             string // a generation of keyHash, with content
 }
 
 // matrixOp is one operation of the router with real ids filled in.
@@ -47,13 +49,23 @@ func matrixOps(ids matrixIDs) []matrixOp {
 	op := func(pattern, access string, success int, id string, body any) matrixOp {
 		path := strings.SplitN(pattern, " ", 2)[1]
 		byID := false
-		if i := strings.Index(path, "{"); i >= 0 {
+		for i := strings.Index(path, "{"); i >= 0; i = strings.Index(path, "{") {
 			j := strings.Index(path, "}")
-			path, byID = path[:i]+id+path[j+1:], true
+			value := id
+			if path[i:j+1] == "{version}" {
+				value = "1" // of the preset named before it
+			}
+			path, byID = path[:i]+value+path[j+1:], true
 		}
 		return matrixOp{pattern: pattern, path: path, body: body, access: access, byID: byID, success: success}
 	}
 	late := func(o matrixOp, n int) matrixOp { o.late = n; return o }
+	// The generation routes name their generation in ?id= or in the body.
+	named := func(o matrixOp, query string) matrixOp { o.path += query; o.byID = true; return o }
+	generation := "?id=" + url.QueryEscape(ids.generation)
+	// Saving a preset names it by slug in the caller's own workspace:
+	// another organization's key saves a preset of its own.
+	saves := func(o matrixOp) matrixOp { o.byID = false; return o }
 	ok, created := http.StatusOK, http.StatusCreated
 	return []matrixOp{
 		op("GET /healthz", opsEndpoint, ok, "", nil),
@@ -79,6 +91,13 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		op("GET /api/v1/workspaces/{id}/members", mgmtOnly, ok, ids.workspace, nil),
 		op("POST /api/v1/workspaces/{id}/members/add", mgmtOnly, ok, ids.workspace, map[string]any{"user_ids": []string{ids.member}}),
 		op("POST /api/v1/workspaces/{id}/members/remove", mgmtOnly, ok, ids.workspace, map[string]any{"user_ids": []string{ids.member}}),
+		budgetOp(op("PUT /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, map[string]any{"limit_usd": 5})),
+		budgetOp(op("GET /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, nil)),
+		op("GET /api/v1/workspaces/{id}/budgets", mgmtOnly, ok, ids.workspace, nil),
+		budgetOp(op("DELETE /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, nil)),
+
+		op("GET /api/v1/credits", mgmtOnly, ok, "", nil),
+		op("POST /api/v1/credits/grants", mgmtOnly, created, "", map[string]any{"amount": 10}),
 
 		op("GET /api/v1/guardrails", mgmtOnly, ok, "", nil),
 		op("POST /api/v1/guardrails", mgmtOnly, created, "", map[string]any{"name": "matrix guardrail"}),
@@ -101,11 +120,28 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		op("PATCH /api/v1/observability/destinations/{id}", mgmtOnly, ok, ids.destination, map[string]any{"enabled": false}),
 		late(op("DELETE /api/v1/observability/destinations/{id}", mgmtOnly, ok, ids.destination, nil), 1),
 
+		op("GET /api/v1/byok", mgmtOnly, ok, "", nil),
+		op("POST /api/v1/byok", mgmtOnly, created, "", map[string]any{"provider": "acme", "key": "sk-matrix-0123456789abcdef"}),
+		op("GET /api/v1/byok/{id}", mgmtOnly, ok, ids.byok, nil),
+		op("PATCH /api/v1/byok/{id}", mgmtOnly, ok, ids.byok, map[string]any{"disabled": true}),
+		late(op("DELETE /api/v1/byok/{id}", mgmtOnly, ok, ids.byok, nil), 1),
+
 		op("GET /api/v1/organization/members", mgmtOnly, ok, "", nil),
 		op("POST /api/v1/organization/members", mgmtOnly, created, "", map[string]any{"email": "matrix@example.com"}),
 		late(op("DELETE /api/v1/organization/members/{user_id}", mgmtOnly, ok, ids.member, nil), 5),
 
 		op("GET /api/v1/audit-log", mgmtOnly, ok, "", nil),
+
+		op("GET /api/v1/presets", mgmtOnly, ok, "", nil),
+		op("GET /api/v1/presets/{slug}", mgmtOnly, ok, ids.preset, nil),
+		op("GET /api/v1/presets/{slug}/versions", mgmtOnly, ok, ids.preset, nil),
+		op("GET /api/v1/presets/{slug}/versions/{version}", mgmtOnly, ok, ids.preset, nil),
+		saves(op("POST /api/v1/presets/{slug}/chat/completions", mgmtOnly, ok, ids.preset, map[string]any{
+			"messages": []any{map[string]any{"role": "system", "content": "Be brief."}}, "temperature": 0.5})),
+		saves(op("POST /api/v1/presets/{slug}/messages", mgmtOnly, ok, ids.preset, map[string]any{
+			"system": "Be brief.", "max_tokens": 100})),
+		saves(op("POST /api/v1/presets/{slug}/responses", mgmtOnly, ok, ids.preset, map[string]any{
+			"instructions": "Be brief.", "max_output_tokens": 100})),
 
 		// Regular keys only: a management key is refused before anything is read.
 		op("POST /api/v1/chat/completions", anyKey, http.StatusForbidden, "", map[string]any{
@@ -121,7 +157,18 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		// Without ?id= a valid key gets 400 (id is required); generations by
 		// id are covered in completions_test.go.
 		op("GET /api/v1/generation", anyKey, http.StatusBadRequest, "", nil),
+		named(op("GET /api/v1/generation/content", anyKey, ok, "", nil), generation),
+		named(op("POST /api/v1/generation/feedback", mgmtOnly, ok, "", map[string]any{
+			"generation_id": ids.generation, "category": "other"}), ""),
+		named(op("GET /api/v1/generation/feedback", mgmtOnly, ok, "", nil), generation),
 	}
+}
+
+// budgetOp fills in the interval of a workspace budget's route (op fills
+// in the workspace): the monthly budget.
+func budgetOp(o matrixOp) matrixOp {
+	o.path = strings.Replace(o.path, "{interval}", "monthly", 1)
+	return o
 }
 
 // matrixModel is the model of matrixCatalog that the matrix's catalog
@@ -179,7 +226,7 @@ func (e *testEnv) matrixFixture() *matrixFixture {
 	f.ids.workspace = e.createWorkspace(e.mgmt, "ws-a")
 	f.defaultWorkspace = e.workspaceIDOf(e.mgmt, "default")
 	f.ids.keyHash, f.regular = e.createKey(e.mgmt, map[string]any{"name": "regular", "creator_user_id": f.ids.member})
-	var g, d struct {
+	var g, d, b struct {
 		Data struct {
 			ID string `json:"id"`
 		} `json:"data"`
@@ -190,7 +237,17 @@ func (e *testEnv) matrixFixture() *matrixFixture {
 		"name": "hook", "type": "webhook", "config": map[string]any{"url": "https://hooks.example.com/a"},
 	}).want(e.t, http.StatusCreated).decode(e.t, &d)
 	f.ids.destination = d.Data.ID
+	e.do("POST", "/api/v1/byok", e.mgmt, map[string]any{"provider": "acme", "key": "sk-acme-fixture-0123456789"}).
+		want(e.t, http.StatusCreated).decode(e.t, &b)
+	f.ids.byok = b.Data.ID
 	f.ids.code = "ghc_not-a-code"
+	e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{"is_observability_io_logging_enabled": true}).
+		want(e.t, http.StatusOK)
+	f.ids.generation = e.storeGeneration(f.ids.keyHash)
+	f.ids.preset = "matrix-preset"
+	e.do("POST", "/api/v1/presets/matrix-preset/chat/completions", e.mgmt, map[string]any{
+		"messages": []any{map[string]any{"role": "system", "content": "You are the matrix."}}, "top_p": 0.9}).
+		want(e.t, http.StatusOK)
 
 	var hash string
 	hash, f.disabled = e.createKey(e.mgmt, map[string]any{"name": "disabled"})
@@ -320,6 +377,7 @@ func TestAuthenticationMatrix(t *testing.T) {
 				"/api/v1/guardrails?workspace_id=" + f.ids.workspace,
 				"/api/v1/observability/destinations?workspace_id=" + f.ids.workspace,
 				"/api/v1/guardrails?workspace_id=" + f.defaultWorkspace,
+				"/api/v1/byok?workspace_id=" + f.defaultWorkspace, "/api/v1/byok?workspace_id=ws-a",
 			} {
 				if res := e.do("GET", path, mgmtB, nil); res.Status != http.StatusNotFound {
 					t.Errorf("GET %s as org B: status %d, want 404: %s", path, res.Status, res.Body)
@@ -327,7 +385,7 @@ func TestAuthenticationMatrix(t *testing.T) {
 			}
 			// B's lists hold none of A's rows.
 			secrets := []string{e.org.ID, f.ids.keyHash, f.ids.workspace, f.defaultWorkspace, f.ids.guardrail,
-				f.ids.destination, f.ids.member, "member@example.com", "ws-a", gatehouse.HashKey(e.mgmt)}
+				f.ids.destination, f.ids.byok, f.ids.member, "member@example.com", "ws-a", gatehouse.HashKey(e.mgmt), f.ids.preset}
 			for _, o := range ops {
 				if o.byID || o.access != mgmtOnly || !strings.HasPrefix(o.pattern, "GET ") {
 					continue

@@ -77,6 +77,12 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		"broadcast_generation_cost": true, "broadcast_generation_identity": true,
 		"broadcast_generation_request_context": true,
 	}
+	byok := map[string]any{
+		"key": "sk-acme-matrix-0123456789abcdef", "name": "matrix byok", "disabled": false,
+		"allowed_api_key_hashes": []any{f.ids.keyHash}, "allowed_models": []any{"acme/chat"},
+		"allowed_user_ids": []any{f.ids.member}, "declared_zdr": true,
+		"is_byok_only": false, "is_fallback": true, "is_required": true,
+	}
 	return map[string]map[string]any{
 		"POST /api/v1/keys": {
 			"name": "matrix key", "limit": 10, "limit_reset": "monthly", "include_byok_in_limit": true,
@@ -93,10 +99,13 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		},
 		"POST /api/v1/auth/keys": {"code": code, "code_verifier": verifier, "code_challenge_method": "S256"},
 
-		"POST /api/v1/workspaces":                     workspace,
-		"PATCH /api/v1/workspaces/{id}":               mxWith(workspace, "slug", "ws-a"),
-		"POST /api/v1/workspaces/{id}/members/add":    {"user_ids": []any{f.ids.member}},
-		"POST /api/v1/workspaces/{id}/members/remove": {"user_ids": []any{f.ids.member}},
+		"POST /api/v1/workspaces":                        workspace,
+		"PATCH /api/v1/workspaces/{id}":                  mxWith(workspace, "slug", "ws-a"),
+		"POST /api/v1/workspaces/{id}/members/add":       {"user_ids": []any{f.ids.member}},
+		"POST /api/v1/workspaces/{id}/members/remove":    {"user_ids": []any{f.ids.member}},
+		"PUT /api/v1/workspaces/{id}/budgets/{interval}": {"limit_usd": 5, "include_byok_in_budgets": true},
+
+		"POST /api/v1/credits/grants": {"amount": 10},
 
 		"POST /api/v1/guardrails":                                 mxWith(guardrail, "workspace_id", "default"),
 		"PATCH /api/v1/guardrails/{id}":                           mxWith(guardrail, "name", "matrix guardrail renamed"),
@@ -109,10 +118,60 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		"PATCH /api/v1/observability/destinations/{id}":  destination,
 		"DELETE /api/v1/observability/destinations/{id}": {},
 
+		"POST /api/v1/byok":        mxWith(mxWith(byok, "provider", "acme"), "workspace_id", "default"),
+		"PATCH /api/v1/byok/{id}":  byok,
+		"DELETE /api/v1/byok/{id}": {},
+
 		"POST /api/v1/organization/members": {
 			"id": "user_matrix", "email": "matrix@example.com", "first_name": "Mat", "last_name": "Rix", "role": "org:member",
 		},
+
+		"POST /api/v1/generation/feedback": {"generation_id": f.ids.generation, "category": "incorrect_response",
+			"comment": "wrong\tanswer\nsee ticket 12"},
+		// No model: the matrix's environment serves none (presets_test.go
+		// covers models).
+		"POST /api/v1/presets/{slug}/chat/completions": {
+			"messages":   []any{map[string]any{"role": "system", "content": "Matrix prompt."}, map[string]any{"role": "user", "content": "hi"}},
+			"max_tokens": 100, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.1, "top_a": 0.1,
+			"presence_penalty": 0.5, "frequency_penalty": 0.5, "repetition_penalty": 1.1, "seed": 7,
+			"stop": []any{"END"}, "logit_bias": map[string]any{"50256": -100}, "logprobs": true, "top_logprobs": 2,
+			"response_format": map[string]any{"type": "json_object"},
+			"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
+				"parameters": map[string]any{"type": "object"}}}},
+			"tool_choice": "auto", "parallel_tool_calls": false,
+			"reasoning":        map[string]any{"effort": "low", "summary": "auto", "max_tokens": 500, "exclude": false, "enabled": true},
+			"reasoning_effort": "low", "verbosity": "low", "provider": mxProvider(), "stream": false, "user": "matrix-user",
+		},
+		"POST /api/v1/presets/{slug}/messages": {
+			"max_tokens": 100, "temperature": 0.5, "top_p": 0.9, "top_k": 40,
+			"stop_sequences": []any{"END"}, "system": "Matrix prompt.",
+			"thinking":    map[string]any{"type": "enabled", "budget_tokens": 1024},
+			"tools":       []any{map[string]any{"name": "get_weather", "input_schema": map[string]any{"type": "object"}}},
+			"tool_choice": map[string]any{"type": "auto"}, "provider": mxProvider(),
+			"output_config": map[string]any{"effort": "high", "format": map[string]any{"type": "json_schema",
+				"schema": map[string]any{"type": "object"}}},
+			"messages": []any{map[string]any{"role": "user", "content": "hi"}}, "stream": false,
+		},
+		"POST /api/v1/presets/{slug}/responses": {
+			"max_output_tokens": 100, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "presence_penalty": 0.1,
+			"frequency_penalty": 0.1, "top_logprobs": 2, "instructions": "Matrix prompt.",
+			"reasoning": map[string]any{"effort": "low", "summary": "auto", "max_tokens": 500, "exclude": false, "enabled": true},
+			"text":      map[string]any{"format": map[string]any{"type": "json_object"}, "verbosity": "low"},
+			"tools": []any{map[string]any{"type": "function", "name": "get_weather",
+				"parameters": map[string]any{"type": "object"}}},
+			"tool_choice": "auto", "parallel_tool_calls": true, "provider": mxProvider(),
+			"input": "hi", "store": false, "service_tier": nil, "stream": false,
+		},
 	}
+}
+
+// mxProvider returns provider preferences that set every field to a value
+// Gatehouse honours.
+func mxProvider() map[string]any {
+	return map[string]any{"allow_fallbacks": false, "data_collection": "allow", "enforce_distillable_text": false,
+		"ignore": []any{"xai"}, "max_price": map[string]any{"prompt": 10, "completion": 20, "request": 1, "image": 1, "audio": 1},
+		"only": []any{"acme"}, "order": []any{"acme"}, "preferred_max_latency": 5, "preferred_min_throughput": 10,
+		"quantizations": []any{}, "require_parameters": true, "sort": "price", "zdr": false}
 }
 
 // matrixAccepted lists, per operation, bodies at the limits that must be
@@ -147,6 +206,17 @@ func matrixAccepted(base map[string]map[string]any) map[string][]map[string]any 
 			{"allowed_models": nil, "content_filters": nil, "limit_usd": nil, "reset_interval": nil},
 		},
 		"PATCH /api/v1/observability/destinations/{id}": {{"sampling_rate": 0.0001}, {"sampling_rate": 1, "filter_rules": nil}},
+		"POST /api/v1/generation/feedback": {
+			mxWith(base["POST /api/v1/generation/feedback"], "comment", long("c", 4000)),
+			{"generation_id": base["POST /api/v1/generation/feedback"]["generation_id"], "category": "api_error", "comment": ""},
+		},
+		"POST /api/v1/presets/{slug}/chat/completions": {
+			{"max_tokens": 10_000_000, "temperature": 2, "top_p": 0, "stop": mxFillItems([]any{"s"}, 16), "top_logprobs": 20},
+			{"messages": nil, "tools": mxFillItems(base["POST /api/v1/presets/{slug}/chat/completions"]["tools"].([]any), 128)},
+			{}, // a preset of nothing: a version with an empty config
+		},
+		"POST /api/v1/presets/{slug}/messages":  {{"max_tokens": 1, "stop_sequences": mxFillItems([]any{"s"}, 16), "thinking": map[string]any{"type": "disabled"}}},
+		"POST /api/v1/presets/{slug}/responses": {{"max_output_tokens": 10_000_000, "instructions": nil, "tool_choice": nil}},
 	}
 }
 
@@ -295,7 +365,7 @@ func matrixCases(t *testing.T, doc *openapi3.T, o matrixOp, op *openapi3.Operati
 		g.object(schema, nil, base)
 		cases = append(cases, g.cases...)
 	}
-	cases = append(cases, mxQueryCases(params, o.path)...)
+	cases = append(cases, mxQueryCases(params, o.path, base)...)
 	return append(cases, mxPathIDCases(params, path, f, base)...)
 }
 
@@ -619,7 +689,7 @@ func (g *caseGen) del(what string, path []any) {
 }
 
 // mxQueryCases are bad values of the documented query parameters.
-func mxQueryCases(params openapi3.Parameters, path string) []badCase {
+func mxQueryCases(params openapi3.Parameters, path string, body map[string]any) []badCase {
 	var cases []badCase
 	for _, p := range params {
 		if p.Value.In != "query" {
@@ -627,10 +697,18 @@ func mxQueryCases(params openapi3.Parameters, path string) []badCase {
 		}
 		name, s := p.Value.Name, p.Value.Schema.Value
 		q := func(v string, status int, substr string) {
-			c := badCase{name: fmt.Sprintf("?%s=%q", name, mxTruncate(v, 20)), path: path + "?" + url.Values{name: {v}}.Encode(),
+			// The case's value replaces the one of the operation's path (the
+			// generation routes name theirs in ?id=), next to the others.
+			base, query, _ := strings.Cut(path, "?")
+			values, _ := url.ParseQuery(query)
+			values.Set(name, v)
+			c := badCase{name: fmt.Sprintf("?%s=%q", name, mxTruncate(v, 20)), path: base + "?" + values.Encode(),
 				status: status, substr: substr}
 			if status == 400 {
 				c.field = name
+			}
+			if body != nil { // the valid body, so that the case is about the parameter
+				c.body = mxRaw(mxMustJSON(body))
 			}
 			cases = append(cases, c)
 		}
@@ -678,35 +756,61 @@ func mxQueryCases(params openapi3.Parameters, path string) []badCase {
 // mxPathIDCases replace each path id with values that cannot name a resource.
 // body is sent with each, when the operation takes one.
 func mxPathIDCases(params openapi3.Parameters, pattern string, f *matrixFixture, body map[string]any) []badCase {
-	reals := map[string]string{"hash": f.ids.keyHash, "id": f.ids.guardrail, "user_id": f.ids.member,
-		"author": matrixAuthor, "slug": matrixSlug}
-	if strings.Contains(pattern, "/workspaces/") {
-		reals["id"] = f.ids.workspace
-	} else if strings.Contains(pattern, "/destinations/") {
-		reals["id"] = f.ids.destination
-	}
+	presets := strings.Contains(pattern, "/presets/")
 	var cases []badCase
+	realID := func(name string) string {
+		switch {
+		case presets && name == "slug":
+			return f.ids.preset
+		case presets && name == "version":
+			return "1"
+		case name == "author":
+			return matrixAuthor
+		case name == "slug":
+			return matrixSlug
+		case name == "interval":
+			return "monthly"
+		case strings.Contains(pattern, "/workspaces/"):
+			return f.ids.workspace
+		case strings.Contains(pattern, "/destinations/"):
+			return f.ids.destination
+		}
+		return map[string]string{"hash": f.ids.keyHash, "id": f.ids.guardrail, "user_id": f.ids.member}[name]
+	}
 	for _, p := range params {
 		if p.Value.In != "path" {
 			continue
 		}
-		real := reals[p.Value.Name]
-		// The other ids of the path (a model's author and slug) are real.
-		others := pattern
-		for name, v := range reals {
-			if name != p.Value.Name {
-				others = strings.ReplaceAll(others, "{"+name+"}", v)
-			}
-		}
+		real := realID(p.Value.Name)
 		bad := []string{
 			"not-a-uuid", strings.Repeat("z", 64), strings.Repeat("a", 5000), real + "0", real[1:],
 			"{" + real + "}", "urn:uuid:" + real, "%00", "%ff%fe", "%2F", "%E2%80%AE", "null",
 		}
+		switch {
+		case presets && p.Value.Name == "slug": // what cannot be a slug: a valid one names a preset to create
+			bad = []string{"Not_A_Slug", strings.Repeat("z", 65), strings.Repeat("a", 5000), "-" + real, real + "-",
+				"two--hyphens", "UPPER", "{" + real + "}", "%00", "%ff%fe", "%2F", "%E2%80%AE", "a.b", "sp%20ace"}
+		case presets && p.Value.Name == "version":
+			bad = []string{"0", "-1", "x", "1.5", "01", "+1", "99999999999", "2", "%00", "%ff%fe", "%2F", "%E2%80%AE", "null"}
+		}
+		// The other ids of the path (a model's author and slug, a preset's
+		// slug) are real, so that the case is about this one.
+		others := pattern
+		for _, q := range params {
+			if q.Value.In == "path" && q.Value.Name != p.Value.Name {
+				others = strings.Replace(others, "{"+q.Value.Name+"}", realID(q.Value.Name), 1)
+			}
+		}
 		for _, id := range bad {
 			// 404 either way: "... not found", or "no such route" when
-			// the id holds an escaped slash.
+			// the id holds an escaped slash. A budget's interval is no
+			// id but one of four words: anything else that reaches the
+			// route is a 400 naming it.
 			c := badCase{name: "path id " + mxTruncate(id, 20), path: strings.Replace(others, "{"+p.Value.Name+"}", id, 1),
 				status: 404}
+			if p.Value.Name == "interval" && id != "%2F" {
+				c.status, c.field = 400, "interval"
+			}
 			if body != nil {
 				c.body = mxRaw(mxMustJSON(body))
 			}

@@ -20,9 +20,9 @@ import (
 // restricted to the fields Gatehouse knows how to bill, and the provider is
 // sent a body re-encoded from the parsed values, never the client's bytes.
 
-// chatFields are the request fields forwarded to providers. Anything else
-// is refused: a field Gatehouse does not read could be one the provider
-// bills for.
+// chatFields are the request fields forwarded to providers (but preset and
+// provider, which Gatehouse reads and removes). Anything else is refused: a
+// field Gatehouse does not read could be one the provider bills for.
 var chatFields = map[string]bool{
 	"model": true, "messages": true, "stream": true, "stream_options": true,
 	"max_tokens": true, "max_completion_tokens": true, "n": true,
@@ -32,6 +32,8 @@ var chatFields = map[string]bool{
 	"tools": true, "tool_choice": true, "parallel_tool_calls": true, "response_format": true,
 	"reasoning": true, "reasoning_effort": true, "verbosity": true,
 	"user": true, "session_id": true, "metadata": true,
+	// Read by Gatehouse, never forwarded: see presetapply.go.
+	"preset": true, "provider": true,
 }
 
 // refusedChatFields are known fields that change what the provider bills in

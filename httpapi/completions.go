@@ -42,52 +42,68 @@ type chatRequest struct {
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	SessionID           *string         `json:"session_id"`
 	N                   *int            `json:"n"`
+	User                *string         `json:"user"`
+	// Preset names a preset to apply (see presetapply.go); Provider holds
+	// provider preferences, which Gatehouse enforces. Neither is forwarded.
+	Preset   *string                        `json:"preset"`
+	Provider json.RawMessage                `json:"provider"`
+	prefs    *gatehouse.ProviderPreferences // Provider, read
 }
 
 // readChat reads and checks a chat completion request; body keeps every
 // field for the upstream.
 func readChat(w http.ResponseWriter, r *http.Request) (chatRequest, map[string]json.RawMessage, []byte, error) {
-	var req chatRequest
 	if err := checkContentType(r); err != nil {
-		return req, nil, nil, err
+		return chatRequest{}, nil, nil, err
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxCompletionBodyBytes))
 	if err != nil {
-		return req, nil, nil, gatehouse.Errorf(gatehouse.ETOOLARGE, "request body must be at most %d bytes", MaxCompletionBodyBytes)
+		return chatRequest{}, nil, nil, gatehouse.Errorf(gatehouse.ETOOLARGE, "request body must be at most %d bytes", MaxCompletionBodyBytes)
 	}
+	req, body, err := parseChat(raw)
+	return req, body, raw, err
+}
+
+// parseChat checks the bytes of a chat completion request: the client's,
+// or those of a request a preset was applied to.
+func parseChat(raw []byte) (chatRequest, map[string]json.RawMessage, error) {
+	var req chatRequest
 	if _, err := scanObject(raw, nil); err != nil {
-		return req, nil, nil, err
+		return req, nil, err
 	}
 	body, err := canonicalChat(raw)
 	if err != nil {
-		return req, nil, nil, err
+		return req, nil, err
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
-		return req, nil, nil, decodeError(err, reflect.TypeOf(req))
+		return req, nil, decodeError(err, reflect.TypeOf(req))
 	}
 	switch {
-	case req.Model == "":
-		return req, nil, nil, gatehouse.FieldError("model", "is required, such as openai/gpt-4o-mini (GET /api/v1/models lists them)")
+	case req.Model == "" && req.Preset == nil:
+		return req, nil, gatehouse.FieldError("model", "is required, such as openai/gpt-4o-mini (GET /api/v1/models lists them)")
 	case len(bytes.TrimSpace(req.Messages)) == 0 || bytes.Equal(bytes.TrimSpace(req.Messages), []byte("null")):
-		return req, nil, nil, gatehouse.FieldError("messages", "is required")
+		return req, nil, gatehouse.FieldError("messages", "is required")
 	case !bytes.HasPrefix(bytes.TrimSpace(req.Messages), []byte("[")) || bytes.Equal(bytes.Join(bytes.Fields(req.Messages), nil), []byte("[]")):
-		return req, nil, nil, gatehouse.FieldError("messages", "must be a non-empty array of messages")
+		return req, nil, gatehouse.FieldError("messages", "must be a non-empty array of messages")
 	}
 	for _, f := range []struct {
 		name string
 		v    *int
 	}{{"max_tokens", req.MaxTokens}, {"max_completion_tokens", req.MaxCompletionTokens}} {
 		if f.v != nil && (*f.v < 1 || *f.v > 10_000_000) {
-			return req, nil, nil, gatehouse.FieldError(f.name, "must be a positive integer")
+			return req, nil, gatehouse.FieldError(f.name, "must be a positive integer")
 		}
 	}
 	if req.MaxTokens != nil && req.MaxCompletionTokens != nil && *req.MaxTokens != *req.MaxCompletionTokens {
-		return req, nil, nil, gatehouse.FieldError("max_completion_tokens", "is %d but max_tokens is %d: send one cap, or both equal", *req.MaxCompletionTokens, *req.MaxTokens)
+		return req, nil, gatehouse.FieldError("max_completion_tokens", "is %d but max_tokens is %d: send one cap, or both equal", *req.MaxCompletionTokens, *req.MaxTokens)
 	}
 	if req.N != nil && *req.N != 1 {
-		return req, nil, nil, gatehouse.FieldError("n", "must be 1: Gatehouse reserves and meters one completion per request")
+		return req, nil, gatehouse.FieldError("n", "must be 1: Gatehouse reserves and meters one completion per request")
 	}
-	return req, body, raw, nil
+	if req.prefs, err = readProvider(req.Provider); err != nil {
+		return req, nil, err
+	}
+	return req, body, nil
 }
 
 // chatCompletions serves POST /chat/completions: the meter enforces the
@@ -101,20 +117,30 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
-	model, provider, ok := s.data.Catalog.Model(req.Model)
-	if !ok {
-		return gatehouse.FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", req.Model)
+	req, body, raw, preset, err := s.usePreset(r.Context(), p.key, req, body, raw)
+	if err != nil {
+		return err
+	}
+	model, provider, err := s.chatModel(req, body)
+	if err != nil {
+		return preset.explain(err)
 	}
 	capTokens := req.MaxCompletionTokens // readChat made sure both caps agree
 	if capTokens == nil {
 		capTokens = req.MaxTokens
 	}
+	attribution, err := chatAttribution(r, req.User)
+	if err != nil {
+		return err
+	}
 	m, err := s.meter.Reserve(r.Context(), gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
-		Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID})
+		Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID,
+		Messages: req.Messages, Attribution: attribution})
 	if err != nil {
 		return err
 	}
 	gen := m.Generation
+	fp := &fingerprints{own: fingerprint(provider, model)}
 	sw := &streamWriter{w: w, held: func() error { return m.Held(r.Context()) }}
 	// A whole answer is paid for even if the client leaves before it comes:
 	// the provider works (and bills) either way, so the call outlives the
@@ -124,13 +150,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if !req.Stream {
 		callCtx = context.WithoutCancel(callCtx)
 	}
-	done, err := s.data.Upstream.Complete(callCtx, gatehouse.CompletionCall{
+	done, err := s.complete(callCtx, m, gatehouse.CompletionCall{
 		Provider: provider, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
 		Rewrite: func(obj map[string]json.RawMessage) {
 			obj["id"], _ = json.Marshal(gen.ID)
 			obj["model"], _ = json.Marshal(model.Slug())
 			obj["provider"], _ = json.Marshal(provider.ID)
 			normalizeAnswer(obj)
+			fp.stamp(obj)
 		},
 	}, sw)
 	if err == nil && !sw.started {
@@ -149,25 +176,79 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		}
 		return err
 	}
-	if !sw.started && r.Context().Err() != nil {
+	gone := !sw.started && r.Context().Err() != nil
+	if gone {
 		s.logger.Info("client cancelled before the answer; the answer was metered",
 			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID)
 		if rec, ok := w.(*recorder); ok {
 			rec.status, rec.wrote = statusClientClosed, true
 		}
-	} else if !sw.started {
-		defer func() { _ = writeRaw(w, http.StatusOK, done.Body) }()
 	}
-	if err := s.meter.Settle(r.Context(), m, done, err); err != nil {
+	return s.settleAndSend(w, r, m, model, done, err, sw, fp, gone)
+}
+
+// settleAndSend meters a call that was answered (callErr: a stream that
+// broke off) and sends what remains of its answer with the cost as
+// metered: the whole answer, or a stream's usage chunk (the provider's,
+// held back until now, or one of Gatehouse's) and [DONE]. Nothing is sent
+// to a client that left before a whole answer.
+func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gatehouse.Metering, model *gatehouse.Model,
+	done gatehouse.Completion, callErr error, sw *streamWriter, fp *fingerprints, gone bool) error {
+	gen := m.Generation
+	settleErr := s.meter.Settle(r.Context(), m, done, callErr)
+	charged := *gen // as settled: tokens and cost
+	if settleErr != nil {
 		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
-			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", err.Error())
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", settleErr.Error())
+		charged.Cost = m.Reservation.Amount
 	}
-	if sw.started && done.Done {
+	final := done.Final
+	switch {
+	case gone:
+		return nil
+	case !sw.started:
+		if final == nil {
+			final = map[string]json.RawMessage{} // never: a whole answer is read whole
+		}
+		withCost(final, &charged, model)
+		body, _ := json.Marshal(final)
+		return writeRaw(w, http.StatusOK, body)
+	}
+	if final == nil {
+		final = lastChunk(gen, fp, s.now())
+	}
+	withCost(final, &charged, model)
+	if b, err := json.Marshal(final); err == nil {
+		_, _ = io.WriteString(w, "data: "+string(b)+"\n\n")
+	}
+	if done.Done {
 		// Held back until now, so a client that stops at [DONE] reads its usage.
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
-		sw.Flush()
 	}
+	sw.Flush()
 	return nil
+}
+
+// complete makes the call: with the provider's own key, or with the
+// workspace's BYOK keys that the metering chose, one after the other while
+// the provider refuses the key it was sent (and nothing has reached the
+// client), all within the provider's timeout.
+func (s *Server) complete(ctx context.Context, m *gatehouse.Metering, call gatehouse.CompletionCall, sw *streamWriter) (gatehouse.Completion, error) {
+	if len(m.BYOKKeys) == 0 {
+		return s.data.Upstream.Complete(ctx, call, sw)
+	}
+	ctx, cancel := context.WithTimeout(ctx, call.Provider.CallTimeout())
+	defer cancel()
+	for i := 0; ; i++ {
+		call.APIKey = m.BYOKKeys[i].Key
+		done, err := s.data.Upstream.Complete(ctx, call, sw)
+		if i+1 == len(m.BYOKKeys) || sw.started || !gatehouse.BYOKKeyRefused(err) {
+			return done, err
+		}
+		s.logger.Info("the provider refused a BYOK key; trying the workspace's next one",
+			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", call.Provider.ID,
+			"byok_key_id", m.BYOKKeys[i].ID, "error", err.Error())
+	}
 }
 
 // settled waits (briefly) until the settles written behind the request

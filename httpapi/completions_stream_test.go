@@ -156,10 +156,24 @@ func TestChatCompletionStreamWithoutUsage(t *testing.T) {
 	t.Parallel()
 	e := newChatEnv(t, func(u *fakeUpstream) { u.noUsage = true }, nil)
 	res := e.chat(e.key, chatBody("acme/exact", "stream", true, "max_tokens", 100)).want(t, http.StatusOK)
-	if !strings.HasSuffix(string(res.Body), "data: [DONE]\n\n") || strings.Contains(string(res.Body), `"usage"`) {
-		t.Errorf("body %q", res.Body)
-	}
 	reserved := gatehouse.Money(100_000_000)
+	// The stream still ends with a usage chunk: what was charged, no tokens.
+	events := strings.Split(strings.TrimSuffix(string(res.Body), "\n\n"), "\n\n")
+	if len(events) < 2 || events[len(events)-1] != "data: [DONE]" || strings.Count(string(res.Body), `"usage"`) != 1 {
+		t.Fatalf("body %q", res.Body)
+	}
+	var last struct {
+		Choices []any `json:"choices"`
+		Usage   struct {
+			PromptTokens     int64           `json:"prompt_tokens"`
+			CompletionTokens int64           `json:"completion_tokens"`
+			Cost             gatehouse.Money `json:"cost"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(events[len(events)-2], "data: ")), &last); err != nil ||
+		len(last.Choices) != 0 || last.Usage.Cost != reserved || last.Usage.PromptTokens != 0 || last.Usage.CompletionTokens != 0 {
+		t.Errorf("last chunk %s (%v), want no choices and usage costing the reservation %s", events[len(events)-2], err, reserved)
+	}
 	if m := e.money(e.hash); m.Usage != reserved {
 		t.Errorf("usage %s, want the reservation %s", m.Usage, reserved)
 	}

@@ -31,15 +31,22 @@ type fakeUpstream struct {
 	delay            time.Duration // wait this long before answering (or until the caller leaves)
 	noUsage          bool          // report no usage
 	promptTokens     int64
-	completionTokens int64         // 0: the request's max_tokens
-	hold             chan struct{} // streams wait after their first chunk until it closes
-	answerID         string        // the id of answers; "" is chatcmpl-up
-	finishReason     string        // "" is stop
-	uncapped         int64         // with completionTokens 0: tokens billed when the body has no exact "max_tokens"
-	overbill         int64         // tokens billed beyond the request's max_tokens
+	completionTokens int64          // 0: the request's max_tokens
+	hold             chan struct{}  // streams wait after their first chunk until it closes
+	answerID         string         // the id of answers; "" is chatcmpl-up
+	finishReason     string         // "" is stop
+	uncapped         int64          // with completionTokens 0: tokens billed when the body has no exact "max_tokens"
+	overbill         int64          // tokens billed beyond the request's max_tokens
+	fingerprint      string         // the system_fingerprint of answers and chunks; "" sends none
+	reasoning        string         // reasoning text of the answer (the first chunk's, streamed)
+	tokenDetails     map[string]any // replaces the usage's token details, when set
+	// refuse answers a request whose bearer token is a key of it with the
+	// key's status and an error that quotes the token, as some providers do.
+	refuse map[string]int
 
 	mu       sync.Mutex
 	bodies   []map[string]any // the requests received
+	auths    []string         // their Authorization headers
 	canceled chan struct{}    // closed when a caller left before the answer was complete
 	once     sync.Once
 }
@@ -64,6 +71,13 @@ func (u *fakeUpstream) requests() []map[string]any {
 	return append([]map[string]any(nil), u.bodies...)
 }
 
+// authorizations returns the Authorization headers received so far.
+func (u *fakeUpstream) authorizations() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.auths...)
+}
+
 func (u *fakeUpstream) callerLeft() { u.once.Do(func() { close(u.canceled) }) }
 
 func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +88,15 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u.mu.Lock()
 	u.bodies = append(u.bodies, body)
+	u.auths = append(u.auths, r.Header.Get("Authorization"))
 	u.mu.Unlock()
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if status, ok := u.refuse[token]; ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "Incorrect API key provided: " + token}})
+		return
+	}
 	if u.delay > 0 {
 		select {
 		case <-time.After(u.delay):
@@ -108,13 +130,22 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	usage := map[string]any{"prompt_tokens": u.promptTokens, "completion_tokens": completion,
 		"total_tokens": u.promptTokens + completion, "prompt_tokens_details": map[string]any{"cached_tokens": 0}}
+	for k, v := range u.tokenDetails {
+		usage[k] = v
+	}
 	if stream, _ := body["stream"].(bool); stream {
 		u.stream(w, r, body, usage)
 		return
 	}
+	message := map[string]any{"role": "assistant", "content": "Hello"}
+	if u.reasoning != "" {
+		message["reasoning"] = u.reasoning
+	}
 	answer := map[string]any{"id": u.answerID, "object": "chat.completion", "created": 1700000000, "model": body["model"],
-		"choices": []any{map[string]any{"index": 0, "finish_reason": u.finishReason,
-			"message": map[string]any{"role": "assistant", "content": "Hello"}}}}
+		"choices": []any{map[string]any{"index": 0, "finish_reason": u.finishReason, "message": message}}}
+	if u.fingerprint != "" {
+		answer["system_fingerprint"] = u.fingerprint
+	}
 	if !u.noUsage {
 		answer["usage"] = usage
 	}
@@ -130,6 +161,9 @@ func (u *fakeUpstream) stream(w http.ResponseWriter, r *http.Request, body, usag
 	chunk := func(choices []any, extra map[string]any) {
 		c := map[string]any{"id": u.answerID, "object": "chat.completion.chunk", "created": 1700000000,
 			"model": body["model"], "choices": choices}
+		if u.fingerprint != "" {
+			c["system_fingerprint"] = u.fingerprint
+		}
 		for k, v := range extra {
 			c[k] = v
 		}
@@ -138,7 +172,11 @@ func (u *fakeUpstream) stream(w http.ResponseWriter, r *http.Request, body, usag
 		flush()
 	}
 	io.WriteString(w, ": PROCESSING\n\n")
-	chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "Hel"}, "finish_reason": nil}}, nil)
+	first := map[string]any{"role": "assistant", "content": "Hel"}
+	if u.reasoning != "" {
+		first["reasoning"] = u.reasoning
+	}
+	chunk([]any{map[string]any{"index": 0, "delta": first, "finish_reason": nil}}, nil)
 	if u.hold != nil {
 		select {
 		case <-u.hold:
@@ -253,12 +291,21 @@ func chatBody(model string, extra ...any) map[string]any {
 // providers' failures pass through.
 func (e *chatEnv) chat(key string, body any) *response {
 	e.t.Helper()
+	return e.chatWith(key, body, nil)
+}
+
+// chatWith is chat with more request headers.
+func (e *chatEnv) chatWith(key string, body any, headers map[string]string) *response {
+	e.t.Helper()
 	data, err := json.Marshal(body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	req := httptest.NewRequest("POST", "/api/v1/chat/completions", bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -365,8 +412,9 @@ func TestChatCompletion(t *testing.T) {
 	if len(got.Choices) != 1 || got.Choices[0].Message.Content != "Hello" {
 		t.Errorf("choices %+v", got.Choices)
 	}
-	if !strings.Contains(string(res.Body), `"system_fingerprint":null`) {
-		t.Errorf("system_fingerprint missing (the SDK requires the key): %s", res.Body)
+	// The SDK requires the key; the provider sent none, so it is Gatehouse's.
+	if got.SystemFingerprint == nil || !strings.HasPrefix(*got.SystemFingerprint, "fp_gh_") {
+		t.Errorf("system_fingerprint %v, want Gatehouse's: %s", got.SystemFingerprint, res.Body)
 	}
 
 	// The upstream got the client's request with its own model name.

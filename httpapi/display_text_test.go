@@ -11,8 +11,9 @@ import (
 // that names the field, and changes nothing.
 func TestDisplayTextRefusesControls(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withMatrixCatalog(t))
 	hash, _ := e.createKey(e.mgmt, map[string]any{"name": "plain"})
+	byok := e.createBYOK(e.mgmt, map[string]any{"provider": "acme", "key": "sk-display-0123456789"})["id"].(string)
 	for _, bad := range []string{"evil\u202egnp.exe", "bell\x07", "esc\x1b[2J", "c1\u0085", "iso\u2066late"} {
 		for _, c := range []struct {
 			method, path, field string
@@ -27,6 +28,8 @@ func TestDisplayTextRefusesControls(t *testing.T) {
 			{"POST", "/api/v1/guardrails", "description", map[string]any{"name": "g", "description": bad}},
 			{"POST", "/api/v1/guardrails", "label", map[string]any{"name": "g2", "content_filters": []any{map[string]any{"pattern": "x", "action": "flag", "label": bad}}}},
 			{"POST", "/api/v1/observability/destinations", "name", map[string]any{"name": bad, "type": "webhook", "config": map[string]any{"url": "https://hooks.example/x"}}},
+			{"POST", "/api/v1/byok", "name", map[string]any{"provider": "acme", "key": "sk-display-0123456789", "name": bad}},
+			{"PATCH", "/api/v1/byok/" + byok, "name", map[string]any{"name": bad}},
 			{"POST", "/api/v1/organization/members", "first_name", map[string]any{"email": "a@example.com", "first_name": bad}},
 			{"POST", "/api/v1/auth/keys/code", "key_label", map[string]any{"callback_url": "https://app.example/cb", "key_label": bad}},
 		} {

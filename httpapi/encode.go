@@ -511,6 +511,10 @@ func describeType(t reflect.Type) string {
 	switch t {
 	case reflect.TypeFor[gatehouse.Money]():
 		return "a number of US dollars between 0 and 1000000000"
+	case reflect.TypeFor[gatehouse.PriceLimit]():
+		return "a number of US dollars between 0 and 1000000000, or a string holding one"
+	case reflect.TypeFor[signedUSD]():
+		return "a number of US dollars between -1000000000 and 1000000000"
 	case reflect.TypeFor[gatehouse.Interval]():
 		return "one of daily, weekly, monthly or null"
 	case reflect.TypeFor[timestamp]():

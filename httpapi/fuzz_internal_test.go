@@ -170,6 +170,8 @@ var decodeTargets = []func() any{
 	func() any { return new(destinationFields) },
 	func() any { return new(struct{}) }, // DELETE /observability/destinations/{id}, decoded with decodeOptional
 	func() any { return new(addMemberRequest) },
+	func() any { return new(gatehouse.BYOKKeyCreate) },
+	func() any { return new(gatehouse.BYOKKeyUpdate) },
 }
 
 // FuzzDecode runs decode (and decodeOptional) on any body into each request
@@ -268,6 +270,8 @@ func TestCheckRequestText(t *testing.T) {
 		{"GET /api/v1/audit-log", "", "", "resource_id=%C3%A9&actor=%00", gatehouse.EINVALID},
 		{"GET /api/v1/key", "", "", "workspace_id=%00", ""},
 		{"GET /api/v1/keys", "", "", "workspace_id=caf%C3%A9", ""},
+		{"GET /api/v1/byok", "", "", "provider=%00", gatehouse.EINVALID},
+		{"GET /api/v1/byok/{id}", "id", "\xff", "", gatehouse.ENOTFOUND},
 	} {
 		r := httptest.NewRequest("GET", "/?"+tc.query, nil)
 		r.Pattern = tc.pattern

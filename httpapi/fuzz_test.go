@@ -44,6 +44,7 @@ type fuzzFixture struct {
 	guardrailID   string
 	destinationID string
 	memberID      string
+	byokID        string // a BYOK key of provider acme (the matrices' catalog)
 }
 
 // fuzzPostgresEnv names a PostgreSQL server URL on which the fuzz targets
@@ -58,7 +59,7 @@ func newFuzzFixture(f *testing.F) *fuzzFixture {
 		testEngine = "postgres"
 		f.Cleanup(func() { testEngine = "sqlite" })
 	}
-	e := newEnv(f)
+	e := newEnv(f, withMatrixCatalog(f))
 	fx := &fuzzFixture{e: e}
 	fx.keyHash, fx.keyPlain = e.createKey(e.mgmt, map[string]any{"name": "fuzz key"})
 	// A slug no input guesses, so that fuzzed deletes leave the fixture alone.
@@ -76,19 +77,22 @@ func newFuzzFixture(f *testing.F) *fuzzFixture {
 		"name": "fuzz hook", "type": "webhook", "config": map[string]any{"url": "https://example.com/hook"},
 	}).want(f, http.StatusCreated).decode(f, &out)
 	fx.destinationID = out.Data.ID
+	e.do("POST", "/api/v1/byok", e.mgmt, map[string]any{"provider": "acme", "key": "sk-fuzz-0123456789abcdef"}).
+		want(f, http.StatusCreated).decode(f, &out)
+	fx.byokID = out.Data.ID
 	return fx
 }
 
 // expand replaces the placeholders that seeds use to name the fixture's
 // resources: $KEY_HASH, $WORKSPACE, $GUARDRAIL, $DESTINATION, $MEMBER,
-// $MGMT (the management key) and $KEY (the regular key).
+// $BYOK, $MGMT (the management key) and $KEY (the regular key).
 func (fx *fuzzFixture) expand(s string) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
 	return strings.NewReplacer(
 		"$KEY_HASH", fx.keyHash, "$WORKSPACE", fx.workspaceID, "$GUARDRAIL", fx.guardrailID,
-		"$DESTINATION", fx.destinationID, "$MEMBER", fx.memberID, "$MGMT", fx.e.mgmt, "$KEY", fx.keyPlain,
+		"$DESTINATION", fx.destinationID, "$MEMBER", fx.memberID, "$BYOK", fx.byokID, "$MGMT", fx.e.mgmt, "$KEY", fx.keyPlain,
 	).Replace(s)
 }
 
@@ -194,6 +198,13 @@ var bodyOps = []bodyOp{
 	16: {"DELETE", "/observability/destinations/00000000-0000-4000-8000-000000000000", "$MGMT", `{}`},
 	17: {"POST", "/organization/members", "$MGMT", `{"id":"user_fuzz","email":"a@example.com","first_name":"A","last_name":null,"role":"org:member"}`},
 	18: {"POST", "/auth/keys/code", "$KEY", `{"callback_url":"http://localhost:3000/cb"}`},
+	19: {"POST", "/presets/fuzz-bot/chat/completions", "$MGMT", `{"messages":[{"role":"system","content":"Be brief."}],"temperature":0.5,"max_tokens":10,"stop":["x"],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"auto","response_format":{"type":"json_object"},"reasoning":{"effort":"low"},"provider":{"only":["acme"],"max_price":{"prompt":1}}}`},
+	20: {"POST", "/presets/fuzz-bot/messages", "$MGMT", `{"system":[{"type":"text","text":"Be kind."}],"max_tokens":10,"stop_sequences":["x"],"thinking":{"type":"enabled","budget_tokens":100},"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"},"output_config":{"effort":"max"}}`},
+	21: {"POST", "/presets/fuzz-bot/responses", "$MGMT", `{"instructions":"Be kind.","max_output_tokens":10,"text":{"format":{"type":"json_schema","name":"o","schema":{}},"verbosity":"low"},"tools":[{"type":"function","name":"f","parameters":null}],"tool_choice":{"type":"function","name":"f"},"reasoning":{"summary":"auto"}}`},
+	22: {"POST", "/byok", "$MGMT", `{"provider":"acme","key":"sk-fuzz-seed-0123456789","name":"n","workspace_id":"$WORKSPACE","allowed_api_key_hashes":null,"allowed_models":["acme/chat"],"allowed_user_ids":["$MEMBER"],"declared_zdr":true,"is_fallback":true}`},
+	23: {"PATCH", "/byok/$BYOK", "$MGMT", `{"key":"sk-fuzz-rotated-0123456789","name":null,"disabled":false,"is_required":true,"allowed_models":null}`},
+	// A BYOK key that does not exist: the optional body is decoded first.
+	24: {"DELETE", "/byok/00000000-0000-4000-8000-000000000000", "$MGMT", `{}`},
 }
 
 // FuzzBodies sends any body, with any Content-Type, to each operation that
@@ -214,7 +225,8 @@ func FuzzBodies(f *testing.F) {
 	for op, b := range map[uint8]string{0: `{"name":"a\u0000b"}`, 1: `{"name":"\u0000"}`, 2: `{"callback_url":"https://example.com/\u0000"}`,
 		3: `{"code":"\u0000"}`, 4: `{"name":"a\u0000","slug":"x"}`, 6: `{"user_ids":["\u0000"]}`, 7: `{"user_ids":["\u0000"]}`, 8: `{"name":"\u0000"}`,
 		10: `{"key_hashes":["\u0000"]}`, 12: `{"member_user_ids":["\u0000"]}`, 14: `{"name":"\u0000","type":"webhook","config":{"url":"https://example.com/x"}}`,
-		17: `{"email":"a\u0000@example.com"}`, 18: `{"callback_url":"http://localhost/","workspace_id":"\u0000"}`} {
+		17: `{"email":"a\u0000@example.com"}`, 18: `{"callback_url":"http://localhost/","workspace_id":"\u0000"}`,
+		19: `{"provider":"acme","key":"sk-\u0000"}`, 20: `{"name":"\u0000"}`} {
 		f.Add(op, []byte(b), "application/json")
 	}
 	f.Fuzz(func(t *testing.T, op uint8, body []byte, contentType string) {
@@ -256,6 +268,9 @@ var queryRoutes = []struct{ method, path string }{
 	10: {"DELETE", "/workspaces/no-such-workspace"}, // parses confirm_default_workspace_deletion, then 404
 	11: {"GET", "/key"},
 	12: {"GET", "/audit-log"},
+	13: {"GET", "/presets"},
+	14: {"GET", "/presets/no-such-bot/versions"},
+	15: {"GET", "/byok"},
 }
 
 // FuzzQuery sends any raw query string to each list route.
@@ -264,7 +279,8 @@ func FuzzQuery(f *testing.F) {
 	for i := range queryRoutes {
 		for _, q := range []string{"", "offset=0&limit=1", "offset=-1", "limit=0", "limit=101", "offset=2147483649",
 			"limit=1e2", "include_disabled=true&workspace_id=$WORKSPACE", "workspace_id=%00", "workspace_id=%FF",
-			"since=2027-01-01T00:00:00Z&until=2028-01-01T00:00:00.5%2B01:00", "actor=%00&resource_type=key&resource_id=%FF", "confirm_default_workspace_deletion=yes"} {
+			"since=2027-01-01T00:00:00Z&until=2028-01-01T00:00:00.5%2B01:00", "actor=%00&resource_type=key&resource_id=%FF", "confirm_default_workspace_deletion=yes",
+			"provider=acme&workspace_id=$WORKSPACE", "provider=%00", "provider=Bad"} {
 			f.Add(uint8(i), q)
 		}
 	}
@@ -303,6 +319,15 @@ var pathRoutes = []struct{ method, path, body string }{
 	19: {"PATCH", "/observability/destinations/{}", `{"enabled":true}`},
 	20: {"DELETE", "/observability/destinations/{}", ""},
 	21: {"DELETE", "/organization/members/{}", ""},
+	22: {"GET", "/presets/{}", ""},
+	23: {"GET", "/presets/{}/versions", ""},
+	24: {"GET", "/presets/no-such-bot/versions/{}", ""},
+	25: {"POST", "/presets/{}/chat/completions", `{"temperature":0.5}`},
+	26: {"POST", "/presets/{}/messages", `{"max_tokens":5}`},
+	27: {"POST", "/presets/{}/responses", `{"instructions":"x"}`},
+	28: {"GET", "/byok/{}", ""},
+	29: {"PATCH", "/byok/{}", `{"disabled":false}`},
+	30: {"DELETE", "/byok/{}", ""},
 }
 
 // FuzzPathIDs puts any string in the id segment of each route that has one.

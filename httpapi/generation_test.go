@@ -1,11 +1,16 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"gatehouse"
+
+	"github.com/google/uuid"
 )
 
 // TestGetGeneration: a key sees its own generations, a management key those
@@ -127,4 +132,27 @@ func TestListModels(t *testing.T) {
 	if list.TotalCount != 0 || len(list.Data) != 0 {
 		t.Errorf("empty catalog lists %+v", list)
 	}
+}
+
+// storeGeneration records a generation of a key in the ledger, with its
+// content, as the gateway does once a call is answered; it returns its id.
+func (e *testEnv) storeGeneration(keyHash string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	k, err := e.db.FindKeyByHash(ctx, keyHash)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: 1000, ExpiresAt: e.clock.Now().Add(time.Minute)}
+	if err := e.db.Reserve(ctx, r); err != nil {
+		e.t.Fatal(err)
+	}
+	completion := "Hello"
+	g := &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: k.OrganizationID, WorkspaceID: k.WorkspaceID,
+		KeyHash: k.Hash, Model: "acme/chat", Provider: "acme", Cost: 1000, Status: gatehouse.GenerationCompleted,
+		Content: &gatehouse.GenerationContent{Messages: json.RawMessage(`[{"role":"user","content":"hi"}]`), Completion: &completion}}
+	if err := e.db.Settle(ctx, r.ID, g); err != nil {
+		e.t.Fatal(err)
+	}
+	return g.ID
 }

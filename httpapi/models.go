@@ -55,6 +55,9 @@ type generationJSON struct {
 	UserAgent                    *string     `json:"user_agent"`
 	WebSearchEngine              *string     `json:"web_search_engine"`
 	WorkspaceID                  *string     `json:"workspace_id"`
+	// AppTitle is Gatehouse's: the X-OpenRouter-Title (or X-Title) of the
+	// request, which OpenRouter's generation object does not show.
+	AppTitle *string `json:"app_title"`
 }
 
 // toGenerationJSON renders a ledger entry. A partial generation (a stream
@@ -70,7 +73,18 @@ func toGenerationJSON(g *gatehouse.Generation) generationJSON {
 		ProviderName: &g.Provider, SessionID: g.SessionID, Streamed: &g.Streamed,
 		TokensCompletion: &g.CompletionTokens, TokensPrompt: &g.PromptTokens,
 		TotalCost: usdOf(g.Cost), UpstreamID: g.UpstreamID, Usage: usdOf(g.Cost), WorkspaceID: &g.WorkspaceID,
+		AppID: g.AppID, HTTPReferer: g.HTTPReferer, UserAgent: g.UserAgent, AppTitle: g.AppTitle,
+		Origin: origin(g.HTTPReferer),
 	}
+}
+
+// origin returns the origin (scheme://host) of a referer, or "" without one.
+func origin(referer *string) string {
+	if referer == nil {
+		return ""
+	}
+	o, _ := gatehouse.RefererOrigin(*referer)
+	return o
 }
 
 // getGeneration serves GET /generation?id=: one ledger entry. A regular key

@@ -96,7 +96,7 @@ func keyHashPath(r *http.Request) (string, error) {
 // finding nothing, so they stop here: a path id is 404, like any malformed
 // id, and a query parameter is 400.
 func checkRequestText(r *http.Request) error {
-	for _, wildcard := range []string{"hash", "id", "user_id"} {
+	for _, wildcard := range []string{"hash", "id", "user_id", "slug", "version"} {
 		if v := r.PathValue(wildcard); !plainText(v) {
 			return gatehouse.NotFound(pathKind(r.Pattern), v)
 		}
@@ -120,7 +120,16 @@ var textQuery = map[string][]string{
 	"GET /api/v1/keys":                       {"workspace_id"},
 	"GET /api/v1/guardrails":                 {"workspace_id"},
 	"GET /api/v1/observability/destinations": {"workspace_id"},
+	"GET /api/v1/byok":                       {"workspace_id", "provider"},
 	"GET /api/v1/audit-log":                  {"actor", "resource_type", "resource_id"},
+
+	"GET /api/v1/presets":                           {"workspace_id"},
+	"GET /api/v1/presets/{slug}":                    {"workspace_id"},
+	"GET /api/v1/presets/{slug}/versions":           {"workspace_id"},
+	"GET /api/v1/presets/{slug}/versions/{version}": {"workspace_id"},
+	"POST /api/v1/presets/{slug}/chat/completions":  {"workspace_id"},
+	"POST /api/v1/presets/{slug}/messages":          {"workspace_id"},
+	"POST /api/v1/presets/{slug}/responses":         {"workspace_id"},
 }
 
 // plainText reports whether s is UTF-8 without a NUL byte.
@@ -139,8 +148,12 @@ func pathKind(pattern string) string {
 		return "guardrail"
 	case strings.Contains(pattern, "/destinations/{"):
 		return "destination"
+	case strings.Contains(pattern, "/byok/{"):
+		return "byok key"
 	case strings.Contains(pattern, "/members/{"):
 		return "member"
+	case strings.Contains(pattern, "/presets/{"):
+		return "preset"
 	}
 	return "resource"
 }

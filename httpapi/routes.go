@@ -41,6 +41,13 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("GET "+v1+"/workspaces/{id}/members", s.management(s.listWorkspaceMembers()))
 	m.HandleFunc("POST "+v1+"/workspaces/{id}/members/add", s.management(s.addWorkspaceMembers))
 	m.HandleFunc("POST "+v1+"/workspaces/{id}/members/remove", s.management(s.removeWorkspaceMembers))
+	m.HandleFunc("GET "+v1+"/workspaces/{id}/budgets", s.management(s.listWorkspaceBudgets))
+	m.HandleFunc("GET "+v1+"/workspaces/{id}/budgets/{interval}", s.management(s.getWorkspaceBudget))
+	m.HandleFunc("PUT "+v1+"/workspaces/{id}/budgets/{interval}", s.management(s.setWorkspaceBudget))
+	m.HandleFunc("DELETE "+v1+"/workspaces/{id}/budgets/{interval}", s.management(s.deleteWorkspaceBudget))
+
+	m.HandleFunc("GET "+v1+"/credits", s.management(s.getCredits))
+	m.HandleFunc("POST "+v1+"/credits/grants", s.management(s.grantCredits))
 
 	m.HandleFunc("GET "+v1+"/guardrails", s.management(s.listGuardrails))
 	m.HandleFunc("POST "+v1+"/guardrails", s.management(s.createGuardrail))
@@ -63,11 +70,25 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("PATCH "+v1+"/observability/destinations/{id}", s.management(s.updateDestination))
 	m.HandleFunc("DELETE "+v1+"/observability/destinations/{id}", s.management(s.deleteDestination))
 
+	m.HandleFunc("GET "+v1+"/byok", s.management(s.listBYOKKeys()))
+	m.HandleFunc("POST "+v1+"/byok", s.management(s.createBYOKKey))
+	m.HandleFunc("GET "+v1+"/byok/{id}", s.management(s.getBYOKKey))
+	m.HandleFunc("PATCH "+v1+"/byok/{id}", s.management(s.updateBYOKKey))
+	m.HandleFunc("DELETE "+v1+"/byok/{id}", s.management(s.deleteBYOKKey))
+
 	m.HandleFunc("GET "+v1+"/organization/members", s.management(s.listMembers()))
 	m.HandleFunc("POST "+v1+"/organization/members", s.management(s.addMember))
 	m.HandleFunc("DELETE "+v1+"/organization/members/{user_id}", s.management(s.removeMember))
 
 	m.HandleFunc("GET "+v1+"/audit-log", s.management(s.listAuditLog()))
+
+	m.HandleFunc("GET "+v1+"/presets", s.management(s.listPresets()))
+	m.HandleFunc("GET "+v1+"/presets/{slug}", s.management(s.getPreset))
+	m.HandleFunc("GET "+v1+"/presets/{slug}/versions", s.management(s.listPresetVersions()))
+	m.HandleFunc("GET "+v1+"/presets/{slug}/versions/{version}", s.management(s.getPresetVersion))
+	m.HandleFunc("POST "+v1+"/presets/{slug}/chat/completions", s.management(savePreset[gatehouse.ChatPresetRequest](s)))
+	m.HandleFunc("POST "+v1+"/presets/{slug}/messages", s.management(savePreset[gatehouse.MessagesPresetRequest](s)))
+	m.HandleFunc("POST "+v1+"/presets/{slug}/responses", s.management(savePreset[gatehouse.ResponsesPresetRequest](s)))
 
 	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
 	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))
@@ -78,6 +99,9 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("GET "+v1+"/endpoints/zdr", s.public(s.listZDREndpoints))
 	m.HandleFunc("GET "+v1+"/providers", s.public(s.listProviders))
 	m.HandleFunc("GET "+v1+"/generation", s.authenticated(s.getGeneration))
+	m.HandleFunc("GET "+v1+"/generation/content", s.authenticated(s.getGenerationContent))
+	m.HandleFunc("POST "+v1+"/generation/feedback", s.management(s.submitFeedback))
+	m.HandleFunc("GET "+v1+"/generation/feedback", s.management(s.listFeedback()))
 
 	m.HandleFunc("/", s.serve(s.notFound))
 }

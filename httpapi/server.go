@@ -42,6 +42,9 @@ type Server struct {
 	// metricsElsewhere: /metrics is served on another listener, so this
 	// one answers 404 for it.
 	metricsElsewhere bool
+	// contentRetention is how long the content of generations is kept and
+	// shown (SetContentRetention).
+	contentRetention time.Duration
 }
 
 // NewHandler returns the handler of the whole API. limiter bounds request
@@ -61,7 +64,8 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		egress:  &egress.Policy{},
 	}
 	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
-		Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
+		BYOKKeys: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
+	s.SetContentRetention(gatehouse.DefaultContentRetention)
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s
 }

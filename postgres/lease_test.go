@@ -287,3 +287,24 @@ func TestLeasesRetireOnAWrite(t *testing.T) {
 		t.Fatalf("after lowering the limit to $0.06 with $0.05 held: %v, want 402", err)
 	}
 }
+
+// TestLeaseHoldOutlivingItsLease: a hold whose settle could not be written
+// outlives its lease once the lease is dropped; it then counts against the
+// limit on its own until it is charged.
+func TestLeaseHoldOutlivingItsLease(t *testing.T) {
+	db := instances(t, 1)[0]
+	in := startLeaseInstance(t, db)
+	k := leaseKey(t, db, gatehouse.USD(1))
+	ctx := context.Background()
+	r, err := in.reserve(ctx, k, 200_000_000) // $0.20 under a lease of $0.80
+	if err != nil || r.LeaseID == "" {
+		t.Fatalf("reserve: %v, lease %q", err, r.LeaseID)
+	}
+	if _, err := db.Pool().Exec(ctx, `DELETE FROM reservations WHERE id = $1`, r.LeaseID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Reserve(ctx, &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: 850_000_000,
+		ExpiresAt: time.Now().Add(time.Minute)}); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+		t.Fatalf("$0.85 beside a $0.20 hold whose lease is gone: %v, want 402", err)
+	}
+}

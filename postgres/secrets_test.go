@@ -8,6 +8,7 @@ import (
 	"gatehouse"
 	"gatehouse/postgres"
 	"gatehouse/postgres/pgtest"
+	"gatehouse/storetest"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -18,16 +19,7 @@ import (
 // stored as they are.
 func TestDestinationSecretsNotInDump(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(ctx, url, box, postgres.Options{})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, url := openSealed(t)
 	org, err := db.CreateOrganization(ctx, "Acme")
 	if err != nil {
 		t.Fatalf("CreateOrganization: %v", err)
@@ -61,7 +53,7 @@ func TestDestinationSecretsNotInDump(t *testing.T) {
 		t.Fatalf("destination config read back = %+v", got.Config)
 	}
 
-	dump := dumpTables(t, ctx, url)
+	dump := dumpTables(t, ctx, url, "destinations")
 	for _, s := range []string{secretKey, headerValue} {
 		if strings.Contains(dump, s) {
 			t.Errorf("the database holds the secret %q in the clear", s)
@@ -72,9 +64,86 @@ func TestDestinationSecretsNotInDump(t *testing.T) {
 	}
 }
 
+// TestGenerationContentNotInDump checks that the prompts and completions
+// kept of generations are sealed at rest.
+func TestGenerationContentNotInDump(t *testing.T) {
+	ctx := context.Background()
+	db, url := openSealed(t)
+	const prompt, completion = "PROMPT-DUMPCHECK-4b8e1f", "COMPLETION-DUMPCHECK-9d2c7a"
+	g := storetest.StoreContent(t, db, prompt, completion)
+	dump := dumpTables(t, ctx, url, "generation_content")
+	for _, s := range []string{prompt, completion, "DUMPCHECK"} {
+		if strings.Contains(dump, s) {
+			t.Errorf("the database holds %q in the clear", s)
+		}
+	}
+	if !strings.Contains(dump, g.ID) {
+		t.Errorf("the dump does not hold the generation %s", g.ID)
+	}
+}
+
+// openSealed opens a new database with a fresh secret key, for the test.
+func openSealed(t *testing.T) (*postgres.DB, string) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(context.Background(), url, box, postgres.Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, url
+}
+
+// TestBYOKKeysNotInDump checks that BYOK keys are sealed at rest: no
+// column of any table holds one in the clear, before or after a rotation,
+// while the gateway's read opens the current one.
+func TestBYOKKeysNotInDump(t *testing.T) {
+	ctx := context.Background()
+	db, url := openSealed(t)
+	org, err := db.CreateOrganization(ctx, "Acme")
+	if err != nil {
+		t.Fatalf("CreateOrganization: %v", err)
+	}
+	// A destination too: dumpTables wants one.
+	if _, err := db.CreateDestination(ctx, org.ID, gatehouse.DestinationCreate{Type: "webhook", DestinationUpdate: gatehouse.DestinationUpdate{
+		Name: gatehouse.Val("hook"), Config: &gatehouse.ConfigPatch{Values: map[string]*string{"url": new("https://hooks.example.com/in")}}}}); err != nil {
+		t.Fatalf("CreateDestination: %v", err)
+	}
+	const (
+		first   = "sk-proj-DUMPCHECK-first-0123456789"
+		rotated = "sk-proj-DUMPCHECK-rotated-9876543210"
+		name    = "DUMPCHECK-visible-byok-name"
+	)
+	k, err := db.CreateBYOKKey(ctx, org.ID, gatehouse.BYOKKeyCreate{Provider: "openai",
+		BYOKKeyUpdate: gatehouse.BYOKKeyUpdate{Key: gatehouse.Val(first), Name: gatehouse.Val(name)}})
+	if err != nil {
+		t.Fatalf("CreateBYOKKey: %v", err)
+	}
+	if _, err := db.UpdateBYOKKey(ctx, org.ID, k.ID, gatehouse.BYOKKeyUpdate{Key: gatehouse.Val(rotated)}); err != nil {
+		t.Fatalf("UpdateBYOKKey: %v", err)
+	}
+	keys, err := db.ProviderBYOKKeys(ctx, k.WorkspaceID, "openai")
+	if err != nil || len(keys) != 1 || string(keys[0].Key) != rotated {
+		t.Fatalf("ProviderBYOKKeys = %v, %v; want the rotated key back", keys, err)
+	}
+	dump := dumpTables(t, ctx, url, "byok_keys")
+	for _, s := range []string{first, rotated} {
+		if strings.Contains(dump, s) {
+			t.Errorf("the database holds the BYOK key %q in the clear", s)
+		}
+	}
+	if !strings.Contains(dump, name) {
+		t.Errorf("the dump misses the BYOK key's row (no %q)", name)
+	}
+}
+
 // dumpTables returns the text of every row of every table in the public
 // schema of the database at url, one "table: row" line each.
-func dumpTables(t *testing.T, ctx context.Context, url string) string {
+func dumpTables(t *testing.T, ctx context.Context, url, want string) string {
 	t.Helper()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -104,8 +173,8 @@ func dumpTables(t *testing.T, ctx context.Context, url string) string {
 			dump.WriteString(table + ": " + l + "\n")
 		}
 	}
-	if !strings.Contains(dump.String(), "destinations: ") {
-		t.Fatalf("the dump has no destination row:\n%s", dump.String())
+	if !strings.Contains(dump.String(), want+": ") {
+		t.Fatalf("the dump has no %s row:\n%s", want, dump.String())
 	}
 	return dump.String()
 }

@@ -95,6 +95,54 @@ func TestDestinationSecretsNotInFile(t *testing.T) {
 	scanFiles(t, dir, publicKey, secretKey, header)
 }
 
+// TestGenerationContentNotInFile checks that the prompts and completions
+// kept of generations are sealed at rest.
+func TestGenerationContentNotInFile(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, time.Now)
+	g := storetest.StoreContent(t, db, "PROMPT-SECRET-4b8e1f", "COMPLETION-SECRET-9d2c7a")
+	scanFiles(t, dir, g.ID, "PROMPT-SECRET-4b8e1f", "COMPLETION-SECRET-9d2c7a", "SECRET-4b8e1f", "SECRET-9d2c7a")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, dir, g.ID, "PROMPT-SECRET-4b8e1f", "COMPLETION-SECRET-9d2c7a", "SECRET-4b8e1f", "SECRET-9d2c7a")
+}
+
+// TestBYOKKeysNotInFile checks that BYOK keys are encrypted at rest: no
+// file of the database holds one in plaintext, the first or the one that
+// replaced it, while the gateway's read opens the current one.
+func TestBYOKKeysNotInFile(t *testing.T) {
+	const (
+		first   = "sk-proj-FIRSTKEY-7f3a9c1e5b2d4f6a"
+		rotated = "sk-proj-ROTATEDKEY-0c4e8a2f6b1d"
+		name    = "visible-byok-name-5e9b1d3f"
+	)
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openDB(t, dir, time.Now)
+	org, err := db.CreateOrganization(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := db.CreateBYOKKey(ctx, org.ID, gatehouse.BYOKKeyCreate{Provider: "openai",
+		BYOKKeyUpdate: gatehouse.BYOKKeyUpdate{Key: gatehouse.Val(first), Name: gatehouse.Val(name)}})
+	if err != nil {
+		t.Fatalf("CreateBYOKKey: %v", err)
+	}
+	if _, err := db.UpdateBYOKKey(ctx, org.ID, k.ID, gatehouse.BYOKKeyUpdate{Key: gatehouse.Val(rotated)}); err != nil {
+		t.Fatalf("UpdateBYOKKey: %v", err)
+	}
+	keys, err := db.ProviderBYOKKeys(ctx, k.WorkspaceID, "openai")
+	if err != nil || len(keys) != 1 || string(keys[0].Key) != rotated {
+		t.Fatalf("ProviderBYOKKeys = %v, %v; want the rotated key back", keys, err)
+	}
+	scanFiles(t, dir, name, first, rotated, "FIRSTKEY", "ROTATEDKEY")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, dir, name, first, rotated, "FIRSTKEY", "ROTATEDKEY")
+}
+
 // scanFiles fails the test if any file in dir holds one of the secrets, or
 // if none holds visible, the proof that the scan sees the data.
 func scanFiles(t *testing.T, dir, visible string, secrets ...string) {

@@ -264,16 +264,21 @@ func (tx *Tx) chains(ctx context.Context, rs []*gatehouse.Reservation) (keyChain
 	return c, nil
 }
 
+// unleased selects the reservations r that count on their own: all but the
+// holds of a lease, which counts them while it exists. (A hold whose
+// settle failed to be written outlives its lease: then it counts again.)
+const unleased = `(r.lease_id IS NULL OR NOT EXISTS (SELECT 1 FROM reservations l WHERE l.id = r.lease_id))`
+
 // heldByKeys sums the open reservations that hold against each key: its
 // own and, through reservation_holds, those of the keys minted from it.
 func (tx *Tx) heldByKeys(ctx context.Context, hashes []string) (map[string]gatehouse.Reserved, error) {
 	cond1, args := tx.in("key_hash", hashes)
 	cond2, args := tx.in("h.key_hash", hashes, args...)
 	rows, err := tx.Query(ctx, `SELECT key_hash, COALESCE(SUM(amount), 0), COALESCE(SUM(CASE WHEN byok THEN amount ELSE 0 END), 0) FROM (
-		SELECT key_hash, amount, byok FROM reservations WHERE `+cond1+` AND lease_id IS NULL
+		SELECT key_hash, amount, byok FROM reservations r WHERE `+cond1+` AND `+unleased+`
 		UNION ALL
 		SELECT h.key_hash, r.amount, r.byok FROM reservation_holds h JOIN reservations r ON r.id = h.reservation_id
-		WHERE `+cond2+` AND r.lease_id IS NULL) held GROUP BY key_hash`, args...)
+		WHERE `+cond2+` AND `+unleased+`) held GROUP BY key_hash`, args...)
 	type sum struct {
 		hash string
 		r    gatehouse.Reserved
@@ -296,11 +301,11 @@ type budgetFigures struct {
 }
 
 // lockBudgetRow makes sure a budget's counter row exists (unless its
-// guardrail was deleted meanwhile: then it is no budget) and locks it;
-// made says this transaction made it.
+// guardrail, workspace budget or credits were deleted meanwhile: then it
+// is no budget) and locks it; made says this transaction made it.
 func (tx *Tx) lockBudgetRow(ctx context.Context, b gatehouse.Budget) (made, exists bool, err error) {
 	n, err := tx.Exec(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject)
-		SELECT ?, ? WHERE EXISTS (SELECT 1 FROM guardrails WHERE id = ?) ON CONFLICT DO NOTHING`,
+		SELECT ?, ? WHERE EXISTS (SELECT 1 FROM budgets WHERE id = ?) ON CONFLICT DO NOTHING`,
 		b.GuardrailID, b.Subject, b.GuardrailID)
 	if err != nil {
 		return false, false, err
@@ -326,7 +331,7 @@ func (tx *Tx) budgetFigures(ctx context.Context, b gatehouse.Budget) (budgetFigu
 	f.counters = gatehouse.Counters{Usage: u, BYOK: byok}
 	err = tx.QueryRow(ctx, `SELECT COALESCE(SUM(r.amount), 0), COALESCE(SUM(CASE WHEN r.byok THEN r.amount ELSE 0 END), 0)
 		FROM reservation_budgets rb JOIN reservations r ON r.id = rb.reservation_id
-		WHERE rb.guardrail_id = ? AND rb.subject = ? AND r.lease_id IS NULL`,
+		WHERE rb.guardrail_id = ? AND rb.subject = ? AND `+unleased,
 		b.GuardrailID, b.Subject).Scan(&f.held.All, &f.held.BYOK)
 	return f, err
 }

@@ -567,13 +567,13 @@ func scanCounters(s Scanner) (usage, byok gatehouse.Counter, err error) {
 // generationArgs order.
 const generationColumns = `id, organization_id, workspace_id, key_hash, model, provider, upstream_id, prompt_tokens,
 	completion_tokens, cost, byok, streamed, finish_reason, status, latency_ms, generation_ms, session_id,
-	external_user, created_at`
+	external_user, created_at, http_referer, app_title, user_agent`
 
 // generationArgs returns the column values of g in generationColumns order.
 func generationArgs(g *gatehouse.Generation) []any {
 	return []any{g.ID, g.OrganizationID, g.WorkspaceID, g.KeyHash, g.Model, g.Provider, g.UpstreamID, g.PromptTokens,
 		g.CompletionTokens, int64(g.Cost), g.BYOK, g.Streamed, g.FinishReason, g.Status, g.LatencyMS, g.GenerationMS,
-		g.SessionID, g.ExternalUser, ms(g.CreatedAt)}
+		g.SessionID, g.ExternalUser, ms(g.CreatedAt), g.HTTPReferer, g.AppTitle, g.UserAgent}
 }
 
 // scanGeneration scans a row of generationColumns.
@@ -581,7 +581,8 @@ func scanGeneration(s Scanner) (*gatehouse.Generation, error) {
 	var g gatehouse.Generation
 	if err := s.Scan(&g.ID, &g.OrganizationID, &g.WorkspaceID, &g.KeyHash, &g.Model, &g.Provider, &g.UpstreamID,
 		&g.PromptTokens, &g.CompletionTokens, &g.Cost, &g.BYOK, &g.Streamed, &g.FinishReason, &g.Status, &g.LatencyMS,
-		&g.GenerationMS, &g.SessionID, &g.ExternalUser, msTime(&g.CreatedAt)); err != nil {
+		&g.GenerationMS, &g.SessionID, &g.ExternalUser, msTime(&g.CreatedAt), &g.HTTPReferer, &g.AppTitle,
+		&g.UserAgent); err != nil {
 		return nil, err
 	}
 	return &g, nil

@@ -9,93 +9,147 @@ import (
 	"gatehouse"
 )
 
-// sealedRow is a destination's sealed secrets, with what names it.
-type sealedRow struct {
-	gatehouse.UnreadableDestination
-	config  string
-	secrets *string
-}
-
-// sealedRows reads every destination that has sealed secrets.
-func (tx *Tx) sealedRows(ctx context.Context) ([]sealedRow, error) {
-	rows, err := tx.Query(ctx, `SELECT id, organization_id, workspace_id, deleted_at IS NOT NULL, config, secrets
-		FROM destinations WHERE secrets IS NOT NULL ORDER BY id`)
-	return collect(rows, err, func(s Scanner) (sealedRow, error) {
-		var r sealedRow
-		return r, s.Scan(&r.ID, &r.OrganizationID, &r.WorkspaceID, &r.Deleted, &r.config, &r.secrets)
-	})
-}
-
-// ResealSecrets re-encrypts every destination's secrets with the current
-// key; see gatehouse.DestinationService.
-func (s *Store) ResealSecrets(ctx context.Context, skipUnreadable bool) (_ int, _ []gatehouse.UnreadableDestination, err error) {
+// ResealSecrets re-encrypts every destination's secrets and every BYOK key
+// with the current key, in one transaction. Secrets that no key of the
+// store opens fail it, naming them all, and nothing changes; unless
+// skipUnreadable: then they are left as they are, and listed.
+func (s *Store) ResealSecrets(ctx context.Context, skipUnreadable bool) (_ gatehouse.Resealed, err error) {
 	defer wrap(&err, "ResealSecrets")
-	type result struct {
-		resealed   int
-		unreadable []gatehouse.UnreadableDestination
-	}
-	got, err := update(ctx, s, func(tx *Tx) (result, error) {
-		list, err := tx.sealedRows(ctx)
-		if err != nil {
-			return result{}, err
+	return update(ctx, s, func(tx *Tx) (gatehouse.Resealed, error) {
+		var n gatehouse.Resealed
+		var err error
+		if n.Destinations, err = tx.resealDestinations(ctx, &n.Skipped); err != nil {
+			return n, err
 		}
-		var r result
-		for _, row := range list {
-			cfg, err := openConfig(tx.box, row.ID, row.config, row.secrets)
-			if errors.Is(err, errUnopenable) {
-				r.unreadable = append(r.unreadable, row.UnreadableDestination)
-				continue
-			}
-			if err != nil {
-				return result{}, err
-			}
-			_, resealed, err := sealConfig(tx.box, row.ID, cfg)
-			if err != nil {
-				return result{}, err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE destinations SET secrets = ? WHERE id = ?`, resealed, row.ID); err != nil {
-				return result{}, err
-			}
-			r.resealed++
+		if n.BYOKKeys, err = tx.resealBYOKKeys(ctx, &n.Skipped); err != nil {
+			return n, err
 		}
-		if len(r.unreadable) > 0 && !skipUnreadable {
-			return result{}, errUnreadable(r.unreadable)
+		if len(n.Skipped) > 0 && !skipUnreadable {
+			return n, errUnreadable(n.Skipped)
 		}
-		return r, nil
+		return n, nil
 	})
-	return got.resealed, got.unreadable, err
+}
+
+// UnreadableSecrets lists the destinations and BYOK keys whose secrets no
+// key of the store opens.
+func (s *Store) UnreadableSecrets(ctx context.Context) (_ []gatehouse.UnreadableSecret, err error) {
+	defer wrap(&err, "UnreadableSecrets")
+	return view(ctx, s, func(tx *Tx) ([]gatehouse.UnreadableSecret, error) {
+		var out []gatehouse.UnreadableSecret
+		err := tx.eachSealed(ctx, func(r sealedRow) error {
+			if _, err := r.open(tx.box); errors.Is(err, errUnopenable) {
+				out = append(out, r.UnreadableSecret)
+			} else if err != nil {
+				return err
+			}
+			return nil
+		}, gatehouse.SecretOfDestination, gatehouse.SecretOfBYOKKey)
+		return out, err
+	})
+}
+
+// sealedRow is a destination's sealed secrets or a BYOK key's, with what
+// names it.
+type sealedRow struct {
+	gatehouse.UnreadableSecret
+	config, sealed string // a destination's non-secret config; the sealed value
+}
+
+// open opens a row's secrets: a destination's configuration, or a BYOK
+// key. An error wrapping errUnopenable when no key of box opens them.
+func (r sealedRow) open(box *gatehouse.SecretBox) (any, error) {
+	if r.Kind == gatehouse.SecretOfBYOKKey {
+		key, err := openBYOKKey(box, r.ID, r.sealed)
+		if err != nil {
+			return nil, fmt.Errorf("BYOK key %s: %w: %w", r.ID, errUnopenable, err)
+		}
+		return key, nil
+	}
+	return openConfig(box, r.ID, r.config, &r.sealed)
+}
+
+// sealedQueries read the sealed secrets of each kind, in id order: every
+// destination that has some (the soft-deleted ones too), every BYOK key.
+var sealedQueries = map[string]string{
+	gatehouse.SecretOfDestination: `SELECT id, organization_id, workspace_id, deleted_at IS NOT NULL, config, secrets
+		FROM destinations WHERE secrets IS NOT NULL ORDER BY id`,
+	gatehouse.SecretOfBYOKKey: `SELECT id, organization_id, workspace_id, 1 = 0, '', sealed_key FROM byok_keys ORDER BY id`,
+}
+
+// eachSealed calls fn with every sealed secret of the kinds given, kind by
+// kind.
+func (tx *Tx) eachSealed(ctx context.Context, fn func(sealedRow) error, kinds ...string) error {
+	for _, kind := range kinds {
+		q := struct{ kind, query string }{kind, sealedQueries[kind]}
+		rows, err := tx.Query(ctx, q.query)
+		list, err := collect(rows, err, func(s Scanner) (sealedRow, error) {
+			r := sealedRow{UnreadableSecret: gatehouse.UnreadableSecret{Kind: q.kind}}
+			return r, s.Scan(&r.ID, &r.OrganizationID, &r.WorkspaceID, &r.Deleted, &r.config, &r.sealed)
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range list {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// resealDestinations re-seals the secrets of every destination (soft-deleted
+// ones too) and returns how many it re-sealed; those no key opens are
+// added to skipped.
+func (tx *Tx) resealDestinations(ctx context.Context, skipped *[]gatehouse.UnreadableSecret) (int, error) {
+	n := 0
+	err := tx.eachSealed(ctx, func(r sealedRow) error {
+		cfg, err := openConfig(tx.box, r.ID, r.config, &r.sealed)
+		if errors.Is(err, errUnopenable) {
+			*skipped = append(*skipped, r.UnreadableSecret)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_, resealed, err := sealConfig(tx.box, r.ID, cfg)
+		if err != nil {
+			return err
+		}
+		n++
+		_, err = tx.Exec(ctx, `UPDATE destinations SET secrets = ? WHERE id = ?`, resealed, r.ID)
+		return err
+	}, gatehouse.SecretOfDestination)
+	return n, err
+}
+
+// resealBYOKKeys re-seals every BYOK key and returns how many it re-sealed;
+// those no key opens are added to skipped.
+func (tx *Tx) resealBYOKKeys(ctx context.Context, skipped *[]gatehouse.UnreadableSecret) (int, error) {
+	n := 0
+	err := tx.eachSealed(ctx, func(r sealedRow) error {
+		key, err := openBYOKKey(tx.box, r.ID, r.sealed)
+		if err != nil {
+			*skipped = append(*skipped, r.UnreadableSecret)
+			return nil
+		}
+		resealed := tx.sealBYOKKey(&gatehouse.BYOKKey{ID: r.ID, Key: key})
+		n++
+		_, err = tx.Exec(ctx, `UPDATE byok_keys SET sealed_key = ? WHERE id = ?`, resealed, r.ID)
+		return err
+	}, gatehouse.SecretOfBYOKKey)
+	return n, err
 }
 
 // errUnreadable refuses a re-seal that would leave secrets no key opens.
-func errUnreadable(list []gatehouse.UnreadableDestination) error {
+func errUnreadable(list []gatehouse.UnreadableSecret) error {
 	names := make([]string, len(list))
 	ids := make([]string, len(list))
 	for i, u := range list {
 		names[i], ids[i] = u.String(), u.ID
 	}
 	return &gatehouse.Error{Code: gatehouse.ECONFLICT,
-		Message:  fmt.Sprintf("no key given opens the secrets of %d destinations: %s", len(list), strings.Join(names, "; ")),
-		Metadata: map[string]any{"destination_ids": ids}}
-}
-
-// UnreadableDestinations lists the destinations whose secrets no key of
-// the store opens.
-func (s *Store) UnreadableDestinations(ctx context.Context) (_ []gatehouse.UnreadableDestination, err error) {
-	defer wrap(&err, "UnreadableDestinations")
-	return view(ctx, s, func(tx *Tx) ([]gatehouse.UnreadableDestination, error) {
-		list, err := tx.sealedRows(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var out []gatehouse.UnreadableDestination
-		for _, row := range list {
-			_, err := openConfig(tx.box, row.ID, row.config, row.secrets)
-			if errors.Is(err, errUnopenable) {
-				out = append(out, row.UnreadableDestination)
-			} else if err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	})
+		Message:  fmt.Sprintf("no key given opens %d secrets: %s", len(list), strings.Join(names, "; ")),
+		Metadata: map[string]any{"ids": ids}}
 }

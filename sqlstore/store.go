@@ -127,6 +127,13 @@ type Store struct {
 	writes      atomic.Uint64
 	policies    sync.Map // key hash -> *policy
 	policyCount atomic.Int64
+	// logging remembers which workspaces log I/O, for the content the
+	// ledger stores, under the same rule as policies.
+	logging loggingCache
+	// byokKeys remembers the BYOK keys of workspaces for providers as
+	// policies remembers guardrails (ProviderBYOKKeys).
+	byokKeys  sync.Map // workspace id + " " + provider -> *byokEntry
+	byokCount atomic.Int64
 }
 
 // SetSyncMetering makes the metering writes (admission, the ledger) commit
@@ -138,7 +145,8 @@ func (s *Store) SetSyncMetering(on bool) { s.syncMetering = on }
 // on; call it before serving.
 func (s *Store) SetInstance(id string) { s.instance = id }
 
-// New returns the store of an engine; box seals destination secrets.
+// New returns the store of an engine; box seals destination secrets and
+// BYOK keys.
 func New(e Engine, box *gatehouse.SecretBox) *Store {
 	return &Store{Now: time.Now, engine: e, d: e.Dialect(), box: box}
 }
@@ -152,10 +160,12 @@ type Tx struct {
 	now time.Time
 	// instance names this process in the reservations it writes.
 	instance string
+	// s is the store the Tx belongs to.
+	s *Store
 }
 
 func (s *Store) tx(q Querier) *Tx {
-	return &Tx{Querier: q, d: s.d, box: s.box, now: s.Now().UTC().Truncate(time.Millisecond), instance: s.instance}
+	return &Tx{Querier: q, d: s.d, box: s.box, now: s.Now().UTC().Truncate(time.Millisecond), instance: s.instance, s: s}
 }
 
 // run runs fn with a Tx through one of the engine's ways and returns its
@@ -215,11 +225,6 @@ type none struct{}
 // exec runs a write that returns nothing.
 func (s *Store) exec(ctx context.Context, fn func(tx *Tx) error) error {
 	return do(ctx, s, update, fn)
-}
-
-// execLocked runs a locking write that returns nothing.
-func (s *Store) execLocked(ctx context.Context, fn func(tx *Tx) error) error {
-	return do(ctx, s, lock, fn)
 }
 
 func do(ctx context.Context, s *Store, way func(context.Context, *Store, func(*Tx) (none, error)) (none, error), fn func(tx *Tx) error) error {

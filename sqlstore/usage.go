@@ -14,32 +14,53 @@ import (
 
 // GuardrailsForKey returns the guardrails that govern a key, and those
 // of every key it was minted from: what a minted key spends, they spend.
+func (s *Store) GuardrailsForKey(ctx context.Context, key *gatehouse.Key) (_ []gatehouse.AppliedGuardrail, err error) {
+	defer wrap(&err, "GuardrailsForKey")
+	p, err := s.policyOf(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return p.guardrails, nil
+}
+
+// BudgetsForKey returns the budgets a key's requests hold against besides
+// its guardrails': its organization's credits and its workspace's budgets.
+func (s *Store) BudgetsForKey(ctx context.Context, key *gatehouse.Key) (_ []gatehouse.Budget, err error) {
+	defer wrap(&err, "BudgetsForKey")
+	p, err := s.policyOf(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return p.budgets, nil
+}
+
+// policyOf returns what governs a key's requests.
 //
 // Every metered request asks, so the answer is remembered until the next
 // write this process commits (any of them may change it), or another
 // instance's for at most policyTTL (the staleness bound of the key cache):
 // the caller must not change it.
-func (s *Store) GuardrailsForKey(ctx context.Context, key *gatehouse.Key) (_ []gatehouse.AppliedGuardrail, err error) {
-	defer wrap(&err, "GuardrailsForKey")
+func (s *Store) policyOf(ctx context.Context, key *gatehouse.Key) (*policy, error) {
 	writes, now := s.writes.Load(), time.Now()
 	if v, ok := s.policies.Load(key.Hash); ok {
 		if p := v.(*policy); p.writes == writes && now.Sub(p.at) < policyTTL && p.sameKey(key) {
-			return p.guardrails, nil
+			return p, nil
 		}
 	}
-	guardrails, err := s.guardrailsForKey(ctx, key)
-	if err == nil {
-		if s.policyCount.Add(1) > maxPolicies {
-			s.policies.Clear()
-			s.policyCount.Store(0)
-		}
-		s.policies.Store(key.Hash, &policy{writes: writes, at: now, workspace: key.WorkspaceID,
-			creator: key.CreatorUserID, parent: key.ParentKeyHash, guardrails: guardrails})
+	p, err := s.readPolicy(ctx, key)
+	if err != nil {
+		return nil, err
 	}
-	return guardrails, err
+	p.writes, p.at = writes, now
+	if s.policyCount.Add(1) > maxPolicies {
+		s.policies.Clear()
+		s.policyCount.Store(0)
+	}
+	s.policies.Store(key.Hash, p)
+	return p, nil
 }
 
-// policy is the remembered answer of GuardrailsForKey for one key.
+// policy is what governs one key's requests, as policyOf remembers it.
 type policy struct {
 	writes     uint64
 	at         time.Time
@@ -47,6 +68,7 @@ type policy struct {
 	creator    *string
 	parent     *string
 	guardrails []gatehouse.AppliedGuardrail
+	budgets    []gatehouse.Budget
 }
 
 // policyTTL bounds how long another instance's change to what governs a
@@ -63,14 +85,18 @@ func (p *policy) sameKey(k *gatehouse.Key) bool {
 
 func equalPtr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
-func (s *Store) guardrailsForKey(ctx context.Context, key *gatehouse.Key) ([]gatehouse.AppliedGuardrail, error) {
-	return view(ctx, s, func(tx *Tx) ([]gatehouse.AppliedGuardrail, error) {
+// readPolicy reads, in one snapshot, the guardrails that govern a key and
+// the keys it was minted from, and the budgets of their workspaces and of
+// their organization.
+func (s *Store) readPolicy(ctx context.Context, key *gatehouse.Key) (*policy, error) {
+	return view(ctx, s, func(tx *Tx) (*policy, error) {
+		p := &policy{workspace: key.WorkspaceID, creator: key.CreatorUserID, parent: key.ParentKeyHash}
 		ancestors, err := tx.ancestors(ctx, key, false)
 		if err != nil {
 			return nil, err
 		}
-		var out []gatehouse.AppliedGuardrail
-		for _, k := range append([]*gatehouse.Key{key}, ancestors...) {
+		keys := append([]*gatehouse.Key{key}, ancestors...)
+		for _, k := range keys {
 			if k == nil {
 				continue // a deleted ancestor: Reserve refuses the request
 			}
@@ -78,9 +104,10 @@ func (s *Store) guardrailsForKey(ctx context.Context, key *gatehouse.Key) ([]gat
 			if err != nil {
 				return nil, err
 			}
-			out = gatehouse.AppendGuardrails(out, applied...)
+			p.guardrails = gatehouse.AppendGuardrails(p.guardrails, applied...)
 		}
-		return out, nil
+		p.budgets, err = tx.keyBudgets(ctx, keys)
+		return p, err
 	})
 }
 
@@ -142,7 +169,7 @@ func (tx *Tx) lockKey(ctx context.Context, hash string, forUpdate bool) (*gateho
 const keyByHash = `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`
 
 // insertHolds writes reservations: each with the budgets and the chain of
-// keys it holds against. One of a key or guardrail deleted since it was
+// keys it holds against. One of a key or budget deleted since it was
 // admitted is left out: there is nothing left for it to hold against.
 func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) error {
 	var hashes, guardrails []string
@@ -156,7 +183,7 @@ func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) erro
 	if err != nil {
 		return err
 	}
-	live, err := tx.existing(ctx, `SELECT id, id FROM guardrails`, "id", guardrails)
+	live, err := tx.existing(ctx, `SELECT id, id FROM budgets`, "id", guardrails)
 	if err != nil {
 		return err
 	}
@@ -164,7 +191,7 @@ func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) erro
 }
 
 // writeHolds writes reservations whose keys' organizations (orgs, by key
-// hash) and live guardrails (live, by id) are known; the others are left
+// hash) and live budgets (live, by id) are known; the others are left
 // out.
 func (tx *Tx) writeHolds(ctx context.Context, rs []*gatehouse.Reservation, keys, live map[string]string) error {
 	var res, budgets, holds [][]any
@@ -362,6 +389,9 @@ func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, err
 			return nil, err
 		}
 	}
+	if err := tx.storeContent(ctx, gens); err != nil {
+		return nil, err
+	}
 	for _, hash := range slices.Sorted(maps.Keys(keys)) {
 		err := tx.addCharge(ctx, "api_keys", "hash = ?", keys[hash], hash)
 		if err != nil && !errors.Is(err, ErrNoRows) { // a deleted ancestor has nothing left to charge
@@ -371,11 +401,15 @@ func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, err
 	for _, b := range slices.SortedFunc(maps.Keys(spent), func(x, y [2]string) int {
 		return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1]))
 	}) {
-		if _, err := tx.Exec(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject) VALUES (?, ?) ON CONFLICT DO NOTHING`,
-			b[0], b[1]); err != nil {
+		// A budget deleted meanwhile (its rows went with it) is not
+		// charged: no counter is made for it.
+		if _, err := tx.Exec(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject)
+			SELECT ?, ? WHERE EXISTS (SELECT 1 FROM budgets WHERE id = ?) ON CONFLICT DO NOTHING`,
+			b[0], b[1], b[0]); err != nil {
 			return nil, err
 		}
-		if err := tx.addCharge(ctx, "guardrail_usage", "guardrail_id = ? AND subject = ?", spent[b], b[0], b[1]); err != nil {
+		err := tx.addCharge(ctx, "guardrail_usage", "guardrail_id = ? AND subject = ?", spent[b], b[0], b[1])
+		if err != nil && !errors.Is(err, ErrNoRows) {
 			return nil, err
 		}
 	}
@@ -519,8 +553,12 @@ func scanOpenReservation(s Scanner) (Settlement, error) {
 func (s *Store) FindGeneration(ctx context.Context, orgID, id string) (_ *gatehouse.Generation, err error) {
 	defer wrap(&err, "FindGeneration")
 	return read(ctx, s, func(tx *Tx) (*gatehouse.Generation, error) {
-		return found("generation", id, scanGeneration, tx.QueryRow(ctx, `SELECT `+generationColumns+` FROM generations
+		g, err := found("generation", id, scanGeneration, tx.QueryRow(ctx, `SELECT `+generationColumns+` FROM generations
 			WHERE id = ? AND organization_id = ?`, id, orgID))
+		if err == nil {
+			g.AppID, err = tx.appID(ctx, orgID, g.HTTPReferer)
+		}
+		return g, err
 	})
 }
 

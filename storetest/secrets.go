@@ -73,18 +73,18 @@ func (f *secretFixture) readable(t *testing.T, key []byte) bool {
 func testReseal(t *testing.T, open KeyedOpener) {
 	f := newSecretFixture(t, open)
 	next := gatehouse.NewSecretKey()
-	n, unreadable, err := f.open(newBox(t, next, f.key)).ResealSecrets(f.ctx, false)
+	n, err := f.open(newBox(t, next, f.key)).ResealSecrets(f.ctx, false)
 	ok(t, err)
-	if n != 2 || len(unreadable) != 0 {
-		t.Fatalf("ResealSecrets = %d, %v; want the 2 destinations with secrets (the deleted one too)", n, unreadable)
+	if n.Destinations != 2 || len(n.Skipped) != 0 {
+		t.Fatalf("ResealSecrets = %+v; want the 2 destinations with secrets (the deleted one too)", n)
 	}
 	if f.readable(t, f.key) || !f.readable(t, next) {
 		t.Fatal("after the re-seal the old key still opens the secrets, or the new one does not")
 	}
 	// The deleted destination was re-sealed too: the new key alone reseals
 	// everything again.
-	if n, _, err := f.open(newBox(t, gatehouse.NewSecretKey(), next)).ResealSecrets(f.ctx, false); err != nil || n != 2 {
-		t.Fatalf("ResealSecrets with only the new key as previous = %d, %v; want 2", n, err)
+	if n, err := f.open(newBox(t, gatehouse.NewSecretKey(), next)).ResealSecrets(f.ctx, false); err != nil || n.Destinations != 2 {
+		t.Fatalf("ResealSecrets with only the new key as previous = %+v, %v; want 2 destinations", n, err)
 	}
 }
 
@@ -114,30 +114,31 @@ func testUnreadableSecrets(t *testing.T, open KeyedOpener) {
 	if shown.Values["secretKey"] != "********" || shown.Values["publicKey"] != langfusePublic || shown.Headers != nil {
 		t.Errorf("ShownConfig = %+v, want the required secret masked and no headers", shown)
 	}
-	got, err := store.UnreadableDestinations(f.ctx)
+	got, err := store.UnreadableSecrets(f.ctx)
 	ok(t, err)
-	want := []gatehouse.UnreadableDestination{
-		{ID: f.live.ID, OrganizationID: f.org.ID, WorkspaceID: f.live.WorkspaceID},
-		{ID: f.deleted.ID, OrganizationID: f.org.ID, WorkspaceID: f.deleted.WorkspaceID, Deleted: true},
+	dest := gatehouse.SecretOfDestination
+	want := []gatehouse.UnreadableSecret{
+		{Kind: dest, ID: f.live.ID, OrganizationID: f.org.ID, WorkspaceID: f.live.WorkspaceID},
+		{Kind: dest, ID: f.deleted.ID, OrganizationID: f.org.ID, WorkspaceID: f.deleted.WorkspaceID, Deleted: true},
 	}
-	slices.SortFunc(want, func(a, b gatehouse.UnreadableDestination) int { return strings.Compare(a.ID, b.ID) })
-	wantEqual(t, "UnreadableDestinations", want, got)
+	slices.SortFunc(want, func(a, b gatehouse.UnreadableSecret) int { return strings.Compare(a.ID, b.ID) })
+	wantEqual(t, "UnreadableSecrets", want, got)
 
 	// A rotation that cannot open them changes nothing and names them all.
-	_, _, err = store.ResealSecrets(f.ctx, false)
+	_, err = store.ResealSecrets(f.ctx, false)
 	wantCode(t, err, gatehouse.ECONFLICT)
-	wantMetadata(t, err, "destination_ids", []string{want[0].ID, want[1].ID})
+	wantMetadata(t, err, "ids", []string{want[0].ID, want[1].ID})
 	if !f.readable(t, f.key) {
 		t.Fatal("a refused re-seal changed the secrets")
 	}
 	// Told to skip them, it re-seals the others (none here) and leaves
 	// them as they are.
-	n, skipped, err := store.ResealSecrets(f.ctx, true)
+	n, err := store.ResealSecrets(f.ctx, true)
 	ok(t, err)
-	if n != 0 {
-		t.Errorf("ResealSecrets(skip) re-sealed %d, want 0", n)
+	if n.Destinations != 0 {
+		t.Errorf("ResealSecrets(skip) re-sealed %+v, want none", n)
 	}
-	wantEqual(t, "skipped", want, skipped)
+	wantEqual(t, "skipped", want, n.Skipped)
 	if !f.readable(t, f.key) {
 		t.Fatal("a skipping re-seal changed the secrets it could not open")
 	}
@@ -182,8 +183,8 @@ func testUnreadableSecrets(t *testing.T, open KeyedOpener) {
 	if d.SecretsUnreadable || d.Config.Values["secretKey"] != "sk-lf-resent-0123456789" || d.Config.Headers != nil {
 		t.Errorf("FindDestination after the secrets were sent again = %+v", d)
 	}
-	got, err = store.UnreadableDestinations(f.ctx)
+	got, err = store.UnreadableSecrets(f.ctx)
 	ok(t, err)
-	wantEqual(t, "UnreadableDestinations after the fix", []gatehouse.UnreadableDestination{
-		{ID: f.deleted.ID, OrganizationID: f.org.ID, WorkspaceID: f.deleted.WorkspaceID, Deleted: true}}, got)
+	wantEqual(t, "UnreadableSecrets after the fix", []gatehouse.UnreadableSecret{
+		{Kind: dest, ID: f.deleted.ID, OrganizationID: f.org.ID, WorkspaceID: f.deleted.WorkspaceID, Deleted: true}}, got)
 }

@@ -27,11 +27,16 @@ func Run(t *testing.T, open Opener) {
 		{"Keys", testKeys},
 		{"Usage", testUsage},
 		{"UsagePlane", testUsagePlane},
+		{"Budgets", testBudgets},
 		{"OAuth", testOAuth},
 		{"Workspaces", testWorkspaces},
 		{"Guardrails", testGuardrails},
 		{"Destinations", testDestinations},
+		{"BYOKKeys", testBYOKKeys},
 		{"Audit", testAudit},
+		{"Generations", testGenerations},
+		{"Presets", testPresets},
+		{"Retention", testRetention},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

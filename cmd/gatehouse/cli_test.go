@@ -184,6 +184,9 @@ func TestHelp(t *testing.T) {
 		{[]string{"orgs", "create", "--help"}, "-name"},
 		{[]string{"mgmt-keys", "-h"}, "mgmt-keys create"},
 		{[]string{"mgmt-keys", "create", "--help"}, "-org"},
+		{[]string{"credits", "--help"}, "credits grant"},
+		{[]string{"credits", "grant", "--help"}, "-amount"},
+		{[]string{"credits", "show", "-h"}, "-org"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -222,5 +225,75 @@ func TestExitCode(t *testing.T) {
 		if got := exitCode(tt.err); got != tt.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestCLICredits grants credits with the CLI while a server runs on the
+// database, shows them, and reads them back through GET /credits.
+func TestCLICredits(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	vars := map[string]string{"GATEHOUSE_DATABASE_URL": db}
+	org := createOrg(t, vars, "--name", "Acme")
+	key := createMgmtKey(t, vars, "--org", org)
+	s := startServer(t, vars, "--addr", "127.0.0.1:0")
+	credits := func() map[string]any {
+		t.Helper()
+		status, body := s.do("GET", "/api/v1/credits", key, nil)
+		if status != http.StatusOK {
+			t.Fatalf("GET /credits = %d %v", status, body)
+		}
+		return body["data"].(map[string]any)
+	}
+	if c := credits(); c["total_credits"] != 1e9 || c["total_usage"] != 0.0 {
+		t.Fatalf("credits before any grant: %v", c)
+	}
+	out, _, err := cli(t, vars, "credits", "show", "--org", org)
+	if err != nil || !strings.Contains(out, "credits:   unlimited") || !strings.Contains(out, "usage:     $0") {
+		t.Fatalf("credits show before any grant: %v\n%s", err, out)
+	}
+	for _, g := range []struct{ amount, total string }{{"25", "25"}, {"-5.5", "19.5"}} {
+		out, errOut, err := cli(t, vars, "credits", "grant", "--org", org, "--amount", g.amount)
+		if err != nil || lastLine(out) != g.total {
+			t.Fatalf("credits grant --amount %s: %v, last line %q, want %s\n%s%s", g.amount, err, lastLine(out), g.total, out, errOut)
+		}
+	}
+	if c := credits(); c["total_credits"] != 19.5 || c["total_usage"] != 0.0 {
+		t.Errorf("credits after the grants: %v", c)
+	}
+	out, _, err = cli(t, vars, "credits", "show", "--org", org)
+	for _, want := range []string{"credits:   $19.5", "remaining: $19.5", "grants, newest first (2 in all)", "-$5.5  total $19.5", "+$25  total $25"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("credits show: %v; output does not hold %q:\n%s", err, want, out)
+		}
+	}
+	if strings.Index(out, "-$5.5") > strings.Index(out, "+$25") {
+		t.Errorf("credits show lists the grants oldest first:\n%s", out)
+	}
+
+	for _, c := range []struct {
+		args    []string
+		wantErr string
+		code    int
+	}{
+		{[]string{"credits"}, "credits grant", 2},
+		{[]string{"credits", "take"}, "credits grant", 2},
+		{[]string{"credits", "grant", "--amount", "5"}, "--org", 2},
+		{[]string{"credits", "show"}, "--org", 2},
+		{[]string{"credits", "grant", "--org", org}, "--amount", 2},
+		{[]string{"credits", "grant", "--org", org, "--amount", "0"}, "--amount", 2},
+		{[]string{"credits", "grant", "--org", org, "--amount", "five"}, "--amount", 2},
+		{[]string{"credits", "grant", "--org", org, "--amount", "1e10"}, "--amount", 2},
+		{[]string{"credits", "show", "--org", org, "--amount", "5"}, "amount", 2},
+		{[]string{"credits", "grant", "--org", org, "--amount", "-20"}, "below zero", 1},
+		{[]string{"credits", "grant", "--org", uuid.NewString(), "--amount", "5"}, "not found", 1},
+		{[]string{"credits", "show", "--org", "nope"}, "not found", 1},
+	} {
+		out, _, err := cli(t, vars, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.wantErr) || exitCode(err) != c.code {
+			t.Errorf("gatehouse %v: %v (exit %d), want an error about %q (exit %d)\n%s", c.args, err, exitCode(err), c.wantErr, c.code, out)
+		}
+	}
+	if c := credits(); c["total_credits"] != 19.5 {
+		t.Errorf("credits after refused grants: %v", c)
 	}
 }

@@ -57,6 +57,13 @@ type Config struct {
 	// MetricsAddr serves /metrics on a listener of its own (and not on the
 	// API's); "" keeps it on the API's listener.
 	MetricsAddr string
+	// ContentRetention is how long the prompts and completions of
+	// generations are kept (where workspaces log I/O); 0 keeps none.
+	ContentRetention time.Duration
+	// Retention is how long the ledger and the audit log keep their
+	// entries (GATEHOUSE_LEDGER_RETENTION, GATEHOUSE_AUDIT_RETENTION);
+	// zero keeps them.
+	Retention gatehouse.Retention
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -71,6 +78,8 @@ func DefaultConfig() Config {
 		DBTimeout:       5 * time.Second,
 		Egress:          &egress.Policy{},
 		MeteringCommit:  "async",
+
+		ContentRetention: gatehouse.DefaultContentRetention,
 	}
 }
 
@@ -135,6 +144,20 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 			return fmt.Errorf("GATEHOUSE_DB_TIMEOUT=%q: want a positive duration such as 5s", v)
 		}
 		c.DBTimeout = d
+	}
+	if v := getenv("GATEHOUSE_CONTENT_RETENTION"); v != "" {
+		d, err := gatehouse.ParseRetention(v)
+		if err != nil {
+			return fmt.Errorf("GATEHOUSE_CONTENT_RETENTION=%q: %w", v, err)
+		}
+		c.ContentRetention = d
+	}
+	var err error
+	if c.Retention.Ledger, err = parseRetention("GATEHOUSE_LEDGER_RETENTION", getenv("GATEHOUSE_LEDGER_RETENTION")); err != nil {
+		return err
+	}
+	if c.Retention.Audit, err = parseRetention("GATEHOUSE_AUDIT_RETENTION", getenv("GATEHOUSE_AUDIT_RETENTION")); err != nil {
+		return err
 	}
 	if v := getenv("GATEHOUSE_SHUTDOWN_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -225,7 +248,8 @@ func logFormat(c Config, w io.Writer) string {
 	return "json"
 }
 
-// openBox returns the cipher of destination secrets: it seals with the
+// openBox returns the cipher of secrets at rest (destination secrets,
+// BYOK keys): it seals with the
 // current key (see secretKey) and also opens with the keys of
 // GATEHOUSE_SECRET_KEY_PREVIOUS, during a rotation. created is the key
 // file it created, or "". Without secrets (a command that touches no

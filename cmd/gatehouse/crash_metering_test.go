@@ -120,7 +120,7 @@ func testCrashMeteringInvariant(t *testing.T, vars map[string]string, mgmt strin
 			l.checkKeys(t, fmt.Sprintf("after kill %d", round), s, mgmt)
 		}
 		delay := time.Duration(150+rng.IntN(450)) * time.Millisecond
-		l.round(t, s, cmd, seed, round, delay)
+		l.round(t, s, cmd, seed, round, delay, round == meterKills-1)
 		inFlight += int(l.cut.Load())
 	}
 	s = startProcess(t, vars)
@@ -224,7 +224,10 @@ func (l *meterLoad) setup(t *testing.T, s *testServer, mgmt string) {
 
 // round runs the clients against s until, after delay, its process is
 // killed, and waits until every client has seen it go.
-func (l *meterLoad) round(t *testing.T, s *testServer, cmd *exec.Cmd, seed uint64, round int, delay time.Duration) {
+// round runs the load for delay and kills the server; last, it runs on
+// (up to 20 s) until every account with a limit has had a call refused, so
+// that a loaded machine does not leave the limits untested.
+func (l *meterLoad) round(t *testing.T, s *testServer, cmd *exec.Cmd, seed uint64, round int, delay time.Duration, last bool) {
 	t.Helper()
 	l.cut.Store(0)
 	l.cutAnswer.Store(0)
@@ -242,11 +245,28 @@ func (l *meterLoad) round(t *testing.T, s *testServer, cmd *exec.Cmd, seed uint6
 		}
 	}
 	time.Sleep(delay)
+	for deadline := time.Now().Add(20 * time.Second); last && !l.refusedEach() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	sigkill(t, s, cmd)
 	wg.Wait()
 	after := l.totals()
 	t.Logf("round %d: killed after %v: %d answers received, %d refused, %d calls in flight (%d of them cut off after their 200)",
 		round+1, delay, after[0]-before[0], after[1]-before[1], l.cut.Load(), l.cutAnswer.Load())
+}
+
+// refusedEach reports whether every account with a limit had a call
+// refused.
+func (l *meterLoad) refusedEach() bool {
+	for _, a := range l.accounts {
+		a.mu.Lock()
+		none := a.refusal != 0 && a.nRefused == 0
+		a.mu.Unlock()
+		if none {
+			return false
+		}
+	}
+	return true
 }
 
 // totals returns the answers received and the calls refused so far.

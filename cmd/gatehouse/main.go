@@ -64,10 +64,22 @@ Usage:
       Create an organization; prints its id as the last line.
   gatehouse mgmt-keys create --org ID [--name NAME] [--database URL]
       Create a management key for an organization; prints the key as the last line.
+  gatehouse credits grant --org ID --amount USD [--database URL]
+      Add credits to an organization (a negative amount takes them back); the
+      gateway refuses its requests with 402 once its spend reaches them. Prints
+      the new total as the last line.
+  gatehouse credits show --org ID [--database URL]
+      Show an organization's credits, what it spent against them, and its grants.
   gatehouse migrate-data --from SQLITE_PATH --to POSTGRES_URL
       Copy every row of a SQLite database into an empty PostgreSQL database.
   gatehouse rotate-secret-key [--new-key KEY] [--database URL]
-      Re-encrypt every destination secret with a new key (see the README).
+      Re-encrypt every destination secret and BYOK key with a new key (see the README).
+  gatehouse backup --to FILE [--force] [--database PATH]
+      Copy a SQLite database, even while it is served, into FILE, and its secret key into FILE.key.
+  gatehouse restore --from FILE [--key-from KEYFILE] [--force] [--database PATH]
+      Put a backup in place of a SQLite database that no server is serving, with its secret key.
+  gatehouse healthcheck [--addr ADDR] [--ready]
+      Exit 0 if the server on ADDR answers GET /healthz (--ready: /readyz) with 200, else 1.
   gatehouse bench-seed [--keys N] [--guardrails N] [--members N] [--workspaces N]
                        [--workspace-members N] [--manifest FILE] [--database URL]
       Fill a new organization with many rows for the benchmarks of bench/.
@@ -82,7 +94,7 @@ Environment (flags override):
   GATEHOUSE_METERING_COMMIT           async (default) or sync: whether metering commits wait for the disk
   GATEHOUSE_PROVIDERS_FILE            YAML file of the providers and models to serve (default empty: no models)
   GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY  ensure this management key exists for the first organization
-  GATEHOUSE_SECRET_KEY                32-byte key (base64 or hex) encrypting destination secrets
+  GATEHOUSE_SECRET_KEY                32-byte key (base64 or hex) encrypting destination secrets and BYOK keys
   GATEHOUSE_SECRET_KEY_FILE           file holding that key (default: the database path + ".key")
   GATEHOUSE_SECRET_KEY_PREVIOUS       older keys that may still decrypt (comma-separated), during a rotation
   GATEHOUSE_RATE_LIMIT_RPS            requests per second per credential (default 50; 0 disables)
@@ -91,6 +103,8 @@ Environment (flags override):
   GATEHOUSE_LOG_FORMAT                json, text or auto (default auto: json unless stderr is a terminal)
   GATEHOUSE_PPROF_ADDR                serve the Go profiler (net/http/pprof) on this separate address, e.g. 127.0.0.1:6060
   GATEHOUSE_SHUTDOWN_TIMEOUT          grace period for in-flight requests on SIGTERM (default 10s)
+  GATEHOUSE_LEDGER_RETENTION          how long the usage ledger keeps completed requests: keep (default), 90d, 720h...
+  GATEHOUSE_AUDIT_RETENTION           how long the audit log keeps its entries: keep (default), 365d...
   GOGC                                Go's garbage-collection target (default here 200)
 `
 
@@ -115,12 +129,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return orgsCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "mgmt-keys":
 		return mgmtKeysCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "credits":
+		return creditsCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate-data":
 		return migrateDataCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "rotate-secret-key":
 		return rotateSecretKeyCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "bench-seed":
 		return benchSeedCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "backup":
+		return backupCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "restore":
+		return restoreCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCommand(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		return usageError{fmt.Sprintf("unknown command %q", cmd)}
 	}

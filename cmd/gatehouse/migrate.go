@@ -46,7 +46,7 @@ func migrateDataCommand(ctx context.Context, args []string, getenv func(string) 
 	for _, c := range copied {
 		fmt.Fprintf(stdout, "%-20s %d rows\n", c.Table, c.Rows)
 	}
-	fmt.Fprintf(stdout, "Copied %s into %s. Run the servers with the same GATEHOUSE_SECRET_KEY as before, or destination secrets cannot be read.\n",
+	fmt.Fprintf(stdout, "Copied %s into %s. Run the servers with the same GATEHOUSE_SECRET_KEY as before, or destination secrets and BYOK keys cannot be read.\n",
 		from, redactURL(to))
 	return nil
 }

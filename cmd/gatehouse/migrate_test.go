@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -73,8 +74,10 @@ type migrated struct {
 	mgmt             string
 	key              *gatehouse.Key
 	live, gone       *gatehouse.Destination
+	byok             *gatehouse.BYOKKey
 	settled, pending gatehouse.Money
 	mintedPending    gatehouse.Money // held by a key minted from key, against key too
+	generation       string          // settled with its content sealed, and feedback
 }
 
 // fillSource writes rows into every table through the store.
@@ -119,6 +122,10 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	must(err)
 	_, err = src.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://app.example.com/cb"})
 	must(err)
+	_, err = src.SetWorkspaceBudget(ctx, f.org.ID, "team", gatehouse.Monthly, gatehouse.WorkspaceBudgetSet{LimitUSD: gatehouse.Val(gatehouse.USD(100))})
+	must(err)
+	_, err = src.GrantCredits(ctx, f.org.ID, gatehouse.USD(1000))
+	must(err)
 	newDest := func(name, secretValue string) *gatehouse.Destination {
 		d, err := src.CreateDestination(ctx, f.org.ID, gatehouse.DestinationCreate{Type: "langfuse", DestinationUpdate: gatehouse.DestinationUpdate{
 			Name: gatehouse.Val(name), Config: &gatehouse.ConfigPatch{Values: map[string]*string{
@@ -129,8 +136,18 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	f.live = newDest("live", "sk-lf-live-0123456789")
 	f.gone = newDest("gone", "sk-lf-gone-0123456789")
 	must(src.DeleteDestination(ctx, f.org.ID, f.gone.ID))
+	f.byok, err = src.CreateBYOKKey(ctx, f.org.ID, gatehouse.BYOKKeyCreate{Provider: "openai", WorkspaceID: ws.ID,
+		BYOKKeyUpdate: gatehouse.BYOKKeyUpdate{Key: gatehouse.Val("sk-proj-migrated-0123456789"), Name: gatehouse.Val("team key"),
+			AllowedUserIDs: gatehouse.Val([]string{member.ID}), DeclaredZDR: gatehouse.Val(true)}})
+	must(err)
 	f.settled, f.pending = gatehouse.USD(1)/2, gatehouse.USD(1)/4
+	// The key's workspace logs I/O: the settled call keeps its content.
+	_, err = src.UpdateWorkspace(ctx, f.org.ID, "default", gatehouse.WorkspaceUpdate{IsObservabilityIOLoggingEnabled: gatehouse.Val(true)})
+	must(err)
 	spendThroughGateway(t, src, f)
+	_, err = src.CreateFeedback(ctx, f.org.ID, gatehouse.FeedbackCreate{GenerationID: f.generation, Category: gatehouse.FeedbackOther,
+		Comment: new("migrated feedback")})
+	must(err)
 	// A key minted through OAuth from the metered key holds a reservation
 	// against its parent too (reservation_holds).
 	code, err := src.CreateAuthCode(ctx, f.org.ID, &member.ID, gatehouse.AuthCodeCreate{
@@ -141,6 +158,13 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	f.mintedPending = gatehouse.USD(1) / 10
 	must(src.Reserve(ctx, &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: gatehouse.HashKey(plaintext),
 		Amount: f.mintedPending, ExpiresAt: time.Now().Add(time.Hour)}))
+	// A preset with two versions (presets, preset_versions).
+	for _, temperature := range []string{"0.2", "0.7"} {
+		_, _, err = src.SavePreset(ctx, f.org.ID, "team", "support-bot", gatehouse.PresetDraft{
+			Config:       gatehouse.PresetConfig{"model": []byte(`"openai/gpt-4o-mini"`), "temperature": []byte(temperature)},
+			SystemPrompt: new("Be brief.")})
+		must(err)
+	}
 	return f
 }
 
@@ -167,11 +191,15 @@ func spendThroughGateway(t *testing.T, usage gatehouse.UsageService, f *migrated
 		return r
 	}
 	r := reserve(f.settled)
-	if err := usage.Settle(ctx, r.ID, &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: f.org.ID,
+	f.generation = gatehouse.NewGenerationID()
+	if err := usage.Settle(ctx, r.ID, &gatehouse.Generation{ID: f.generation, OrganizationID: f.org.ID,
 		WorkspaceID: f.key.WorkspaceID, KeyHash: f.key.Hash, Model: "openai/gpt-4o-mini", Provider: "openai",
 		UpstreamID: new("chatcmpl-1"), PromptTokens: 12, CompletionTokens: 34, Cost: f.settled, Streamed: true,
 		FinishReason: new("stop"), Status: "completed", LatencyMS: 120, GenerationMS: 100,
-		SessionID: new("session-1"), ExternalUser: new("user-1")}); err != nil {
+		SessionID: new("session-1"), ExternalUser: new("user-1"), HTTPReferer: new("https://app.example.com/"),
+		AppTitle: new("App"), UserAgent: new("curl/8"),
+		Content: &gatehouse.GenerationContent{Messages: json.RawMessage(`[{"role":"user","content":"migrate me"}]`),
+			Completion: new("migrated")}}); err != nil {
 		t.Fatalf("Settle: %v", err)
 	}
 	reserve(f.pending)
@@ -240,7 +268,7 @@ func compareDatabases(t *testing.T, path, url string, tables []dbTable) {
 	}
 	defer dst.Close(ctx)
 	rows, _ := dst.Query(ctx, `SELECT table_name::text FROM information_schema.tables
-		WHERE table_schema = current_schema() AND table_name <> 'schema_migrations' ORDER BY 1`)
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'schema_migrations' ORDER BY 1`)
 	pgNames, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
@@ -348,6 +376,16 @@ func checkMigratedServes(t *testing.T, target, secretKey string, box *gatehouse.
 	d, err := pg.FindDestination(ctx, f.org.ID, f.live.ID)
 	if err != nil || d.Config.Values["secretKey"] != "sk-lf-live-0123456789" {
 		t.Errorf("migrated destination secret: %v, %v", d, err)
+	}
+	// Content is copied still sealed, and opens with the same key.
+	if sc, err := pg.FindGenerationContent(ctx, f.org.ID, f.generation, time.Time{}); err != nil || sc.Content == nil ||
+		*sc.Content.Completion != "migrated" {
+		t.Errorf("migrated generation content: %+v, %v", sc, err)
+	}
+	// The BYOK key still opens, with the same secret key.
+	keys, err := pg.ProviderBYOKKeys(ctx, f.byok.WorkspaceID, "openai")
+	if err != nil || len(keys) != 1 || string(keys[0].Key) != "sk-proj-migrated-0123456789" || keys[0].ID != f.byok.ID {
+		t.Errorf("migrated BYOK key: %v, %v", keys, err)
 	}
 	// The identity of oauth_apps continues after the copied ids.
 	if _, err := pg.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://other.example.com/cb"}); err != nil {

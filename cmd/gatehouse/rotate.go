@@ -15,8 +15,9 @@ import (
 )
 
 // rotateSecretKeyCommand runs `gatehouse rotate-secret-key`: it re-encrypts
-// every destination secret with a new key in one transaction. The old key is
-// the configured one (GATEHOUSE_SECRET_KEY or the key file); the new one is
+// every destination secret and BYOK key with a new key in one transaction,
+// then the stored content of generations in batches. The old key is the
+// configured one (GATEHOUSE_SECRET_KEY or the key file); the new one is
 // --new-key, or a fresh random key. A key file is replaced by the new key;
 // a key from the environment is printed, for the operator to deploy.
 func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -79,7 +80,7 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 			return fmt.Errorf("write the new key to %s: %w", pending, err)
 		}
 	}
-	n, unreadable, err := reseal(ctx, cfg, box, logger, *skip)
+	n, err := reseal(ctx, cfg, box, stdout, logger, *skip)
 	if err != nil {
 		if pending != "" {
 			os.Remove(pending)
@@ -88,49 +89,69 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 	}
 	if file != "" {
 		if err := os.Rename(pending, file); err != nil {
-			return fmt.Errorf("re-sealed %d destinations, but could not move the new key from %s to %s: %w (move it by hand; the secrets now need it)", n, pending, file, err)
+			return fmt.Errorf("re-sealed %s, but could not move the new key from %s to %s: %w (move it by hand; the secrets now need it)", counted(n), pending, file, err)
 		}
-		fmt.Fprintf(stdout, "Re-sealed the secrets of %d destinations with a new key, now in %s.\n", n, file)
-		reportSkipped(stdout, unreadable)
+		fmt.Fprintf(stdout, "Re-sealed %s with a new key, now in %s.\n", counted(n), file)
+		reportSkipped(stdout, n.Skipped)
 		return nil
 	}
-	reportSkipped(stdout, unreadable)
-	fmt.Fprintf(stdout, "Re-sealed the secrets of %d destinations with the new key below.\n"+
+	reportSkipped(stdout, n.Skipped)
+	fmt.Fprintf(stdout, "Re-sealed %s with the new key below.\n"+
 		"Set GATEHOUSE_SECRET_KEY to it on every instance; until all of them run it, keep the old key in\n"+
-		"GATEHOUSE_SECRET_KEY_PREVIOUS, and run this command again (with --new-key) before removing it.\n%s\n", n, encoded)
+		"GATEHOUSE_SECRET_KEY_PREVIOUS, and run this command again (with --new-key) before removing it.\n%s\n", counted(n), encoded)
 	return nil
 }
 
-// reseal opens the store with box and re-seals every destination secret.
-func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger, skip bool) (int, []gatehouse.UnreadableDestination, error) {
-	store, err := openStoreWith(ctx, cfg, box, logger, true)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer store.Close()
-	n, unreadable, err := store.ResealSecrets(ctx, skip)
-	if gatehouse.ErrorCode(err) == gatehouse.ECONFLICT {
-		return 0, nil, errors.New("re-seal destination secrets: " + gatehouse.ErrorMessage(err) + "; nothing was changed. " +
-			"Is GATEHOUSE_SECRET_KEY (or the key file) the key the server runs with? Give keys those secrets may have been " +
-			"sealed with in GATEHOUSE_SECRET_KEY_PREVIOUS; if none is left, send those destinations' secrets again " +
-			"(PATCH /observability/destinations/{id} with their config) or delete them, or rotate with --skip-unreadable " +
-			"to leave them unreadable")
-	}
-	if err != nil {
-		return 0, nil, errors.New("re-seal destination secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed)")
-	}
-	return n, unreadable, nil
+// counted says what a rotation re-sealed.
+func counted(n gatehouse.Resealed) string {
+	return fmt.Sprintf("the secrets of %d destinations and %d BYOK keys", n.Destinations, n.BYOKKeys)
 }
 
-// reportSkipped names the destinations a rotation with --skip-unreadable
-// left as they were.
-func reportSkipped(stdout io.Writer, unreadable []gatehouse.UnreadableDestination) {
-	if len(unreadable) == 0 {
+// reseal opens the store with box and re-seals every secret at rest
+// (destination secrets and BYOK keys), then the stored content of
+// generations (saying how many on stdout). Secrets that no key given opens
+// refuse it, naming them, unless skip.
+func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, stdout io.Writer, logger *slog.Logger, skip bool) (gatehouse.Resealed, error) {
+	store, err := openStoreWith(ctx, cfg, box, logger, true)
+	if err != nil {
+		return gatehouse.Resealed{}, err
+	}
+	defer store.Close()
+	n, err := store.ResealSecrets(ctx, skip)
+	if gatehouse.ErrorCode(err) == gatehouse.ECONFLICT {
+		return n, errors.New("re-seal the secrets: " + gatehouse.ErrorMessage(err) + "; nothing was changed. " +
+			"Is GATEHOUSE_SECRET_KEY (or the key file) the key the server runs with? Give keys those secrets may have been " +
+			"sealed with in GATEHOUSE_SECRET_KEY_PREVIOUS; if none is left, send them again (a destination: PATCH " +
+			"/observability/destinations/{id} with its config; a BYOK key: replace it) or delete them, or rotate with " +
+			"--skip-unreadable to leave them unreadable")
+	}
+	if err != nil {
+		return n, errors.New("re-seal the secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
+	}
+	// The content of generations is many rows: it is re-sealed in batches,
+	// once the destinations (which need the new key from now on) are done.
+	// What a failure leaves is readable while the old key stays in
+	// GATEHOUSE_SECRET_KEY_PREVIOUS, and expires with the retention.
+	contents, err := gatehouse.ResealContent(ctx, store, 200)
+	if err != nil {
+		logger.Warn("re-sealing the stored content of generations stopped: the rest stays readable only while the old key is in GATEHOUSE_SECRET_KEY_PREVIOUS (it expires with GATEHOUSE_CONTENT_RETENTION); run the command again to finish",
+			"resealed", contents, "error", err.Error())
+	}
+	if contents > 0 {
+		fmt.Fprintf(stdout, "Re-sealed the stored content of %d generations.\n", contents)
+	}
+	return n, nil
+}
+
+// reportSkipped names the secrets a rotation with --skip-unreadable left
+// as they were.
+func reportSkipped(stdout io.Writer, skipped []gatehouse.UnreadableSecret) {
+	if len(skipped) == 0 {
 		return
 	}
-	fmt.Fprintf(stdout, "Left %d destinations whose secrets no key opens as they were; they receive nothing until their "+
-		"secrets are sent again (PATCH /observability/destinations/{id} with their config) or they are deleted:\n", len(unreadable))
-	for _, u := range unreadable {
+	fmt.Fprintf(stdout, "Left %d secrets that no key opens as they were; they stay unusable (a destination receives "+
+		"nothing) until they are sent again or deleted:\n", len(skipped))
+	for _, u := range skipped {
 		fmt.Fprintf(stdout, "  %s\n", u)
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gatehouse"
 	"gatehouse/postgres"
 	"gatehouse/sqlite"
+	"gatehouse/storetest"
 )
 
 // readsSecrets opens the database directly with only the given key, and
@@ -28,6 +30,42 @@ func readsSecrets(t *testing.T, dbURL string, key []byte, orgID, id string) bool
 	defer store.Close()
 	d, err := store.FindDestination(context.Background(), orgID, id)
 	return err == nil && d.Config.Headers["Authorization"] == headerSecret
+}
+
+// byokSecret is the provider key of the BYOK key the rotation tests add.
+const byokSecret = "sk-proj-ROTATION-0123456789abcdef"
+
+// addBYOKKey opens the database (its server stopped) with key and adds a
+// BYOK key to the organization's default workspace; it returns the
+// workspace's id.
+func addBYOKKey(t *testing.T, dbURL string, key []byte, orgID string) string {
+	t.Helper()
+	box, err := gatehouse.NewSecretBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openDatabase(t, dbURL, box)
+	defer store.Close()
+	k, err := store.CreateBYOKKey(context.Background(), orgID, gatehouse.BYOKKeyCreate{Provider: "openai",
+		BYOKKeyUpdate: gatehouse.BYOKKeyUpdate{Key: gatehouse.Val(byokSecret)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.WorkspaceID
+}
+
+// readsBYOKKey opens the database with only the given key, and reports
+// whether it can read the BYOK key addBYOKKey added.
+func readsBYOKKey(t *testing.T, dbURL string, key []byte, workspaceID string) bool {
+	t.Helper()
+	box, err := gatehouse.NewSecretBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openDatabase(t, dbURL, box)
+	defer store.Close()
+	keys, err := store.ProviderBYOKKeys(context.Background(), workspaceID, "openai")
+	return err == nil && len(keys) == 1 && string(keys[0].Key) == byokSecret
 }
 
 // openDatabase opens the database of a server (not running) directly.
@@ -64,13 +102,14 @@ func TestRotateSecretKeyFile(t *testing.T) {
 	org := s.orgOf(t, key)
 	s.stop()
 	oldKey := readKeyFile(t, db+".key")
+	ws := addBYOKKey(t, db, oldKey, org)
 
 	stdout, stderr, err := runCommand(nil, "rotate-secret-key", "--database", db)
 	if err != nil {
 		t.Fatalf("rotate-secret-key: %v\n%s%s", err, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "1 destinations") {
-		t.Errorf("output does not count the re-sealed destination:\n%s", stdout)
+	if !strings.Contains(stdout, "1 destinations and 1 BYOK keys") {
+		t.Errorf("output does not count the re-sealed destination and BYOK key:\n%s", stdout)
 	}
 	newKey := readKeyFile(t, db+".key")
 	if string(newKey) == string(oldKey) {
@@ -87,6 +126,9 @@ func TestRotateSecretKeyFile(t *testing.T) {
 	}
 	if readsSecrets(t, db, oldKey, org, id) || !readsSecrets(t, db, newKey, org, id) {
 		t.Error("after rotation the old key still opens the secrets, or the new one does not")
+	}
+	if readsBYOKKey(t, db, oldKey, ws) || !readsBYOKKey(t, db, newKey, ws) {
+		t.Error("after rotation the old key still opens the BYOK key, or the new one does not")
 	}
 	s = startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
 	s.checkDestination(t, key, id, masked)
@@ -112,6 +154,7 @@ func TestRotateSecretKeyEnv(t *testing.T) {
 			id, masked := s.createDestination(t, key)
 			org := s.orgOf(t, key)
 			s.stop()
+			ws := addBYOKKey(t, vars["GATEHOUSE_DATABASE_URL"], old, org)
 
 			stdout, stderr, err := runCommand(vars, "rotate-secret-key")
 			if err != nil {
@@ -124,6 +167,9 @@ func TestRotateSecretKeyEnv(t *testing.T) {
 			dbURL := vars["GATEHOUSE_DATABASE_URL"]
 			if readsSecrets(t, dbURL, old, org, id) || !readsSecrets(t, dbURL, newKey, org, id) {
 				t.Error("after rotation the old key still opens the secrets, or the new one does not")
+			}
+			if readsBYOKKey(t, dbURL, old, ws) || !readsBYOKKey(t, dbURL, newKey, ws) {
+				t.Error("after rotation the old key still opens the BYOK key, or the new one does not")
 			}
 			// An instance not yet moved to the new key, given it as previous, reads too.
 			rolling := map[string]string{
@@ -143,7 +189,7 @@ func TestRotateSecretKeyEnv(t *testing.T) {
 			if _, _, err := runCommand(wrong, "rotate-secret-key"); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
 				t.Errorf("rotation with a wrong current key: %v", err)
 			}
-			if !readsSecrets(t, dbURL, newKey, org, id) {
+			if !readsSecrets(t, dbURL, newKey, org, id) || !readsBYOKKey(t, dbURL, newKey, ws) {
 				t.Error("a failed rotation changed the secrets")
 			}
 		})
@@ -220,10 +266,10 @@ func TestUnreadableAfterKeyChange(t *testing.T) {
 	}
 
 	s = startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db) // makes a new key file
-	line, ok := logLine(s.stderr.String(), "the secret key does not open the secrets of some destinations (was it changed without gatehouse "+
-		"rotate-secret-key?): they receive nothing, and show secrets_unreadable, until the key they were sealed with is given "+
-		"(GATEHOUSE_SECRET_KEY_PREVIOUS) or their secrets are sent again")
-	if !ok || !strings.Contains(fmt.Sprint(line["destinations"]), id) {
+	line, ok := logLine(s.stderr.String(), "the secret key does not open some secrets at rest (was it changed without gatehouse rotate-secret-key?): "+
+		"those destinations receive nothing and show secrets_unreadable, those BYOK keys serve nothing, until the key they "+
+		"were sealed with is given (GATEHOUSE_SECRET_KEY_PREVIOUS) or they are sent again")
+	if !ok || !strings.Contains(fmt.Sprint(line["secrets"]), "destination "+id) {
 		t.Errorf("no start warning naming %s:\n%s", id, s.stderr)
 	}
 	status, body := s.do("GET", "/api/v1/observability/destinations", key, nil)
@@ -256,8 +302,47 @@ func TestUnreadableAfterKeyChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, err := runCommand(nil, "rotate-secret-key", "--database", db, "--skip-unreadable")
-	if err != nil || !strings.Contains(out, "Re-sealed the secrets of 0 destinations") || !strings.Contains(out, "Left 1 destinations") ||
+	if err != nil || !strings.Contains(out, "Re-sealed the secrets of 0 destinations") || !strings.Contains(out, "Left 1 secrets") ||
 		!strings.Contains(out, id) {
 		t.Errorf("rotation --skip-unreadable: %v\n%s%s", err, out, errOut)
+	}
+}
+
+// TestRotateSecretKeyContent: rotation re-seals the stored content of
+// generations too, after the destinations: the new key alone opens it.
+func TestRotateSecretKeyContent(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	oldKey := make([]byte, 32)
+	_, _ = rand.Read(oldKey)
+	if err := os.WriteFile(db+".key", []byte(base64.StdEncoding.EncodeToString(oldKey)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	box, err := gatehouse.NewSecretBox(oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openDatabase(t, db, box)
+	g := storetest.StoreContent(t, store, "rotated prompt", "rotated completion")
+	store.Close()
+
+	stdout, stderr, err := runCommand(nil, "rotate-secret-key", "--database", db)
+	if err != nil {
+		t.Fatalf("rotate-secret-key: %v\n%s%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "Re-sealed the stored content of 1 generations.") {
+		t.Errorf("output does not count the re-sealed content:\n%s", stdout)
+	}
+	reads := func(key []byte) bool {
+		box, err := gatehouse.NewSecretBox(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := openDatabase(t, db, box)
+		defer store.Close()
+		sc, err := store.FindGenerationContent(context.Background(), g.OrganizationID, g.ID, time.Time{})
+		return err == nil && sc.Content != nil && *sc.Content.Completion == "rotated completion"
+	}
+	if reads(oldKey) || !reads(readKeyFile(t, db+".key")) {
+		t.Error("after rotation the old key still opens the content, or the new one does not")
 	}
 }

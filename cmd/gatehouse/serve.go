@@ -68,6 +68,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer closeMetering()
+	pruneCtx, stopPruning := context.WithCancel(ctx)
+	defer stopPruning()
+	go pruneContent(pruneCtx, store, cfg.ContentRetention, logger)
 	handler, metrics, closeHandler, err := newServeHandler(ctx, cfg, store, catalog, logger, metering)
 	if err != nil {
 		return err
@@ -124,30 +127,32 @@ func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger) (*keyc
 	return cacheKeys(watchCtx, db), func() { stopWatching(); db.Close() }, nil
 }
 
-// reportUnreadable warns about destinations whose secrets the configured
-// keys do not open: they receive nothing until fixed.
+// reportUnreadable warns about the secrets at rest that the configured
+// keys do not open: such destinations receive nothing, and such BYOK keys
+// serve nothing, until fixed.
 func reportUnreadable(ctx context.Context, store gatehouse.Store, logger *slog.Logger) {
-	list, err := store.UnreadableDestinations(ctx)
+	list, err := store.UnreadableSecrets(ctx)
 	if err != nil {
-		logger.Warn("could not check that the secret key opens every destination's secrets", "error", err.Error())
+		logger.Warn("could not check that the secret key opens every secret at rest", "error", err.Error())
 		return
 	}
 	if len(list) == 0 {
 		return
 	}
-	ids := make([]string, len(list))
+	names := make([]string, len(list))
 	for i, u := range list {
-		ids[i] = u.ID
+		names[i] = u.Kind + " " + u.ID
 	}
-	logger.Warn("the secret key does not open the secrets of some destinations (was it changed without gatehouse "+
-		"rotate-secret-key?): they receive nothing, and show secrets_unreadable, until the key they were sealed with is given "+
-		"(GATEHOUSE_SECRET_KEY_PREVIOUS) or their secrets are sent again", "destinations", ids)
+	logger.Warn("the secret key does not open some secrets at rest (was it changed without gatehouse rotate-secret-key?): "+
+		"those destinations receive nothing and show secrets_unreadable, those BYOK keys serve nothing, until the key they "+
+		"were sealed with is given (GATEHOUSE_SECRET_KEY_PREVIOUS) or they are sent again", "secrets", names)
 }
 
 // newServeHandler builds the API's handler with its metrics, rate limiter
-// and trace publisher; metrics is what serves /metrics apart when
-// GATEHOUSE_METRICS_ADDR is set. The returned function delivers the
-// queued traces, then closes the limiter.
+// and trace publisher, and starts the pruning of the logs (retention);
+// metrics is what serves /metrics apart when GATEHOUSE_METRICS_ADDR is
+// set. The returned function stops the pruning, delivers the queued
+// traces, then closes the limiter.
 func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *gatehouse.Catalog, logger *slog.Logger, metering httpapi.DataPlane) (http.Handler, http.Handler, func(), error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -155,18 +160,25 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	pruner, err := startRetention(ctx, cfg, store, logger, registry)
+	if err != nil {
+		closeLimiter()
+		return nil, nil, nil, err
+	}
 	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress})
+	closeAll := func() { pruner.Stop(); closeTraces(traces, logger); closeLimiter() }
 	data := metering // the ledger, and the accountant or leases
 	data.Catalog, data.Upstream, data.Traces = catalog, gateway.NewClient(), traces
 	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now, data)
 	handler.TrustProxies(cfg.TrustedProxies)
 	handler.SetEgressPolicy(cfg.Egress)
+	handler.SetContentRetention(cfg.ContentRetention)
 	var metrics http.Handler
 	if cfg.MetricsAddr != "" {
 		handler.ServeMetricsElsewhere()
 		metrics = promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry})
 	}
-	return handler, metrics, func() { closeTraces(traces, logger); closeLimiter() }, nil
+	return handler, metrics, closeAll, nil
 }
 
 // listeners are the addresses serve binds before it touches the database.
@@ -649,5 +661,34 @@ func logCharged(ctx context.Context, logger *slog.Logger, n int, err error, whic
 	}
 	if n > 0 {
 		logger.Warn("charged reservations "+which+" at what they reserved", "reservations", n)
+	}
+}
+
+// pruneEvery is how often the content of generations past the retention is
+// deleted, and pruneBatch how much one write deletes.
+const (
+	pruneEvery = time.Minute
+	pruneBatch = 500
+)
+
+// pruneContent deletes, at start and then every pruneEvery, the content of
+// generations older than the retention (reads refuse it already). Every
+// instance prunes; they delete the same rows harmlessly.
+func pruneContent(ctx context.Context, store gatehouse.Store, retention time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		n, err := gatehouse.PruneContent(ctx, store, gatehouse.ContentCutoff(time.Now(), retention), pruneBatch)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("deleting the content of generations past the retention failed; retrying", "error", err.Error())
+		}
+		if n > 0 {
+			logger.Info("deleted the content of generations past the retention", "generations", n, "retention", retention.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }

@@ -119,7 +119,8 @@ describe("coverage of API.md §3 through the SDK", () => {
   });
 
   it("every operation of API.md §3 but the two extensions is in OPERATIONS", (t) => {
-    const routes = new Set(Object.values(OPERATIONS).map((s) => s.route));
+    // Operations beyond §3 (beyondApiMd) are not §3's.
+    const routes = new Set(Object.values(OPERATIONS).filter((s) => !s.beyondApiMd).map((s) => s.route));
     assert.deepEqual(API_ROUTES.filter((r) => !routes.has(r)), [], "operations without an SDK function in the table");
     const apiMd = findApiMd();
     if (!apiMd) {

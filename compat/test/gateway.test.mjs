@@ -5,50 +5,25 @@
 // they are not part of the coverage table.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
-import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 
-import { REPO_ROOT, call, client, createKey, errors, freePort, sleep, startServer } from "./harness.mjs";
+import { call, client, createKey, errors, startFakeLLM, startServer } from "./harness.mjs";
 
-const execFileP = promisify(execFile);
 const ctx = {};
 
 before(async () => {
   ctx.dir = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-gw-"));
-  const fakellm = path.join(ctx.dir, "fakellm");
-  await execFileP("go", ["build", "-o", fakellm, "./cmd/fakellm"], { cwd: REPO_ROOT });
-  const port = await freePort();
-  ctx.upstream = spawn(fakellm, ["--addr", `127.0.0.1:${port}`], { stdio: "ignore" });
-  for (let i = 0; ; i++) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/v1/models`);
-      if (res.ok) break;
-    } catch {}
-    if (i > 200) throw new Error("fakellm did not start");
-    await sleep(50);
-  }
-  const providers = path.join(ctx.dir, "providers.yaml");
-  fs.writeFileSync(providers, `providers:
-  - id: fake
-    base_url: http://127.0.0.1:${port}/v1
-    models:
-      - id: echo
-        prompt_price: 1000
-        completion_price: 2000
-        max_completion_tokens: 100
-`);
-  ctx.server = await startServer({ env: { GATEHOUSE_PROVIDERS_FILE: providers } });
+  ctx.upstream = await startFakeLLM(ctx.dir);
+  ctx.server = await startServer({ env: { GATEHOUSE_PROVIDERS_FILE: ctx.upstream.providers } });
   ctx.sdk = client(ctx.server, ctx.server.bootstrapKey);
 }, { timeout: 10 * 60_000 });
 
 after(async () => {
   await ctx.server?.stop();
-  ctx.upstream?.kill("SIGTERM");
+  ctx.upstream?.stop();
   fs.rmSync(ctx.dir, { recursive: true, force: true });
 });
 

@@ -1,0 +1,366 @@
+package gatehouse
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// What the ledger keeps of a generation besides its cost: who called
+// (attribution, from the request's headers and body), what was said (its
+// content, only where the workspace logs it, sealed at rest and kept for a
+// limited time) and what people thought of it (feedback).
+
+// Attribution is what a request says about who made it: the application
+// (its HTTP-Referer, and its title from X-Title or X-OpenRouter-Title), the
+// client software (User-Agent), and the application's end user (the
+// body's user, else the key's external user).
+type Attribution struct {
+	HTTPReferer  *string
+	AppTitle     *string
+	UserAgent    *string
+	ExternalUser *string
+}
+
+// Bounds of the attribution kept: longer header values are cut (a request
+// is never refused for its headers); the body's user is refused beyond
+// MaxExternalUserLength.
+const (
+	MaxRefererLength      = 2048
+	MaxAppTitleLength     = 200
+	MaxUserAgentLength    = 512
+	MaxExternalUserLength = MaxNameLength
+)
+
+// AttributionHeader returns a header's value as attribution: nil when it is
+// empty, else made storable (valid UTF-8, no NUL) and cut to max bytes on a
+// character boundary.
+func AttributionHeader(value string, max int) *string {
+	v := strings.TrimSpace(value)
+	if v == "" {
+		return nil
+	}
+	v = storableText(v)
+	if len(v) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		v = v[:cut]
+	}
+	return &v
+}
+
+// RefererOrigin returns the origin (scheme://host) of an HTTP-Referer,
+// which names the organization's application as the origin of its OAuth
+// callback URL does; false when it is not an absolute http(s) URL.
+func RefererOrigin(referer string) (string, bool) {
+	u, err := url.Parse(referer)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", false
+	}
+	return CallbackOrigin(referer), true
+}
+
+// CheckExternalUser checks the body's user of a model request.
+func CheckExternalUser(user string) error {
+	switch {
+	case strings.TrimSpace(user) == "":
+		return FieldError("user", "must not be empty: leave it out, or give your end user's id")
+	case utf8.RuneCountInString(user) > MaxExternalUserLength:
+		return FieldError("user", "must be at most %d characters", MaxExternalUserLength)
+	}
+	return CheckDisplayText("user", user, false)
+}
+
+// GenerationContent is what a generation said: its prompt (the request's
+// messages), its completion and reasoning, and why it failed, if it did.
+// It is stored only where the workspace logs I/O, sealed with the secret
+// box, and kept for the content retention.
+type GenerationContent struct {
+	Messages   json.RawMessage  `json:"messages"` // a JSON array, as the client sent it
+	Completion *string          `json:"completion"`
+	Reasoning  *string          `json:"reasoning"`
+	Error      *GenerationError `json:"error"`
+}
+
+// GenerationError is why a generation that was charged did not complete:
+// a stream that broke off before the provider finished.
+type GenerationError struct {
+	Message  string  `json:"message"`
+	Provider *string `json:"provider"`
+}
+
+// size is the memory the content takes while it waits to be written.
+func (c *GenerationContent) size() int64 {
+	n := len(c.Messages)
+	for _, s := range []*string{c.Completion, c.Reasoning} {
+		if s != nil {
+			n += len(*s)
+		}
+	}
+	return int64(n)
+}
+
+// maxPendingContent bounds the bytes of content waiting for the ledger:
+// while the database is slow or down, calls are recorded without their
+// content rather than hold it all in memory.
+const maxPendingContent = 64 << 20
+
+// holdContent counts gen's content as waiting for the ledger until done
+// hears that it was written, and returns what the ledger must call; past
+// maxPendingContent it drops the content instead.
+func (m *Meter) holdContent(gen *Generation, done func(error)) func(error) {
+	if gen.Content == nil {
+		return done
+	}
+	n := gen.Content.size()
+	if m.pending.Add(n) > maxPendingContent {
+		m.pending.Add(-n)
+		gen.Content = nil
+		return done
+	}
+	return func(err error) {
+		m.pending.Add(-n)
+		if done != nil {
+			done(err)
+		}
+	}
+}
+
+// content returns what the call said, to keep with its generation: its
+// messages, its completion and reasoning, and why it broke off.
+func (mt *Metering) content(c Completion, callErr error) *GenerationContent {
+	gc := &GenerationContent{Messages: mt.call.Messages, Completion: storableOrNil(c.Output),
+		Reasoning: storableOrNil(c.Reasoning)}
+	if callErr != nil {
+		provider := mt.call.Provider.ID
+		gc.Error = &GenerationError{Message: brokenOff(callErr), Provider: &provider}
+	}
+	return gc
+}
+
+// storableOrNil returns s made storable, or nil when it is empty.
+func storableOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	v := storableText(s)
+	return &v
+}
+
+// brokenOff says, for the content kept, why an answer that was charged
+// did not complete; never with internal detail.
+func brokenOff(err error) string {
+	var ue *UpstreamError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "the client disconnected before the answer was complete"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the provider did not finish the answer within its timeout"
+	case errors.As(err, &ue):
+		return ue.Message
+	}
+	return "the provider's stream broke off before the answer was complete"
+}
+
+// DefaultContentRetention is how long the content of generations is kept
+// unless configured otherwise.
+const DefaultContentRetention = 30 * 24 * time.Hour
+
+// ContentCutoff returns the creation time before which content is no
+// longer kept at now: content made at or after it is readable.
+func ContentCutoff(now time.Time, retention time.Duration) time.Time {
+	return now.Add(-retention)
+}
+
+// StoredContent is a generation's content as the store has it: the
+// content (nil when none was stored, or it has passed the cutoff), and
+// whether its workspace logs I/O now.
+type StoredContent struct {
+	Generation *Generation
+	Content    *GenerationContent
+	// Logged is whether the generation's workspace logs I/O now (its
+	// is_observability_io_logging_enabled): when it does not, the
+	// workspace is in privacy mode and no content is shown.
+	Logged bool
+}
+
+// Readable returns the content that may be shown, or why none may:
+// EFORBIDDEN while the workspace is in privacy mode (whatever was stored
+// before), ENOTFOUND when none is kept.
+func (s *StoredContent) Readable(retention time.Duration) (*GenerationContent, error) {
+	if !s.Logged {
+		return nil, &Error{Code: EFORBIDDEN,
+			Message:  "the content of generations of this workspace is private: turn its I/O logging on (is_observability_io_logging_enabled) to store and read prompts and completions",
+			Metadata: map[string]any{"id": s.Generation.ID, "workspace_id": s.Generation.WorkspaceID}}
+	}
+	if s.Content == nil {
+		return nil, &Error{Code: ENOTFOUND,
+			Message: "no content is stored for this generation: content is kept for " + FormatRetention(retention) +
+				", for requests made while the workspace logged I/O (at its io_logging_sampling_rate)",
+			Metadata: map[string]any{"id": s.Generation.ID}}
+	}
+	return s.Content, nil
+}
+
+// FormatRetention renders a retention for people: whole days as "30 days".
+func FormatRetention(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d <= 0:
+		return "no time"
+	case d == day:
+		return "1 day"
+	case d%day == 0:
+		return strconv.FormatInt(int64(d/day), 10) + " days"
+	}
+	return d.String()
+}
+
+// FeedbackCategory is the kind of a generation's feedback.
+type FeedbackCategory string
+
+// The feedback categories of OpenRouter's API.
+const (
+	FeedbackLatency           FeedbackCategory = "latency"
+	FeedbackIncoherence       FeedbackCategory = "incoherence"
+	FeedbackIncorrectResponse FeedbackCategory = "incorrect_response"
+	FeedbackFormatting        FeedbackCategory = "formatting"
+	FeedbackBilling           FeedbackCategory = "billing"
+	FeedbackAPIError          FeedbackCategory = "api_error"
+	FeedbackOther             FeedbackCategory = "other"
+)
+
+// FeedbackCategories lists the categories, in the API's order.
+var FeedbackCategories = []FeedbackCategory{FeedbackLatency, FeedbackIncoherence, FeedbackIncorrectResponse,
+	FeedbackFormatting, FeedbackBilling, FeedbackAPIError, FeedbackOther}
+
+// MaxFeedbackCommentLength bounds a feedback's comment, in characters.
+const MaxFeedbackCommentLength = 4000
+
+// FeedbackCreate is feedback submitted on a generation.
+type FeedbackCreate struct {
+	GenerationID string
+	Category     FeedbackCategory
+	Comment      *string
+}
+
+// Validate checks the fields that need no lookup.
+func (f *FeedbackCreate) Validate() error {
+	if strings.TrimSpace(f.GenerationID) == "" {
+		return FieldError("generation_id", "is required: the id of a generation, such as gen-…")
+	}
+	if !plainText(f.GenerationID) {
+		return FieldError("generation_id", "must be UTF-8 text without NUL characters")
+	}
+	valid := false
+	for _, c := range FeedbackCategories {
+		valid = valid || f.Category == c
+	}
+	if !valid {
+		return FieldError("category", "must be one of latency, incoherence, incorrect_response, formatting, billing, api_error or other")
+	}
+	if c := f.Comment; c != nil {
+		if utf8.RuneCountInString(*c) > MaxFeedbackCommentLength {
+			return FieldError("comment", "must be at most %d characters", MaxFeedbackCommentLength)
+		}
+		if err := CheckDisplayText("comment", *c, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plainText reports whether s is valid UTF-8 without NUL, as every engine
+// stores text.
+func plainText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+// Feedback is feedback recorded on a generation.
+type Feedback struct {
+	ID           string
+	GenerationID string
+	Category     FeedbackCategory
+	Comment      *string
+	// Who submitted it: the management key and its user.
+	KeyHash   string
+	UserID    *string
+	CreatedAt time.Time
+}
+
+// GenerationService reads what the ledger keeps of generations besides
+// their cost: content and feedback.
+type GenerationService interface {
+	// FindGenerationContent returns a generation of the organization with
+	// its content, when stored at or after cutoff. ENOTFOUND for an unknown
+	// generation.
+	FindGenerationContent(ctx context.Context, orgID, id string, cutoff time.Time) (*StoredContent, error)
+	// CreateFeedback records feedback on a generation of the organization,
+	// and audits it. EINVALID, ENOTFOUND for an unknown generation.
+	CreateFeedback(ctx context.Context, orgID string, f FeedbackCreate) (*Feedback, error)
+	// FindFeedback lists the feedback of a generation of the organization,
+	// oldest first, with its total. ENOTFOUND for an unknown generation.
+	FindFeedback(ctx context.Context, orgID, generationID string, page Page) ([]*Feedback, int, error)
+	// PruneGenerationContent deletes up to limit stored contents made
+	// before before, and returns how many it deleted.
+	PruneGenerationContent(ctx context.Context, before time.Time, limit int) (int, error)
+	// ResealGenerationContent re-encrypts up to limit stored contents after
+	// the generation id after (in id order) with the current key; it returns
+	// how many it re-sealed and the last id, for the next call.
+	ResealGenerationContent(ctx context.Context, after string, limit int) (int, string, error)
+}
+
+// PruneContent deletes the content made before cutoff, batch at a time,
+// until none is left or ctx ends, and returns how many it deleted. Small
+// batches keep each write short, so that the ledger's writes pass between
+// them.
+func PruneContent(ctx context.Context, s GenerationService, cutoff time.Time, batch int) (int, error) {
+	total := 0
+	for {
+		n, err := s.PruneGenerationContent(ctx, cutoff, batch)
+		total += n
+		if err != nil || n < batch || ctx.Err() != nil {
+			return total, err
+		}
+	}
+}
+
+// ResealContent re-encrypts every stored content with the current key,
+// batch at a time, and returns how many it re-sealed.
+func ResealContent(ctx context.Context, s GenerationService, batch int) (int, error) {
+	total, after := 0, ""
+	for {
+		n, last, err := s.ResealGenerationContent(ctx, after, batch)
+		total += n
+		if err != nil || n < batch {
+			return total, err
+		}
+		after = last
+	}
+}
+
+// ParseRetention reads a content retention: a number of days ("30d"), a
+// Go duration ("12h", "90m"), or 0 to keep no content.
+func ParseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, errors.New("want a number of days such as 30d, a duration such as 12h, or 0 to keep no content")
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	if s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, errors.New("want a number of days such as 30d, a duration such as 12h, or 0 to keep no content")
+	}
+	return d, nil
+}

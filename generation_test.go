@@ -1,0 +1,159 @@
+package gatehouse
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRetention(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"30d": 30 * 24 * time.Hour, "0d": 0, "0": 0, "12h": 12 * time.Hour, "90m": 90 * time.Minute, " 7d ": 7 * 24 * time.Hour,
+	} {
+		if got, err := ParseRetention(in); err != nil || got != want {
+			t.Errorf("ParseRetention(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "d", "-1d", "1.5d", "-5m", "a month", "36501d", "30"} {
+		if _, err := ParseRetention(in); err == nil {
+			t.Errorf("ParseRetention(%q) accepted", in)
+		}
+	}
+}
+
+func TestFormatRetention(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		DefaultContentRetention: "30 days", 24 * time.Hour: "1 day", 36 * time.Hour: "36h0m0s", 0: "no time",
+	} {
+		if got := FormatRetention(d); got != want {
+			t.Errorf("FormatRetention(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestCostSplit: the parts add up to the charged cost, whatever it was.
+func TestCostSplit(t *testing.T) {
+	m := &Model{PromptPrice: 333_333_333, CompletionPrice: USD(3) / 2}
+	for _, tc := range []struct {
+		name                     string
+		prompt, completion       int64
+		cost, wantPrompt, wantCo Money
+	}{
+		{"exact usage", 11, 7, m.Cost(11, 7), m.Cost(11, 0), m.Cost(11, 7) - m.Cost(11, 0)},
+		{"capped below the prompt's part", 1_000_000, 7, 1000, 1000, 0},
+		{"no usage: all completion", 0, 0, 5000, 0, 5000},
+		{"free", 10, 10, 0, 0, 0},
+	} {
+		p, c := m.CostSplit(&Generation{PromptTokens: tc.prompt, CompletionTokens: tc.completion, Cost: tc.cost})
+		if p != tc.wantPrompt || c != tc.wantCo || p+c != tc.cost {
+			t.Errorf("%s: split %s + %s, want %s + %s", tc.name, p, c, tc.wantPrompt, tc.wantCo)
+		}
+	}
+}
+
+func TestAttributionHeader(t *testing.T) {
+	if AttributionHeader("  ", 10) != nil || AttributionHeader("", 10) != nil {
+		t.Error("an empty header is attribution")
+	}
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"https://app.example.com", 100, "https://app.example.com"},
+		{"abcdef", 4, "abcd"},
+		{"ab\u00e9cd", 3, "ab"}, // never half a character
+		{"a\x00b\xffc", 10, "ab\uFFFDc"},
+	} {
+		if got := AttributionHeader(tc.in, tc.max); got == nil || *got != tc.want {
+			t.Errorf("AttributionHeader(%q, %d) = %v, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
+
+func TestCheckExternalUser(t *testing.T) {
+	for _, ok := range []string{"user-1", strings.Repeat("é", MaxExternalUserLength)} {
+		if err := CheckExternalUser(ok); err != nil {
+			t.Errorf("CheckExternalUser(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{" ", strings.Repeat("u", MaxExternalUserLength+1), "a\nb", "a\u202eb"} {
+		if err := CheckExternalUser(bad); ErrorCode(err) != EINVALID || !strings.HasPrefix(ErrorMessage(err), "user: ") {
+			t.Errorf("CheckExternalUser(%q) = %v, want a field error", bad, err)
+		}
+	}
+}
+
+func TestStoredContentReadable(t *testing.T) {
+	g := &Generation{ID: "gen-1", WorkspaceID: "ws-1"}
+	c := &GenerationContent{Messages: json.RawMessage(`[]`)}
+	if _, err := (&StoredContent{Generation: g, Content: c}).Readable(time.Hour); ErrorCode(err) != EFORBIDDEN {
+		t.Errorf("privacy mode: %v, want 403", err)
+	}
+	if _, err := (&StoredContent{Generation: g, Logged: true}).Readable(48 * time.Hour); ErrorCode(err) != ENOTFOUND ||
+		!strings.Contains(ErrorMessage(err), "2 days") {
+		t.Errorf("no content: %v, want 404 saying how long content is kept", err)
+	}
+	if got, err := (&StoredContent{Generation: g, Content: c, Logged: true}).Readable(time.Hour); err != nil || got != c {
+		t.Errorf("logged content: %v, %v", got, err)
+	}
+}
+
+// TestMeterContentBound: content waiting for the ledger is bounded; past
+// the bound a call is recorded without it, and written content frees room.
+func TestMeterContentBound(t *testing.T) {
+	m := &Meter{KeepContent: true}
+	big := string(make([]byte, maxPendingContent/2+1))
+	gen := func() *Generation { return &Generation{Content: &GenerationContent{Completion: &big}} }
+	first := gen()
+	done := m.holdContent(first, nil)
+	if first.Content == nil {
+		t.Fatal("the first content was dropped")
+	}
+	second := gen()
+	m.holdContent(second, nil)
+	if second.Content != nil {
+		t.Fatal("content past the bound was kept")
+	}
+	done(nil) // the first is written
+	third := gen()
+	var heard bool
+	m.holdContent(third, func(error) { heard = true })(nil)
+	if third.Content == nil || !heard {
+		t.Errorf("content after room was freed: kept %t, result heard %t", third.Content != nil, heard)
+	}
+	if m.pending.Load() != 0 {
+		t.Errorf("pending %d bytes after everything was written", m.pending.Load())
+	}
+}
+
+// fakeContentStore counts the batches of PruneContent and ResealContent.
+type fakeContentStore struct {
+	GenerationService
+	left, batches int
+}
+
+func (f *fakeContentStore) PruneGenerationContent(_ context.Context, _ time.Time, limit int) (int, error) {
+	f.batches++
+	n := min(f.left, limit)
+	f.left -= n
+	return n, nil
+}
+
+func (f *fakeContentStore) ResealGenerationContent(_ context.Context, after string, limit int) (int, string, error) {
+	n, err := f.PruneGenerationContent(context.Background(), time.Time{}, limit)
+	return n, after + "x", err
+}
+
+func TestContentBatches(t *testing.T) {
+	f := &fakeContentStore{left: 1001}
+	if n, err := PruneContent(context.Background(), f, time.Now(), 500); n != 1001 || err != nil || f.batches != 3 || f.left != 0 {
+		t.Errorf("PruneContent = %d, %v in %d batches, %d left; want 1001 in 3", n, err, f.batches, f.left)
+	}
+	f = &fakeContentStore{left: 400}
+	if n, err := ResealContent(context.Background(), f, 200); n != 400 || err != nil || f.batches != 3 {
+		t.Errorf("ResealContent = %d, %v in %d batches; want 400 in 3 (the last finds none)", n, err, f.batches)
+	}
+}

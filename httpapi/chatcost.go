@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"gatehouse"
+)
+
+// What the answers of the gateway add to the provider's, as OpenRouter's
+// do: the cost of the call as metered, in the whole answer's usage and in
+// the last chunk of a stream, and a system_fingerprint on every chunk.
+
+// chatAttribution reads who made a model request: the application from
+// HTTP-Referer and X-OpenRouter-Title (else X-Title), the client software
+// from User-Agent, and the end user from the body's user.
+func chatAttribution(r *http.Request, user *string) (gatehouse.Attribution, error) {
+	title := r.Header.Get("X-OpenRouter-Title")
+	if title == "" {
+		title = r.Header.Get("X-Title")
+	}
+	a := gatehouse.Attribution{
+		HTTPReferer: gatehouse.AttributionHeader(r.Header.Get("HTTP-Referer"), gatehouse.MaxRefererLength),
+		AppTitle:    gatehouse.AttributionHeader(title, gatehouse.MaxAppTitleLength),
+		UserAgent:   gatehouse.AttributionHeader(r.Header.Get("User-Agent"), gatehouse.MaxUserAgentLength),
+	}
+	if user != nil && *user != "" {
+		if err := gatehouse.CheckExternalUser(*user); err != nil {
+			return a, err
+		}
+		a.ExternalUser = user
+	}
+	return a, nil
+}
+
+// fingerprint names the backend configuration that serves a model, for the
+// answers whose provider sends no system_fingerprint: it changes when the
+// provider, its URL or the model's upstream name does.
+func fingerprint(p *gatehouse.Provider, m *gatehouse.Model) string {
+	sum := sha256.Sum256([]byte(p.ID + "\x00" + p.BaseURL + "\x00" + m.ID))
+	return "fp_gh_" + hex.EncodeToString(sum[:5])
+}
+
+// fingerprints gives every answer object or chunk of one call a
+// system_fingerprint: the provider's where it sends one, else the last one
+// it sent in this call, else Gatehouse's.
+type fingerprints struct {
+	own, seen string
+}
+
+func (f *fingerprints) stamp(obj map[string]json.RawMessage) {
+	var s string
+	if json.Unmarshal(obj["system_fingerprint"], &s) == nil && s != "" {
+		f.seen = s
+		return
+	}
+	v := f.seen
+	if v == "" {
+		v = f.own
+	}
+	obj["system_fingerprint"], _ = json.Marshal(v)
+}
+
+// costDetailsJSON is OpenRouter's CostDetails. The prompt and completion
+// parts add up to the cost; upstream_inference_cost is what a BYOK
+// provider bills its key's owner directly (the whole cost, since Gatehouse
+// adds no fee), and null otherwise.
+type costDetailsJSON struct {
+	UpstreamInferenceCost            *usd `json:"upstream_inference_cost"`
+	UpstreamInferencePromptCost      usd  `json:"upstream_inference_prompt_cost"`
+	UpstreamInferenceCompletionsCost usd  `json:"upstream_inference_completions_cost"`
+}
+
+// withCost sets the usage of an answer object or final chunk to what was
+// metered: the provider's usage with the token counts that were charged,
+// its token details where it gave them (integers only, as the clients
+// require), and the cost, is_byok and cost_details of the charge.
+func withCost(obj map[string]json.RawMessage, g *gatehouse.Generation, m *gatehouse.Model) {
+	usage := map[string]json.RawMessage{}
+	if json.Unmarshal(obj["usage"], &usage) != nil || usage == nil {
+		usage = map[string]json.RawMessage{}
+	}
+	set := func(name string, v any) { usage[name], _ = json.Marshal(v) }
+	set("prompt_tokens", g.PromptTokens)
+	set("completion_tokens", g.CompletionTokens)
+	set("total_tokens", g.PromptTokens+g.CompletionTokens)
+	for _, name := range []string{"prompt_tokens_details", "completion_tokens_details"} {
+		if d := tokenDetails(usage[name]); d != nil {
+			usage[name] = d
+		} else {
+			delete(usage, name)
+		}
+	}
+	prompt, completion := m.CostSplit(g)
+	details := costDetailsJSON{UpstreamInferencePromptCost: usdOf(prompt), UpstreamInferenceCompletionsCost: usdOf(completion)}
+	if g.BYOK {
+		details.UpstreamInferenceCost = usdPtr(&g.Cost)
+	}
+	set("cost", usdOf(g.Cost))
+	set("is_byok", g.BYOK)
+	set("cost_details", details)
+	obj["usage"], _ = json.Marshal(usage)
+}
+
+// tokenDetails keeps, of a provider's token details, the counts that are
+// whole numbers; nil when it gave no object.
+func tokenDetails(raw json.RawMessage) json.RawMessage {
+	var d map[string]json.RawMessage
+	if json.Unmarshal(raw, &d) != nil || d == nil {
+		return nil
+	}
+	for k, v := range d {
+		if !wholeNumber(bytes.TrimSpace(v)) {
+			delete(d, k)
+		}
+	}
+	out, _ := json.Marshal(d)
+	return out
+}
+
+// wholeNumber reports whether a JSON value is a whole number of tokens:
+// digits only (no sign, fraction or exponent), within an int64.
+func wholeNumber(v []byte) bool {
+	if len(v) == 0 || len(v) > 18 {
+		return false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// lastChunk returns the chunk that carries a stream's usage when the
+// provider sent none: no choices, just the usage, as OpenAI-style streams
+// end.
+func lastChunk(g *gatehouse.Generation, fp *fingerprints, now time.Time) map[string]json.RawMessage {
+	obj := map[string]json.RawMessage{"choices": json.RawMessage("[]"), "object": json.RawMessage(`"chat.completion.chunk"`)}
+	obj["id"], _ = json.Marshal(g.ID)
+	obj["model"], _ = json.Marshal(g.Model)
+	obj["provider"], _ = json.Marshal(g.Provider)
+	obj["created"], _ = json.Marshal(now.Unix())
+	fp.stamp(obj)
+	return obj
+}

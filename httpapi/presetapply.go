@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"gatehouse"
+)
+
+// appliedPreset is the preset version a chat request used, for errors
+// about what it put into the request.
+type appliedPreset struct {
+	use     gatehouse.PresetUse
+	version int
+}
+
+// usePreset applies the preset a chat request names (model "@preset/slug",
+// "provider/model@preset/slug", either with "@N" for version N, or the
+// preset field), looked up in the key's workspace, and checks the result
+// as the chat endpoint checks any request: it comes before the model
+// lookup, the provider preferences, the guardrails and the reservation, so
+// a preset can do nothing its key could not do by sending the same fields
+// itself. raw becomes the merged request, whose length bounds the prompt
+// (the preset's system prompt included). A request without a preset is
+// returned unchanged, with a nil *appliedPreset.
+func (s *Server) usePreset(ctx context.Context, key *gatehouse.Key, req chatRequest, body map[string]json.RawMessage, raw []byte) (chatRequest, map[string]json.RawMessage, []byte, *appliedPreset, error) {
+	use, ok, err := gatehouse.ReadPresetUse(req.Model, req.Preset)
+	if err != nil || !ok {
+		return req, body, raw, nil, err
+	}
+	v, err := s.store.FindPresetVersion(ctx, key.OrganizationID, key.WorkspaceID, use.Slug, use.Version)
+	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
+		msg := fmt.Sprintf("unknown preset %q in the key's workspace; GET /api/v1/presets?workspace_id=%s lists them", use.Slug, key.WorkspaceID)
+		if use.Version != 0 {
+			msg = gatehouse.ErrorMessage(err)
+		}
+		return req, nil, nil, nil, gatehouse.FieldError(use.Field, "%s", msg).WithMetadata("preset", use.Slug)
+	}
+	if err != nil {
+		return req, nil, nil, nil, err
+	}
+	applied := &appliedPreset{use: use, version: v.Version}
+	merged, err := use.Apply(body, v)
+	if err != nil {
+		return req, nil, nil, nil, applied.explain(err)
+	}
+	if raw, err = json.Marshal(merged); err != nil {
+		return req, nil, nil, nil, fmt.Errorf("encode the request with preset %q applied: %w", use.Slug, err)
+	}
+	req, body, err = parseChat(raw)
+	if err != nil {
+		return req, nil, nil, nil, applied.explain(err)
+	}
+	return req, body, raw, applied, nil
+}
+
+// explain adds to a refusal of a request that a preset was applied to which
+// preset (and version) it was, since the refused field may be the preset's.
+// Only 400s: a guardrail refuses a request with a preset exactly as it
+// refuses the same request without one.
+func (a *appliedPreset) explain(err error) error {
+	var e *gatehouse.Error
+	if a == nil || !errors.As(err, &e) || e.Code != gatehouse.EINVALID {
+		return err
+	}
+	out := &gatehouse.Error{Code: e.Code, Err: e.Err,
+		Message:  fmt.Sprintf("%s (with preset %q version %d applied)", e.Message, a.use.Slug, a.version),
+		Metadata: map[string]any{"preset": a.use.Slug, "preset_version": a.version}}
+	for k, v := range e.Metadata {
+		out.Metadata[k] = v
+	}
+	return out
+}
+
+// chatModel returns the model a chat request calls and its provider, once
+// the request's provider preferences allow them. The preferences are
+// Gatehouse's to enforce: they never reach the provider, nor does a preset
+// field.
+func (s *Server) chatModel(req chatRequest, body map[string]json.RawMessage) (*gatehouse.Model, *gatehouse.Provider, error) {
+	model, provider, ok := s.data.Catalog.Model(req.Model)
+	if !ok {
+		return nil, nil, gatehouse.FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", req.Model)
+	}
+	if err := req.prefs.Check("provider", model, provider); err != nil {
+		return nil, nil, err
+	}
+	delete(body, "provider")
+	delete(body, "preset")
+	return model, provider, nil
+}
+
+// readProvider reads the provider preferences of a chat request: an object
+// of gatehouse.ProviderPreferences' fields, strictly (no unknown or
+// duplicate key, types as declared), each error naming its field under
+// provider.
+func readProvider(raw json.RawMessage) (*gatehouse.ProviderPreferences, error) {
+	v := bytes.TrimSpace(raw)
+	if len(v) == 0 || string(v) == "null" {
+		return nil, nil
+	}
+	if v[0] != '{' {
+		return nil, gatehouse.FieldError("provider", "must be an object of provider preferences, such as {\"only\": [\"openai\"]}")
+	}
+	t := reflect.TypeFor[gatehouse.ProviderPreferences]()
+	if _, err := scanObject(v, t); err != nil {
+		return nil, underField("provider", err)
+	}
+	var p gatehouse.ProviderPreferences
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, underField("provider", decodeError(err, t))
+	}
+	return &p, p.Validate("provider")
+}
+
+// underField moves an error about a field of a nested object under the
+// object's own field.
+func underField(parent string, err error) error {
+	var e *gatehouse.Error
+	if !errors.As(err, &e) || e.Code != gatehouse.EINVALID {
+		return err
+	}
+	if f, ok := e.Metadata["field"].(string); ok {
+		return gatehouse.FieldError(parent+"."+f, "%s", strings.TrimPrefix(e.Message, f+": "))
+	}
+	return gatehouse.FieldError(parent, "%s", e.Message)
+}
