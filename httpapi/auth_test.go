@@ -52,8 +52,11 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		for i := strings.Index(path, "{"); i >= 0; i = strings.Index(path, "{") {
 			j := strings.Index(path, "}")
 			value := id
-			if path[i:j+1] == "{version}" {
+			switch path[i : j+1] {
+			case "{version}":
 				value = "1" // of the preset named before it
+			case "{interval}":
+				value = "monthly" // a workspace budget's
 			}
 			path, byID = path[:i]+value+path[j+1:], true
 		}
@@ -91,10 +94,10 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		op("GET /api/v1/workspaces/{id}/members", mgmtOnly, ok, ids.workspace, nil),
 		op("POST /api/v1/workspaces/{id}/members/add", mgmtOnly, ok, ids.workspace, map[string]any{"user_ids": []string{ids.member}}),
 		op("POST /api/v1/workspaces/{id}/members/remove", mgmtOnly, ok, ids.workspace, map[string]any{"user_ids": []string{ids.member}}),
-		budgetOp(op("PUT /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, map[string]any{"limit_usd": 5})),
-		budgetOp(op("GET /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, nil)),
+		op("PUT /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, map[string]any{"limit_usd": 5}),
+		op("GET /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, nil),
 		op("GET /api/v1/workspaces/{id}/budgets", mgmtOnly, ok, ids.workspace, nil),
-		budgetOp(op("DELETE /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, nil)),
+		op("DELETE /api/v1/workspaces/{id}/budgets/{interval}", mgmtOnly, ok, ids.workspace, nil),
 
 		op("GET /api/v1/credits", mgmtOnly, ok, "", nil),
 		op("POST /api/v1/credits/grants", mgmtOnly, created, "", map[string]any{"amount": 10}),
@@ -162,13 +165,6 @@ func matrixOps(ids matrixIDs) []matrixOp {
 			"generation_id": ids.generation, "category": "other"}), ""),
 		named(op("GET /api/v1/generation/feedback", mgmtOnly, ok, "", nil), generation),
 	}
-}
-
-// budgetOp fills in the interval of a workspace budget's route (op fills
-// in the workspace): the monthly budget.
-func budgetOp(o matrixOp) matrixOp {
-	o.path = strings.Replace(o.path, "{interval}", "monthly", 1)
-	return o
 }
 
 // matrixModel is the model of matrixCatalog that the matrix's catalog
