@@ -182,6 +182,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"serve", "--help"}, "-addr"},
 		{[]string{"orgs", "--help"}, "orgs create"},
 		{[]string{"orgs", "create", "--help"}, "-name"},
+		{[]string{"orgs", "list", "--help"}, "-database"},
+		{[]string{"--help"}, "orgs list"},
 		{[]string{"mgmt-keys", "-h"}, "mgmt-keys create"},
 		{[]string{"mgmt-keys", "create", "--help"}, "-org"},
 		{[]string{"credits", "--help"}, "credits grant"},

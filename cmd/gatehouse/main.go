@@ -62,8 +62,11 @@ Usage:
       Serve the API and the gateway. The default command.
   gatehouse orgs create --name NAME [--database URL]
       Create an organization; prints its id as the last line.
+  gatehouse orgs list [--database URL]
+      List every organization, oldest first: id, creation time, name.
   gatehouse mgmt-keys create --org ID [--name NAME] [--database URL]
       Create a management key for an organization; prints the key as the last line.
+      With orgs list, it recovers access to a database whose key was lost.
   gatehouse credits grant --org ID --amount USD [--database URL]
       Add credits to an organization (a negative amount takes them back); the
       gateway refuses its requests with 402 once its spend reaches them. Prints
@@ -72,8 +75,9 @@ Usage:
       Show an organization's credits, what it spent against them, and its grants.
   gatehouse migrate-data --from SQLITE_PATH --to POSTGRES_URL
       Copy every row of a SQLite database into an empty PostgreSQL database.
-  gatehouse rotate-secret-key [--new-key KEY] [--database URL]
+  gatehouse rotate-secret-key [--new-key KEY] [--skip-unreadable] [--database URL]
       Re-encrypt every destination secret and BYOK key with a new key (see the README).
+      Refuses while a server serves the SQLite database, and names the secrets no key opens.
   gatehouse backup --to FILE [--force] [--database PATH]
       Copy a SQLite database, even while it is served, into FILE, and its secret key into FILE.key.
   gatehouse restore --from FILE [--key-from KEYFILE] [--force] [--database PATH]
@@ -88,7 +92,7 @@ Usage:
 
 Environment (flags override):
   GATEHOUSE_ADDR                      listen address (default 127.0.0.1:8080)
-  GATEHOUSE_DATABASE_URL              SQLite file path or postgres:// URL (default ./gatehouse.db)
+  GATEHOUSE_DATABASE_URL              SQLite file path or postgres:// URL (default ./gatehouse.db); no other scheme
   GATEHOUSE_DB_TIMEOUT                bound on each database operation (PostgreSQL; default 5s)
   GATEHOUSE_REDIS_URL                 redis:// URL: rate limits shared by every instance
   GATEHOUSE_METERING_COMMIT           async (default) or sync: whether metering commits wait for the disk
