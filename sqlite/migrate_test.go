@@ -348,3 +348,59 @@ func TestOpenExisting(t *testing.T) {
 		t.Errorf("FindOrganization after OpenExisting: %v", err)
 	}
 }
+
+// TestPendingMigrations: what opening a database would apply, read
+// without changing it: none for a missing file or another application's
+// database, the newer migrations for the previous release's, none once
+// migrated.
+func TestPendingMigrations(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if got, err := sqlite.PendingMigrations(ctx, filepath.Join(dir, "missing.db")); err != nil || got != nil {
+		t.Errorf("PendingMigrations of a missing file = %v, %v", got, err)
+	}
+	path := filepath.Join(dir, "gatehouse.db")
+	old, _ := storetest.PreviousRelease(t, "sqlite", "migration")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sqlite.PendingMigrations(ctx, path); err != nil || got != nil { // empty: no Gatehouse schema
+		t.Errorf("PendingMigrations of an empty file = %v, %v", got, err)
+	}
+	if _, err := raw.Exec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	var released []string
+	for _, m := range old {
+		if _, err := raw.Exec(m.SQL); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec(`INSERT INTO schema_migrations (name, applied_at) VALUES (?, 1)`, m.Name); err != nil {
+			t.Fatal(err)
+		}
+		released = append(released, m.Name)
+	}
+	raw.Close()
+	var want []string
+	for _, f := range migrationFiles(t) {
+		if !slices.Contains(released, f) {
+			want = append(want, strings.TrimSuffix(filepath.Base(f), ".sql"))
+		}
+	}
+	before := appliedMigrations(t, path)
+	if got, err := sqlite.PendingMigrations(ctx, path); err != nil || !slices.Equal(got, want) {
+		t.Errorf("PendingMigrations of the previous release's database = %v, %v; want %v", got, err, want)
+	}
+	if after := appliedMigrations(t, path); len(after) != len(before) {
+		t.Errorf("PendingMigrations changed schema_migrations: %d rows, was %d", len(after), len(before))
+	}
+	db, err := sqlite.Open(ctx, path, newBox(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if got, err := sqlite.PendingMigrations(ctx, path); err != nil || len(got) != 0 {
+		t.Errorf("PendingMigrations once migrated = %v, %v; want none", got, err)
+	}
+}

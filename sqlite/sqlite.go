@@ -147,6 +147,28 @@ func open(ctx context.Context, path string, box *gatehouse.SecretBox, create boo
 	return db, nil
 }
 
+// PendingMigrations returns the migrations that opening a database that
+// Gatehouse migrated would apply (an upgrade), in order; none where there
+// is no file, or no Gatehouse schema. It reads only.
+func PendingMigrations(ctx context.Context, path string) ([]string, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	conn, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	applied, exists, err := migrator{conn}.Applied(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if !exists {
+		return nil, nil
+	}
+	return sqlstore.Pending(migrations, applied)
+}
+
 // readOnlyMigrator checks a database as Migrate does, and stops short of
 // applying anything: OpenExisting's check of a file before it switches it
 // to WAL mode.

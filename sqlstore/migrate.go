@@ -117,6 +117,23 @@ func Migrate(ctx context.Context, m Migrator, fsys fs.FS, create bool) (Schema, 
 	return schema, nil
 }
 
+// Pending returns the migrations of fsys that applied (the names a
+// database records) lacks, in order.
+func Pending(fsys fs.FS, applied []string) ([]string, error) {
+	names, err := fs.Glob(fsys, "migration/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	var pending []string
+	for _, name := range names {
+		if !slices.Contains(applied, name) {
+			pending = append(pending, version(name))
+		}
+	}
+	return pending, nil
+}
+
 // version is a migration's name without its directory and extension.
 func version(name string) string {
 	return strings.TrimSuffix(path.Base(name), ".sql")

@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer lns.close() // those not handed to a server
+	unlock, err := lockServe(cfg)
+	if err != nil {
+		return err
+	}
+	served := false
+	defer func() { unlock(served) }()
 	store, closeStore, err := openServeStore(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -80,6 +87,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
+	served = true
 	return serveOn(ctx, cfg, lns, handler, metrics, writeTimeout(catalog), logger, func(url string) {
 		if banner != nil {
 			fmt.Fprint(stderr, banner(url))
@@ -116,10 +124,34 @@ func serveLogger(cfg Config, stderr io.Writer) (*slog.Logger, func()) {
 	return newLogger(cfg, buffered), buffered.Close
 }
 
+// lockServe makes this process the one that serves a SQLite database
+// (sqlite.ServeLock), before it opens it: so a second server, such as a
+// new release started beside the running one, neither migrates the
+// database under it nor touches anything. The returned function releases
+// the lock; after a start that failed before serving, it also removes the
+// lock file if this start created it (a failed start creates nothing).
+func lockServe(cfg Config) (func(served bool), error) {
+	if cfg.isPostgres() {
+		return func(bool) {}, nil // instances share the database; each holds an instance lock
+	}
+	lockFile := cfg.DatabaseURL + "-serve.lock"
+	existed := fileExistsAt(lockFile)
+	release, err := sqlite.ServeLock(cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return func(served bool) {
+		if !served && !existed {
+			os.Remove(lockFile) // before the lock goes: no other process holds it meanwhile
+		}
+		release()
+	}, nil
+}
+
 // openServeStore opens the store and puts the key cache in front of it.
 // The returned function stops the cache's watch, then closes the store.
 func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger) (*keycache.Cache, func(), error) {
-	db, err := openStore(ctx, cfg, logger, openMode{secrets: true})
+	db, err := openStore(ctx, cfg, logger, openMode{serve: true, secrets: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -357,6 +389,8 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 
 // openMode says what a command may do to the database it names.
 type openMode struct {
+	// serve: the server's open, under the serve lock (see lockServe).
+	serve bool
 	// existing: only a database that Gatehouse made; nothing is created.
 	existing bool
 	// secrets: the command reads or writes destination secrets, so it
@@ -375,6 +409,13 @@ func openStore(ctx context.Context, cfg Config, logger *slog.Logger, mode openMo
 	if err != nil {
 		return nil, err
 	}
+	if !mode.serve {
+		release, err := migrateAlone(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	store, err := openStoreWith(ctx, cfg, box, logger, mode.existing)
 	if err != nil {
 		if created != "" {
@@ -386,6 +427,29 @@ func openStore(ctx context.Context, cfg Config, logger *slog.Logger, mode openMo
 		logger.Info("created secret key file; back it up with the database", "path", created)
 	}
 	return store, nil
+}
+
+// migrateAlone keeps a command from migrating a SQLite database beneath
+// the server that serves it: a server of the release before would go on
+// with a schema it does not know. When opening the database would apply
+// migrations, the command takes the serve lock for the open (so no server
+// starts meanwhile), and refuses, naming the server, when a server holds
+// it. The returned function releases the lock.
+func migrateAlone(ctx context.Context, cfg Config) (func(), error) {
+	if cfg.isPostgres() {
+		return func() {}, nil // the advisory lock serializes migrations; see the README's Upgrading
+	}
+	pending, err := sqlite.PendingMigrations(ctx, cfg.DatabaseURL)
+	if err != nil || len(pending) == 0 {
+		return func() {}, nil // nothing to apply, or not a Gatehouse database: the open says what
+	}
+	release, holder, err := sqlite.Lock(cfg.DatabaseURL, "gatehouse (applying migrations)")
+	if errors.Is(err, sqlite.ErrLocked) {
+		return nil, fmt.Errorf("database %s needs migrations of this release (%s), and is %s: upgrade the server first "+
+			"(stop it and start this release's gatehouse serve, which applies them), then run this command; nothing was changed",
+			cfg.DatabaseURL, strings.Join(pending, ", "), holder)
+	}
+	return release, err
 }
 
 // openStoreWith opens the database with a given secret box, migrating it
@@ -563,8 +627,8 @@ type meteringStore interface {
 }
 
 // startMetering starts the ledger that writes metering behind the request
-// path. On SQLite this process takes the serve lock, charges what a crash
-// of the last one left open, and admits in memory. On PostgreSQL the
+// path. On SQLite this process (which holds the serve lock, see lockServe)
+// charges what a crash of the last one left open, and admits in memory. On PostgreSQL the
 // database admits (instances share it), the reservations of concurrent
 // requests in one transaction a batch; this instance holds its instance
 // lock, and charges the reservations of instances that are gone as soon
@@ -586,13 +650,9 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 		n, err := pg.ChargeGoneInstances(ctx)
 		logCharged(ctx, logger, n, err, "left open by a stopped instance")
 	} else {
-		var err error
-		if release, err = sqlite.ServeLock(cfg.DatabaseURL); err != nil {
-			return dp, nil, err
-		}
+		release = func() {}
 		n, err := db.ChargeOpen(ctx, time.Time{})
 		if err != nil {
-			release()
 			return dp, nil, fmt.Errorf("charge the reservations left open by the last run: %w", err)
 		}
 		logCharged(ctx, logger, n, nil, "left open by the last run (it stopped without settling them)")

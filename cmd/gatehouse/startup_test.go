@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"net"
 	"net/http"
 	"os"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse"
 	"gatehouse/postgres/pgtest"
+	"gatehouse/sqlite"
+	"gatehouse/storetest"
 )
 
 var bannerURL = regexp.MustCompile(`and serves (http://\S+/api/v1)\.`)
@@ -312,5 +316,92 @@ func TestServeLockNamesHolder(t *testing.T) {
 	_, _, err := cli(t, map[string]string{"GATEHOUSE_DATABASE_URL": db}, "--addr", "127.0.0.1:0")
 	if err == nil || !strings.Contains(err.Error(), "in use by gatehouse serve (pid ") {
 		t.Errorf("a second server: %v, want a refusal naming the first", err)
+	}
+}
+
+// previousReleaseDatabase makes a SQLite database as the previous release
+// left it (its migrations and rows), with its key file, and returns the
+// number of migrations recorded.
+func previousReleaseDatabase(t *testing.T, path string) int {
+	t.Helper()
+	old, data := storetest.PreviousRelease(t, "sqlite", filepath.Join("..", "..", "sqlite", "migration"))
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range old {
+		if _, err := raw.Exec(m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if _, err := raw.Exec(`INSERT INTO schema_migrations (name, applied_at) VALUES (?, 1)`, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.Exec(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".key", []byte(base64.StdEncoding.EncodeToString(gatehouse.NewSecretKey())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return len(old)
+}
+
+// migrationsRecorded counts the rows of schema_migrations.
+func migrationsRecorded(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestUpgradeBesideTheOldServer: while a server of the previous release
+// serves a SQLite database (it holds the serve lock), neither the new
+// release's server nor its commands migrate the database under it: both
+// refuse, naming it, and the schema stays the old one. Once it stops, the
+// new server upgrades the database, says so, and serves its rows.
+func TestUpgradeBesideTheOldServer(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	released := previousReleaseDatabase(t, db)
+	old, _, err := sqlite.Lock(db, "gatehouse serve") // the previous release, serving
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"GATEHOUSE_DATABASE_URL": db}
+	_, _, err = cli(t, vars, "serve", "--addr", "127.0.0.1:0")
+	if err == nil || !strings.Contains(err.Error(), "in use by gatehouse serve (pid ") {
+		t.Errorf("the new server beside the old one: %v, want a refusal naming it", err)
+	}
+	_, _, err = cli(t, vars, "orgs", "list")
+	if err == nil || !strings.Contains(err.Error(), "upgrade the server first") || !strings.Contains(err.Error(), "in use by gatehouse serve (pid ") ||
+		!strings.Contains(err.Error(), "nothing was changed") {
+		t.Errorf("orgs list of the new release beside the old server: %v, want a refusal", err)
+	}
+	if n := migrationsRecorded(t, db); n != released {
+		t.Fatalf("the database records %d migrations after the refusals, want the previous release's %d", n, released)
+	}
+	old() // the old server stops
+
+	s := startServer(t, vars, "--addr", "127.0.0.1:0")
+	line, ok := logLine(s.stderr.String(), "database schema upgraded")
+	if !ok || line["from"] != "0009_reservations_vacuum" || line["applied"] == nil {
+		t.Errorf("no upgrade line naming what was applied:\n%s", s.stderr)
+	}
+	status, body := s.do("GET", "/api/v1/key", "sk-gh-mgmt-v1-"+strings.Repeat("0", 63)+"1", nil)
+	if status != http.StatusOK || body["data"].(map[string]any)["organization_id"] != "a0000000-0000-4000-8000-000000000001" {
+		t.Errorf("the previous release's management key on the upgraded database: %d %v", status, body)
+	}
+	if keys := printedKeys(t, s.stderr.String()); len(keys) != 0 {
+		t.Errorf("the upgraded start printed keys %v", keys)
 	}
 }
