@@ -14,11 +14,14 @@ var ErrLocked = errors.New("sqlite: another gatehouse process holds the database
 
 // ServeLock makes this process the one that serves the database: its
 // metering admits requests in memory, which is exact only while no other
-// process spends from the same keys. A second server on the same file is
-// refused; the administrative commands (which do not serve) work beside
-// it, except rotate-secret-key, which takes the same lock (see Lock). The
-// lock is an advisory lock on path+"-serve.lock", released when the
-// returned function runs or the process ends, however it ends.
+// process spends from the same keys. The server takes it before it opens
+// the database, so a second server on the same file is refused before it
+// touches anything (a new release started beside the old one migrates
+// nothing under it). The administrative commands (which do not serve)
+// work beside it, except those that take the same lock (see Lock):
+// rotate-secret-key and restore, and a command that would migrate the
+// database. The lock is an advisory lock on path+"-serve.lock", released
+// when the returned function runs or the process ends, however it ends.
 func ServeLock(path string) (release func(), err error) {
 	release, holder, err := Lock(path, "gatehouse serve")
 	if errors.Is(err, ErrLocked) {
