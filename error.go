@@ -15,6 +15,7 @@ const (
 	ETOOLARGE     = "too_large"    // 413: the request body is too large
 	EUNSUPPORTED  = "unsupported"  // 415: the request body is not JSON
 	ERATELIMIT    = "rate_limited" // 429: too many requests
+	ETIMEOUT      = "timeout"      // 408: the work asked for took longer than it may
 	EINTERNAL     = "internal"     // 500: a fault of ours; details go to the log only
 	EUNAVAILABLE  = "unavailable"  // 503: a dependency is down
 )

@@ -35,6 +35,7 @@ type Store interface {
 	// UnreadableSecrets lists the secrets at rest of every organization
 	// that open with none of the store's keys.
 	UnreadableSecrets(ctx context.Context) ([]UnreadableSecret, error)
+	AnalyticsService
 	// Ping reports whether the database answers. EUNAVAILABLE if not.
 	Ping(ctx context.Context) error
 	// Close releases the database.

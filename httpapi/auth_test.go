@@ -145,6 +145,9 @@ func matrixOps(ids matrixIDs) []matrixOp {
 			"system": "Be brief.", "max_tokens": 100})),
 		saves(op("POST /api/v1/presets/{slug}/responses", mgmtOnly, ok, ids.preset, map[string]any{
 			"instructions": "Be brief.", "max_output_tokens": 100})),
+		op("GET /api/v1/activity", mgmtOnly, ok, "", nil),
+		op("GET /api/v1/analytics/meta", mgmtOnly, ok, "", nil),
+		op("POST /api/v1/analytics/query", mgmtOnly, ok, "", map[string]any{"metrics": []string{"request_count"}}),
 
 		// Regular keys only: a management key is refused before anything is read.
 		op("POST /api/v1/chat/completions", anyKey, http.StatusForbidden, "", map[string]any{

@@ -121,6 +121,12 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		"POST /api/v1/byok":        mxWith(mxWith(byok, "provider", "acme"), "workspace_id", "default"),
 		"PATCH /api/v1/byok/{id}":  byok,
 		"DELETE /api/v1/byok/{id}": {},
+		"POST /api/v1/analytics/query": {
+			"metrics": []any{"request_count", "total_usage"}, "dimensions": []any{"model"}, "granularity": "day",
+			"time_range": map[string]any{"start": "2027-03-10T00:00:00Z", "end": "2027-03-17T00:00:00.000Z"},
+			"filters":    []any{map[string]any{"field": "model", "operator": "eq", "value": "acme/chat", "include_unset": false}},
+			"order_by":   map[string]any{"field": "total_usage", "direction": "desc"}, "limit": 100, "group_limit": 10,
+		},
 
 		"POST /api/v1/organization/members": {
 			"id": "user_matrix", "email": "matrix@example.com", "first_name": "Mat", "last_name": "Rix", "role": "org:member",

@@ -33,6 +33,7 @@ var statuses = map[string]int{
 	gatehouse.EPAYMENT:      http.StatusPaymentRequired,
 	gatehouse.EUNSUPPORTED:  http.StatusUnsupportedMediaType,
 	gatehouse.ERATELIMIT:    http.StatusTooManyRequests,
+	gatehouse.ETIMEOUT:      http.StatusRequestTimeout,
 	gatehouse.EINTERNAL:     http.StatusInternalServerError,
 	gatehouse.EUNAVAILABLE:  http.StatusServiceUnavailable,
 }
@@ -519,6 +520,8 @@ func describeType(t reflect.Type) string {
 		return "one of daily, weekly, monthly or null"
 	case reflect.TypeFor[timestamp]():
 		return "an RFC 3339 timestamp with seconds and a time zone, such as 2027-12-31T23:59:59Z"
+	case reflect.TypeFor[filterValue]():
+		return "a string or a number, or an array of strings and numbers"
 	}
 	switch t.Kind() {
 	case reflect.String:

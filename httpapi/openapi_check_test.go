@@ -330,6 +330,7 @@ var optionalResponseFields = map[string]bool{
 	"ModelReasoning.default_effort":      true,
 	"ModelReasoning.supported_efforts":   true,
 	"ModelReasoning.supports_max_tokens": true,
+	"ActivityItem.workspace_id":          true, // with group_by=workspace only
 }
 
 // TestOpenAPIResponseSchemasAreStrict keeps the document strict: every object

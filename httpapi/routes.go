@@ -89,6 +89,9 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("POST "+v1+"/presets/{slug}/chat/completions", s.management(savePreset[gatehouse.ChatPresetRequest](s)))
 	m.HandleFunc("POST "+v1+"/presets/{slug}/messages", s.management(savePreset[gatehouse.MessagesPresetRequest](s)))
 	m.HandleFunc("POST "+v1+"/presets/{slug}/responses", s.management(savePreset[gatehouse.ResponsesPresetRequest](s)))
+	m.HandleFunc("GET "+v1+"/activity", s.management(s.getActivity))
+	m.HandleFunc("GET "+v1+"/analytics/meta", s.management(s.getAnalyticsMeta))
+	m.HandleFunc("POST "+v1+"/analytics/query", s.management(s.queryAnalytics))
 
 	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
 	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))

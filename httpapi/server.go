@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -39,6 +40,11 @@ type Server struct {
 	meter   *gatehouse.Meter // meters the model calls of the data plane
 	trusted []netip.Prefix   // reverse proxies whose forwarding headers count
 	egress  *egress.Policy   // where destinations may point
+	// analyticsTimeout bounds reads of the activity and analytics; 0 is
+	// DefaultAnalyticsTimeout. analyticsSlots holds a token for each such
+	// read running (see analyticsRead).
+	analyticsTimeout time.Duration
+	analyticsSlots   chan struct{}
 	// metricsElsewhere: /metrics is served on another listener, so this
 	// one answers 404 for it.
 	metricsElsewhere bool
@@ -62,6 +68,8 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		metrics: newMetrics(registry),
 		data:    data,
 		egress:  &egress.Policy{},
+
+		analyticsSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
 	}
 	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
 		BYOKKeys: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}

@@ -39,7 +39,7 @@ func (e engine) View(ctx context.Context, fn func(q sqlstore.Querier) error) err
 // Read runs fn on the pool outside a transaction, each of its statements
 // its own snapshot: the hottest reads save the BEGIN and COMMIT round trips.
 func (e engine) Read(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	ctx, cancel := context.WithTimeout(ctx, e.db.opTimeout)
+	ctx, cancel := e.db.bound(ctx)
 	defer cancel()
 	return mapErr(fn(querier{e.db.pool, ctx}))
 }

@@ -210,8 +210,18 @@ func retryBackoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(window)))
 }
 
+// bound bounds an operation by the operation timeout, except a long read
+// (sqlstore.LongRead, such as an analytics query over millions of ledger
+// entries) that has a deadline of its own: that deadline bounds it.
+func (db *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok && sqlstore.IsLongRead(ctx) {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, db.opTimeout)
+}
+
 func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(q sqlstore.Querier) error) error {
-	ctx, cancel := context.WithTimeout(ctx, db.opTimeout)
+	ctx, cancel := db.bound(ctx)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
 		err := db.attempt(ctx, opts, fn)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+
+	"gatehouse/sqlstore"
 )
 
 // Prepared statements. SQLite compiles every statement it runs, and neither
@@ -136,6 +138,9 @@ type preparedQuerier struct {
 }
 
 func (p preparedQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
+	if sqlstore.IsAdHoc(ctx) {
+		return nil // built for one request: it would only fill the cache
+	}
 	if p.tx != nil {
 		s := p.cache.lookup(query)
 		if s == nil {

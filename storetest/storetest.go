@@ -28,6 +28,7 @@ func Run(t *testing.T, open Opener) {
 		{"Usage", testUsage},
 		{"UsagePlane", testUsagePlane},
 		{"Budgets", testBudgets},
+		{"Analytics", testAnalytics},
 		{"OAuth", testOAuth},
 		{"Workspaces", testWorkspaces},
 		{"Guardrails", testGuardrails},

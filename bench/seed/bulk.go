@@ -18,7 +18,29 @@ type bulkWriter interface {
 	insert(ctx context.Context, t table, progress func(done int)) (int, error)
 	// finish makes the rows durable and the database ready to serve.
 	finish(ctx context.Context) error
+	// dropIndexes drops the indexes of a table but those of its
+	// constraints, and returns their definitions.
+	dropIndexes(ctx context.Context, table string) ([]index, error)
+	// exec runs a statement.
+	exec(ctx context.Context, statement string) error
 	close()
+}
+
+// index is an index and the statement that creates it.
+type index struct{ name, definition string }
+
+// dropAll drops, with exec, the indexes that rows lists, and returns them.
+func dropAll(ctx context.Context, rows func() ([]index, error), exec func(ctx context.Context, statement string) error) ([]index, error) {
+	indexes, err := rows()
+	if err != nil {
+		return nil, err
+	}
+	for _, ix := range indexes {
+		if err := exec(ctx, `DROP INDEX `+ix.name); err != nil {
+			return nil, err
+		}
+	}
+	return indexes, nil
 }
 
 const progressEvery = 250_000
@@ -131,6 +153,32 @@ func (b *sqliteBulk) finish(ctx context.Context) error {
 
 func (b *sqliteBulk) close() { b.db.Close() }
 
+func (b *sqliteBulk) exec(ctx context.Context, statement string) error {
+	_, err := b.db.ExecContext(ctx, statement)
+	return err
+}
+
+// dropIndexes drops the indexes that have a definition of their own (not
+// those SQLite makes for a table's constraints).
+func (b *sqliteBulk) dropIndexes(ctx context.Context, table string) ([]index, error) {
+	return dropAll(ctx, func() ([]index, error) {
+		rows, err := b.db.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name`, table)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out []index
+		for rows.Next() {
+			var ix index
+			if err := rows.Scan(&ix.name, &ix.definition); err != nil {
+				return nil, err
+			}
+			out = append(out, ix)
+		}
+		return out, rows.Err()
+	}, b.exec)
+}
+
 // pgBulk writes with COPY, one table at a time.
 type pgBulk struct{ conn *pgx.Conn }
 
@@ -162,6 +210,28 @@ func (b *pgBulk) finish(ctx context.Context) error {
 }
 
 func (b *pgBulk) close() { b.conn.Close(context.Background()) }
+
+func (b *pgBulk) exec(ctx context.Context, statement string) error {
+	_, err := b.conn.Exec(ctx, statement)
+	return err
+}
+
+// dropIndexes drops the indexes that no constraint owns.
+func (b *pgBulk) dropIndexes(ctx context.Context, table string) ([]index, error) {
+	return dropAll(ctx, func() ([]index, error) {
+		rows, err := b.conn.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
+			WHERE schemaname = current_schema() AND tablename = $1
+				AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass)
+			ORDER BY indexname`, table)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (index, error) {
+			var ix index
+			return ix, r.Scan(&ix.name, &ix.definition)
+		})
+	}, b.exec)
+}
 
 // redact hides the password of a database URL.
 func redact(raw string) string {

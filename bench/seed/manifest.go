@@ -27,6 +27,9 @@ type Manifest struct {
 	// members.
 	Workspaces []Workspace    `json:"workspaces"`
 	Counts     map[string]int `json:"counts"`
+	// HotKeyHashes are the keys that made half of the seeded calls, when
+	// there are any (each about one fortieth).
+	HotKeyHashes []string `json:"hot_key_hashes,omitempty"`
 }
 
 // Workspace is a seeded workspace with its members.
@@ -40,7 +43,12 @@ func (p *plan) manifest() *Manifest {
 	rnd := mrand.New(mrand.NewPCG(binary.BigEndian.Uint64(p.secret[:8]), 1))
 	m := &Manifest{OrganizationID: p.orgID, ManagementKey: p.mgmtKey, DefaultWorkspaceID: p.defaultWS,
 		Counts: map[string]int{"keys": o.Keys, "guardrails": o.Guardrails, "members": o.Members, "workspaces": o.Workspaces,
-			"workspace_members": o.WorkspaceMembers}}
+			"workspace_members": o.WorkspaceMembers, "generations": o.Generations, "generation_days": o.GenerationDays}}
+	if o.Generations > 0 {
+		for k := range min(hotKeys, o.Keys) {
+			m.HotKeyHashes = append(m.HotKeyHashes, p.keyHash(k))
+		}
+	}
 	for k := range p.regular {
 		m.RegularKeys = append(m.RegularKeys, p.keyPlaintext(k))
 	}

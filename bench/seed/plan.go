@@ -21,6 +21,11 @@ type table struct {
 	cols []string
 	n    int
 	row  func(i int, dst []any) bool
+	// deferIndexes drops the table's indexes (but those of its
+	// constraints) before the rows are written and builds them again
+	// after, from their own definitions: faster than keeping them up to
+	// date row by row for millions of rows.
+	deferIndexes bool
 }
 
 // plan derives every seeded row from its index, so that nothing of a
@@ -32,6 +37,7 @@ type plan struct {
 	defaultWS string
 	mgmtKey   string
 	base      int64 // created_at of row 0, Unix ms
+	now       int64 // when the seeding started, Unix ms: the ledger ends here
 	// The first regular keys of the default workspace have no limit, no
 	// creator and no guardrail: their plaintexts are for benchmarks that
 	// authenticate or call models. The next assignPool keys of the default
@@ -47,7 +53,7 @@ const regularKeys = 10
 
 func newPlan(o Options, org *Organization, now time.Time) *plan {
 	p := &plan{opts: o, orgID: org.ID, defaultWS: org.DefaultWorkspaceID, mgmtKey: org.ManagementKey,
-		base: now.Add(-2 * time.Hour).UnixMilli()}
+		base: now.Add(-2 * time.Hour).UnixMilli(), now: now.UnixMilli()}
 	_, _ = rand.Read(p.secret[:])
 	p.keysDefault, p.guardrailsDefault = defaultShare(o.Keys, o.Workspaces, 10_000), defaultShare(o.Guardrails, o.Workspaces, 1_000)
 	p.regular = min(regularKeys, p.keysDefault)
@@ -129,8 +135,12 @@ func (p *plan) firstGuardrailOf(j int) int {
 }
 
 func (p *plan) tables() []table {
-	return []table{p.workspaceTable(), p.memberTable(), p.workspaceMemberTable(), p.guardrailTable(),
+	tables := []table{p.workspaceTable(), p.memberTable(), p.workspaceMemberTable(), p.guardrailTable(),
 		p.keyTable(), p.keyAssignmentTable(), p.memberAssignmentTable()}
+	if p.opts.Generations > 0 {
+		tables = append(tables, p.generationTable())
+	}
+	return tables
 }
 
 func (p *plan) workspaceTable() table {

@@ -28,18 +28,26 @@ type Options struct {
 	// Samples is how many ids of each kind the manifest samples.
 	Samples int
 	OrgName string
+	// Generations is how many calls the usage ledger holds, spread over
+	// the GenerationDays days before the seeding (see generations.go).
+	Generations, GenerationDays int
 }
 
 // DefaultOptions returns the sizes `gatehouse bench-seed` seeds without flags.
 func DefaultOptions() Options {
-	return Options{Keys: 1000, Guardrails: 100, Members: 100, Workspaces: 10, Samples: 1000, OrgName: "Bench organization"}
+	return Options{Keys: 1000, Guardrails: 100, Members: 100, Workspaces: 10, Samples: 1000, OrgName: "Bench organization",
+		GenerationDays: 90}
 }
 
 // Validate reports options that cannot be seeded.
 func (o Options) Validate() error {
 	switch {
-	case o.Keys < 0 || o.Guardrails < 0 || o.Members < 0 || o.WorkspaceMembers < 0 || o.Samples < 0:
+	case o.Keys < 0 || o.Guardrails < 0 || o.Members < 0 || o.WorkspaceMembers < 0 || o.Samples < 0 || o.Generations < 0:
 		return errors.New("counts must not be negative")
+	case o.Generations > 0 && o.Keys == 0:
+		return errors.New("--generations needs keys to have made the calls: set --keys")
+	case o.Generations > 0 && o.GenerationDays < 1:
+		return errors.New("--generation-days must be at least 1")
 	case o.Workspaces < 1:
 		return errors.New("--workspaces counts the default workspace, so it must be at least 1")
 	case o.WorkspaceMembers > o.Members:
@@ -93,17 +101,40 @@ func Fill(ctx context.Context, databaseURL string, org *Organization, o Options,
 	}
 	defer bulk.close()
 	for _, t := range p.tables() {
-		start := time.Now()
-		n, err := bulk.insert(ctx, t, func(done int) {
-			fmt.Fprintf(log, "  %s: %d rows (%s)\n", t.name, done, time.Since(start).Round(100*time.Millisecond))
-		})
-		if err != nil {
+		if err := fillTable(ctx, bulk, t, log); err != nil {
 			return nil, fmt.Errorf("seed %s: %w", t.name, err)
 		}
-		fmt.Fprintf(log, "seeded %-18s %9d rows in %s\n", t.name, n, time.Since(start).Round(10*time.Millisecond))
 	}
 	if err := bulk.finish(ctx); err != nil {
 		return nil, err
 	}
 	return p.manifest(), nil
+}
+
+// fillTable writes the rows of t, building its indexes after them when it
+// defers them.
+func fillTable(ctx context.Context, bulk bulkWriter, t table, log io.Writer) error {
+	var indexes []index
+	if t.deferIndexes {
+		var err error
+		if indexes, err = bulk.dropIndexes(ctx, t.name); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	n, err := bulk.insert(ctx, t, func(done int) {
+		fmt.Fprintf(log, "  %s: %d rows (%s)\n", t.name, done, time.Since(start).Round(100*time.Millisecond))
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "seeded %-18s %9d rows in %s\n", t.name, n, time.Since(start).Round(10*time.Millisecond))
+	for _, ix := range indexes {
+		start := time.Now()
+		if err := bulk.exec(ctx, ix.definition); err != nil {
+			return fmt.Errorf("build index %s: %w", ix.name, err)
+		}
+		fmt.Fprintf(log, "built index %-18s in %s\n", ix.name, time.Since(start).Round(10*time.Millisecond))
+	}
+	return nil
 }

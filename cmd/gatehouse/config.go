@@ -16,6 +16,7 @@ import (
 
 	"gatehouse"
 	"gatehouse/egress"
+	"gatehouse/httpapi"
 	"gatehouse/ratelimit"
 
 	"github.com/redis/go-redis/v9"
@@ -37,7 +38,10 @@ type Config struct {
 	LogFormat         string
 	ShutdownTimeout   time.Duration
 	DBTimeout         time.Duration
-	RedisURL          string
+	// AnalyticsTimeout bounds a read of the activity or analytics (408
+	// past it).
+	AnalyticsTimeout time.Duration
+	RedisURL         string
 	// ProvidersFile is the YAML file of the providers and models the
 	// gateway serves (see gateway.LoadProviders); empty serves no models.
 	ProvidersFile string
@@ -69,16 +73,16 @@ type Config struct {
 // DefaultConfig returns the defaults of every setting.
 func DefaultConfig() Config {
 	return Config{
-		Addr:            "127.0.0.1:8080",
-		DatabaseURL:     "./gatehouse.db",
-		RateLimit:       ratelimit.Config{RPS: 50, Burst: 100},
-		LogLevel:        "info",
-		LogFormat:       "auto",
-		ShutdownTimeout: 10 * time.Second,
-		DBTimeout:       5 * time.Second,
-		Egress:          &egress.Policy{},
-		MeteringCommit:  "async",
-
+		Addr:             "127.0.0.1:8080",
+		DatabaseURL:      "./gatehouse.db",
+		RateLimit:        ratelimit.Config{RPS: 50, Burst: 100},
+		LogLevel:         "info",
+		LogFormat:        "auto",
+		ShutdownTimeout:  10 * time.Second,
+		DBTimeout:        5 * time.Second,
+		AnalyticsTimeout: httpapi.DefaultAnalyticsTimeout,
+		Egress:           &egress.Policy{},
+		MeteringCommit:   "async",
 		ContentRetention: gatehouse.DefaultContentRetention,
 	}
 }
@@ -158,6 +162,13 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	}
 	if c.Retention.Audit, err = parseRetention("GATEHOUSE_AUDIT_RETENTION", getenv("GATEHOUSE_AUDIT_RETENTION")); err != nil {
 		return err
+	}
+	if v := getenv("GATEHOUSE_ANALYTICS_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("GATEHOUSE_ANALYTICS_TIMEOUT=%q: want a positive duration such as 10s", v)
+		}
+		c.AnalyticsTimeout = d
 	}
 	if v := getenv("GATEHOUSE_SHUTDOWN_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

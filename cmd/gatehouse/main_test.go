@@ -288,6 +288,8 @@ func TestInvalidConfig(t *testing.T) {
 		{"GATEHOUSE_CONTENT_RETENTION", "a month", "GATEHOUSE_CONTENT_RETENTION"},
 		{"GATEHOUSE_CONTENT_RETENTION", "-1d", "GATEHOUSE_CONTENT_RETENTION"},
 		{"GATEHOUSE_CONTENT_RETENTION", "-5m", "GATEHOUSE_CONTENT_RETENTION"},
+		{"GATEHOUSE_ANALYTICS_TIMEOUT", "long", "GATEHOUSE_ANALYTICS_TIMEOUT"},
+		{"GATEHOUSE_ANALYTICS_TIMEOUT", "0s", "GATEHOUSE_ANALYTICS_TIMEOUT"},
 		{"GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/33", "GATEHOUSE_TRUSTED_PROXIES"},
 		{"GATEHOUSE_TRUSTED_PROXIES", "proxy.internal", "GATEHOUSE_TRUSTED_PROXIES"},
 		{"GATEHOUSE_EGRESS_ALLOW", "10.0.0.0/40", "GATEHOUSE_EGRESS_ALLOW"},
@@ -340,6 +342,20 @@ func TestTrustedProxiesSetting(t *testing.T) {
 	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("fd00::/8")}
 	if !slices.Equal(c.TrustedProxies, want) {
 		t.Errorf("trusted proxies %v, want %v", c.TrustedProxies, want)
+	}
+}
+
+func TestAnalyticsTimeoutSetting(t *testing.T) {
+	c := DefaultConfig()
+	if c.AnalyticsTimeout != 30*time.Second {
+		t.Errorf("default analytics timeout %s, want 30s", c.AnalyticsTimeout)
+	}
+	env := map[string]string{"GATEHOUSE_ANALYTICS_TIMEOUT": "45s"}
+	if err := c.fromEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if c.AnalyticsTimeout != 45*time.Second {
+		t.Errorf("analytics timeout %s, want 45s", c.AnalyticsTimeout)
 	}
 }
 

@@ -40,8 +40,8 @@ func benchSeedCommand(ctx context.Context, args []string, getenv func(string) st
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "Seeded organization %q: %d keys, %d guardrails, %d members, %d workspaces in %s.\n%s\n%s\n",
-		opts.OrgName, opts.Keys, opts.Guardrails, opts.Members, opts.Workspaces,
+	fmt.Fprintf(stdout, "Seeded organization %q: %d keys, %d guardrails, %d members, %d workspaces, %d generations in %s.\n%s\n%s\n",
+		opts.OrgName, opts.Keys, opts.Guardrails, opts.Members, opts.Workspaces, opts.Generations,
 		time.Since(start).Round(10*time.Millisecond), org.ID, org.ManagementKey)
 	return nil
 }
@@ -57,6 +57,8 @@ func parseSeedFlags(args []string, cfg *Config, stderr io.Writer) (o seed.Option
 	fs.IntVar(&o.Workspaces, "workspaces", o.Workspaces, "workspaces, the default one included")
 	fs.IntVar(&o.WorkspaceMembers, "workspace-members", o.WorkspaceMembers, "members of each workspace other than the default (at most --members)")
 	fs.IntVar(&o.Samples, "samples", o.Samples, "how many ids of each kind the manifest samples")
+	fs.IntVar(&o.Generations, "generations", o.Generations, "calls in the usage ledger, made by the seeded keys")
+	fs.IntVar(&o.GenerationDays, "generation-days", o.GenerationDays, "days before now that the calls spread over")
 	fs.StringVar(&o.OrgName, "org-name", o.OrgName, "name of the organization")
 	fs.StringVar(&manifestFile, "manifest", "", "write a JSON file of ids for the benchmarks (sampled keys, guardrails, workspaces and their members)")
 	if err := parseFlags(fs, args); err != nil {

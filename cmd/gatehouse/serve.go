@@ -203,6 +203,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	data.Catalog, data.Upstream, data.Traces = catalog, gateway.NewClient(), traces
 	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now, data)
 	handler.TrustProxies(cfg.TrustedProxies)
+	handler.SetAnalyticsTimeout(cfg.AnalyticsTimeout)
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
 	var metrics http.Handler

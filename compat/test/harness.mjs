@@ -49,6 +49,7 @@ export const RESOURCE_TEST_FILES = [
   "presets.test.mjs",
   "byok.test.mjs",
   "budgets.test.mjs",
+  "analytics.test.mjs",
   "operations.test.mjs",
 ];
 
@@ -58,7 +59,7 @@ export const RESOURCE_TEST_FILES = [
 // for it (its M.jsonErr list). coverage.test.mjs re-reads the SDK sources to
 // check this table, then checks that the tests exercised every entry.
 // Operations that API.md §3 does not list (those of issue #12, documented in
-// the README) say so with `beyond`.
+// the README) say so with beyondApiMd.
 
 export const OPERATIONS = {
   // API keys
@@ -134,6 +135,10 @@ export const OPERATIONS = {
   workspacesListBudgets: { call: "workspaces.listBudgets", route: "GET /workspaces/{workspace_ref}/budgets", success: 200, errors: [401, 404, 500], beyondApiMd: true },
   workspacesDeleteBudget: { call: "workspaces.deleteBudget", route: "DELETE /workspaces/{workspace_ref}/budgets/{interval}", success: 200, errors: [400, 401, 404, 500], beyondApiMd: true },
   creditsGetCredits: { call: "credits.getCredits", route: "GET /credits", success: 200, errors: [401, 403, 500], beyondApiMd: true },
+  // Activity and analytics (analytics.test.mjs): beyond API.md §3 (issue #12).
+  analyticsGetUserActivity: { call: "analytics.getUserActivity", route: "GET /activity", success: 200, errors: [400, 401, 403, 404, 500], beyondApiMd: true },
+  analyticsGetAnalyticsMeta: { call: "analytics.getAnalyticsMeta", route: "GET /analytics/meta", success: 200, errors: [401, 403, 500], beyondApiMd: true },
+  analyticsQueryAnalytics: { call: "analytics.queryAnalytics", route: "POST /analytics/query", success: 200, errors: [400, 401, 403, 408, 500], beyondApiMd: true },
 };
 
 const PUBLIC_CATALOG = "the catalog is public: no credential is read (one sent is ignored), so nothing a caller sends is forbidden (README: Models, endpoints and providers)";
@@ -603,6 +608,7 @@ const ERROR_CLASSES = {
   401: errors.UnauthorizedResponseError,
   403: errors.ForbiddenResponseError,
   404: errors.NotFoundResponseError,
+  408: errors.RequestTimeoutResponseError,
   409: errors.ConflictResponseError,
   429: errors.TooManyRequestsResponseError,
   500: errors.InternalServerResponseError,
