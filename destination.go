@@ -33,6 +33,12 @@ type Destination struct {
 	CreatedAt                         time.Time
 	UpdatedAt                         time.Time
 	DeletedAt                         *time.Time
+	// SecretsUnreadable reports that the destination's secrets were
+	// sealed with a key the store does not hold (the secret key changed
+	// without re-sealing them): Config then holds its other values only,
+	// nothing is delivered to it, and a change of its configuration must
+	// send its secrets again (see Apply).
+	SecretsUnreadable bool
 }
 
 // DestinationConfig is the type-specific configuration of a destination.
@@ -171,6 +177,61 @@ func (c DestinationConfig) Masked() DestinationConfig {
 		}
 	}
 	return out
+}
+
+// ShownConfig is the configuration a response shows: secrets masked. Of a
+// destination whose secrets cannot be opened, the type's required secret
+// keys show as masked (their values are stored, but unreadable); optional
+// secrets and headers are not shown.
+func (d *Destination) ShownConfig() DestinationConfig {
+	out := d.Config.Masked()
+	if !d.SecretsUnreadable {
+		return out
+	}
+	for _, k := range destinationTypes[d.Type].required {
+		if secretConfigKeys[k] {
+			out.Values[k] = maskedWhole
+		}
+	}
+	return out
+}
+
+// ErrSecretsUnreadable is the error of a change of configuration that
+// needs a destination's secrets, which no key of the store opens.
+func ErrSecretsUnreadable(id string, missing []string) error {
+	return &Error{Code: EINVALID,
+		Message: fmt.Sprintf("the secrets of destination %s cannot be opened with the server's secret key (the key changed "+
+			"without re-sealing them): send %s again in clear in the same request, or delete the destination", id, strings.Join(missing, ", ")),
+		Metadata: map[string]any{"destination_id": id, "secrets_required": missing}}
+}
+
+// resupplied checks, for a destination whose secrets cannot be opened,
+// that a configuration change p gives every required secret in clear (and
+// no masked secret or header, which would mean "unchanged"): the change
+// seals what it gives, and what it does not give (optional secrets,
+// headers not sent) is gone.
+func (d *Destination) resupplied(p ConfigPatch) error {
+	var missing []string
+	for _, k := range destinationTypes[d.Type].required {
+		if v := p.Values[k]; secretConfigKeys[k] && (v == nil || strings.HasPrefix(*v, maskedWhole)) {
+			missing = append(missing, "config."+k)
+		}
+	}
+	for k, v := range p.Values {
+		if secretConfigKeys[k] && v != nil && strings.HasPrefix(*v, maskedWhole) && !slices.Contains(missing, "config."+k) {
+			missing = append(missing, "config."+k)
+		}
+	}
+	for k, v := range p.Headers {
+		if p.HeadersSet && sameSecret(v, maskedWhole) {
+			missing = append(missing, "config.headers."+k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return ErrSecretsUnreadable(d.ID, missing)
 }
 
 // ConfigPatch is the configuration given in a request: values by key, where
@@ -459,11 +520,16 @@ func (d *Destination) Apply(u DestinationUpdate) error {
 		d.Name = u.Name.Ptr()
 	}
 	if u.Config != nil {
+		if d.SecretsUnreadable {
+			if err := d.resupplied(*u.Config); err != nil {
+				return err
+			}
+		}
 		cfg, err := d.Config.Merge(d.Type, *u.Config)
 		if err != nil {
 			return err
 		}
-		d.Config = cfg
+		d.Config, d.SecretsUnreadable = cfg, false
 	}
 	if r := u.SamplingRate; r.Set {
 		if !(r.Value >= 0.0001 && r.Value <= 1) {

@@ -130,6 +130,30 @@ func NewDefaultWorkspace() *Workspace {
 	return w
 }
 
+// Bootstrap is what a server's start makes sure of: the oldest
+// organization, created (with its default workspace) when there is none,
+// and a management key of it. Both happen in one transaction, so a start
+// that fails creates neither, and one that succeeds creates both.
+type Bootstrap struct {
+	// OrganizationName names the organization if it is created.
+	OrganizationName string
+	// Key is a management key's plaintext, named KeyName. It is made sure
+	// to exist when Always is set (GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY);
+	// otherwise only with an organization this call creates (the first
+	// start's key, which the server then prints once). "" makes none.
+	Key, KeyName string
+	Always       bool
+}
+
+// Bootstrapped is what Bootstrap found or made.
+type Bootstrapped struct {
+	Organization *Organization
+	// Created reports that the organization was created by this call.
+	Created bool
+	// Key is the management key made sure of, or nil.
+	Key *Key
+}
+
 // OrganizationService manages organizations and their members.
 type OrganizationService interface {
 	// CreateOrganization creates an organization with its default workspace.
@@ -140,11 +164,18 @@ type OrganizationService interface {
 	// tells which. Instances starting together on an empty database create
 	// one organization between them. EINVALID.
 	EnsureOrganization(ctx context.Context, name string) (org *Organization, created bool, err error)
+	// Bootstrap prepares a database for serving, in one transaction (see
+	// Bootstrap). EINVALID.
+	Bootstrap(ctx context.Context, b Bootstrap) (*Bootstrapped, error)
 	// FindOrganization returns an organization. ENOTFOUND.
 	FindOrganization(ctx context.Context, id string) (*Organization, error)
 	// FindFirstOrganization returns the oldest organization. ENOTFOUND if
 	// there is none.
 	FindFirstOrganization(ctx context.Context) (*Organization, error)
+	// FindOrganizations lists every organization, oldest first, and their
+	// total: for the operator (the command line), never for the API, whose
+	// callers see their own organization only.
+	FindOrganizations(ctx context.Context, page Page) ([]*Organization, int, error)
 	// FindMembers lists the organization's members and their total.
 	FindMembers(ctx context.Context, orgID string, page Page) ([]*Member, int, error)
 	// CreateMember adds a member. EINVALID (including an id or email that is

@@ -2,6 +2,7 @@ package gatehouse
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -24,12 +25,16 @@ type Store interface {
 	PresetService
 	// ResealSecrets re-encrypts every secret at rest of every organization
 	// (destination secrets, soft-deleted destinations' too, and BYOK keys)
-	// with the store's current secret key, in one transaction, and says how
-	// many of each it re-sealed. It is how the key is rotated: open the
-	// store with the new key as current and the old one as previous,
-	// reseal, then drop the old key. It fails, changing nothing, when a
-	// secret opens with none of the store's keys.
-	ResealSecrets(ctx context.Context) (Resealed, error)
+	// with the store's current key, in one transaction. It is how the key
+	// is rotated: open the store with the new key as current and the old
+	// one as previous, reseal, then drop the old key. Secrets that open
+	// with none of the store's keys make it fail, changing nothing
+	// (ECONFLICT, naming them all), unless skipUnreadable: then they are
+	// left as they are, and listed in Skipped.
+	ResealSecrets(ctx context.Context, skipUnreadable bool) (Resealed, error)
+	// UnreadableSecrets lists the secrets at rest of every organization
+	// that open with none of the store's keys.
+	UnreadableSecrets(ctx context.Context) ([]UnreadableSecret, error)
 	AnalyticsService
 	// Ping reports whether the database answers. EUNAVAILABLE if not.
 	Ping(ctx context.Context) error
@@ -38,9 +43,32 @@ type Store interface {
 }
 
 // Resealed counts the secrets ResealSecrets re-sealed: destinations with
-// secrets, and BYOK keys.
+// secrets, and BYOK keys; and lists those it left as they were.
 type Resealed struct {
 	Destinations, BYOKKeys int
+	Skipped                []UnreadableSecret
+}
+
+// What an UnreadableSecret belongs to.
+const (
+	SecretOfDestination = "destination"
+	SecretOfBYOKKey     = "BYOK key"
+)
+
+// UnreadableSecret names a secret at rest that no key of the store opens
+// (it was sealed with a key the store was not given), for the operator.
+type UnreadableSecret struct {
+	Kind                            string // SecretOfDestination or SecretOfBYOKKey
+	ID, OrganizationID, WorkspaceID string
+	Deleted                         bool // a soft-deleted destination
+}
+
+func (u UnreadableSecret) String() string {
+	s := fmt.Sprintf("%s %s (organization %s, workspace %s", u.Kind, u.ID, u.OrganizationID, u.WorkspaceID)
+	if u.Deleted {
+		s += ", deleted"
+	}
+	return s + ")"
 }
 
 type freshReadsKey struct{}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -74,7 +75,9 @@ func (e *LineError) Error() string {
 //
 // Unknown settings are errors, so that a misspelt one is not silently
 // ignored. Every error is a *LineError, or several joined with
-// errors.Join, naming the file, the line and column, and the setting.
+// errors.Join in the order of the file (line, then column), naming the
+// file, the line and column, and the setting; past maxErrors of them, a
+// last line counts the rest.
 func LoadProviders(path string, getenv func(string) string) (*gatehouse.Catalog, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -83,7 +86,7 @@ func LoadProviders(path string, getenv func(string) string) (*gatehouse.Catalog,
 	l := &loader{file: path, getenv: getenv}
 	providers := l.parse(data)
 	if len(l.errs) > 0 {
-		return nil, errors.Join(l.errs...)
+		return nil, l.err()
 	}
 	catalog, err := gatehouse.NewCatalog(providers)
 	if err != nil {
@@ -97,16 +100,33 @@ func LoadProviders(path string, getenv func(string) string) (*gatehouse.Catalog,
 type loader struct {
 	file   string
 	getenv func(string) string
-	errs   []error
+	errs   []*LineError
 }
 
 // maxErrors bounds the mistakes reported at once.
 const maxErrors = 20
 
 func (l *loader) errorf(n *yaml.Node, field, format string, args ...any) {
-	if len(l.errs) < maxErrors {
-		l.errs = append(l.errs, &LineError{File: l.file, Line: n.Line, Column: n.Column, Field: field, Message: fmt.Sprintf(format, args...)})
+	l.errs = append(l.errs, &LineError{File: l.file, Line: n.Line, Column: n.Column, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// err returns the mistakes found, the first maxErrors in the order of the
+// file. The walk finds them in another order: a setting missing from a
+// mapping is known, and reported at the mapping's first line, only after
+// its contents.
+func (l *loader) err() error {
+	errs := slices.Clone(l.errs)
+	slices.SortStableFunc(errs, func(a, b *LineError) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	out := make([]error, 0, maxErrors+1)
+	for _, e := range errs[:min(len(errs), maxErrors)] {
+		out = append(out, e)
 	}
+	if n := len(errs) - maxErrors; n > 0 {
+		out = append(out, fmt.Errorf("%s: and %d more mistakes after line %d", l.file, n, errs[maxErrors-1].Line))
+	}
+	return errors.Join(out...)
 }
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)

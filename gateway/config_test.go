@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,5 +219,45 @@ func TestLoadProvidersNeverShowsKeys(t *testing.T) {
 		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "very-secret") {
 			t.Errorf("the key's value appears in the error: %v", err)
 		}
+	}
+}
+
+// TestLoadProvidersErrorsInFileOrder: the mistakes come in the order of
+// the file, line then column, although a missing setting is found only
+// after the mapping's contents (and reported at its first line); past 20,
+// a last line counts the rest.
+func TestLoadProvidersErrorsInFileOrder(t *testing.T) {
+	path := writeFile(t, `providers:
+  - id: a
+    models:
+      - id: m
+        prize: 1
+  - id: b
+    base_url: nope
+    models: []
+`)
+	_, err := gateway.LoadProviders(path, env(nil))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		lines = append(lines, strings.SplitN(strings.TrimPrefix(l, path+":"), ": ", 2)[0])
+	}
+	want := []string{"2:5", "4:9", "4:9", "5:9", "7:15", "8:13"}
+	if strings.Join(lines, " ") != strings.Join(want, " ") {
+		t.Errorf("positions %v, want %v:\n%v", lines, want, err)
+	}
+
+	var many strings.Builder
+	many.WriteString("providers:\n")
+	for i := range 25 {
+		fmt.Fprintf(&many, "  - id: p%d\n    base_url: http://127.0.0.1:1/v1\n    models: [{id: m, prompt_price: 0, completion_price: 0}]\n    colour: red\n", i)
+	}
+	_, err = gateway.LoadProviders(writeFile(t, many.String()), env(nil))
+	got := strings.Split(err.Error(), "\n")
+	if len(got) != 21 || !strings.Contains(got[0], ":5:5: colour:") || !strings.Contains(got[19], ":81:5: colour:") ||
+		!strings.HasSuffix(got[20], "and 5 more mistakes after line 81") {
+		t.Errorf("25 mistakes reported as:\n%v", err)
 	}
 }

@@ -391,14 +391,34 @@ func TestDefaultGuardrail(t *testing.T) {
 	path := "/api/v1/guardrails/" + id
 	fixed := "Workspace " + wsID + " Default"
 
+	// Before it is configured, the workspace's default_guardrail_id
+	// resolves: a guardrail without rules, created with the workspace,
+	// never updated; its assignment lists are empty. Nothing of this
+	// writes.
+	unconfigured := map[string]any{"id": id, "name": fixed, "description": nil, "workspace_id": wsID,
+		"allowed_models": nil, "allowed_providers": nil, "ignored_models": nil, "ignored_providers": nil,
+		"limit_usd": nil, "reset_interval": nil, "include_byok_in_budgets": false, "enforce_zdr": nil,
+		"enforce_zdr_anthropic": nil, "enforce_zdr_openai": nil, "enforce_zdr_google": nil, "enforce_zdr_xai": nil,
+		"enforce_zdr_other": nil, "enable_free_model_publication": nil, "enable_free_model_training": nil,
+		"enable_paid_model_training": nil, "allowed_data_regions": nil, "content_filters": nil,
+		"content_filter_builtins": nil, "created_at": ws["created_at"], "updated_at": nil}
+	_, otherKey := e.newOrg("Org B")
 	e.unchanged("before configuration", func() {
-		resWantError(t, e.do("GET", path, e.mgmt, nil), http.StatusNotFound, "not found")
+		if diff := cmp.Diff(unconfigured, resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK))); diff != "" {
+			t.Errorf("GET of the unconfigured default guardrail (-want +got):\n%s", diff)
+		}
+		for _, list := range []string{"/assignments/keys", "/assignments/members"} {
+			if items, total := resList(t, e.do("GET", path+list, e.mgmt, nil).want(t, http.StatusOK)); len(items) != 0 || total != 0 {
+				t.Errorf("GET %s of the unconfigured default guardrail = %v (%d)", list, items, total)
+			}
+		}
 		resWantError(t, e.do("DELETE", path, e.mgmt, nil), http.StatusNotFound, "not found")
-		resWantError(t, e.do("GET", path+"/assignments/keys", e.mgmt, nil), http.StatusNotFound, "not found")
 		resWantError(t, e.do("POST", path+"/assignments/members", e.mgmt, map[string]any{"member_user_ids": []string{"u"}}),
-			http.StatusNotFound, "not found")
+			http.StatusBadRequest, "member_user_ids")
 		resWantError(t, e.do("PATCH", path, e.mgmt, map[string]any{"name": "Mine"}), http.StatusBadRequest, "name")
 		resWantError(t, e.do("POST", "/api/v1/guardrails", e.mgmt, map[string]any{"name": fixed}), http.StatusBadRequest, "name")
+		// Another organization's is not found.
+		resWantError(t, e.do("GET", path, otherKey, nil), http.StatusNotFound, "not found")
 	})
 	if items, _ := resList(t, e.do("GET", "/api/v1/guardrails", e.mgmt, nil).want(t, http.StatusOK)); len(items) != 0 {
 		t.Errorf("unconfigured default guardrail listed: %v", items)
@@ -434,7 +454,9 @@ func TestDefaultGuardrail(t *testing.T) {
 
 	// Deleted, it is unconfigured again; the next PATCH brings it back.
 	resWantDeleted(t, e.do("DELETE", path, e.mgmt, nil))
-	resWantError(t, e.do("GET", path, e.mgmt, nil), http.StatusNotFound, "not found")
+	if diff := cmp.Diff(unconfigured, resData(t, e.do("GET", path, e.mgmt, nil).want(t, http.StatusOK))); diff != "" {
+		t.Errorf("GET after DELETE (-want +got):\n%s", diff)
+	}
 	g = resData(t, e.do("PATCH", path, e.mgmt, map[string]any{}).want(t, http.StatusOK))
 	if g["name"] != fixed || g["limit_usd"] != nil {
 		t.Errorf("re-materialized = %v", g)

@@ -30,10 +30,16 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p *principal) 
 	if err != nil {
 		return err
 	}
+	// The official client sends no limit and reads up to 100 keys a page;
+	// a smaller page may be asked for.
+	limit, err := intParam(r.URL.Query().Get("limit"), "limit", gatehouse.MaxKeysPerList, 1, gatehouse.MaxKeysPerList)
+	if err != nil {
+		return err
+	}
 	s.settled(r.Context())
 	keys, err := s.store.FindKeys(r.Context(), p.org(), gatehouse.KeyFilter{
 		WorkspaceID: r.URL.Query().Get("workspace_id"), IncludeDisabled: includeDisabled,
-		Offset: offset, Limit: gatehouse.MaxKeysPerList,
+		Offset: offset, Limit: limit,
 	})
 	if err != nil {
 		return err

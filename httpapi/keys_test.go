@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,6 +238,11 @@ func TestListKeys(t *testing.T) {
 		{"?workspace_id=team", pick(1, 3, 5)},
 		{"?workspace_id=" + ws + "&offset=1", pick(3, 5)},
 		{"?workspace_id=default&include_disabled=1", pick(0, 2, 4)},
+		{"?limit=2", pick(0, 1)},
+		{"?limit=2&offset=2", pick(3, 4)},
+		{"?include_disabled=true&limit=3&offset=1", pick(1, 2, 3)},
+		{"?limit=100", pick(0, 1, 3, 4, 5)},
+		{"?workspace_id=team&limit=1&offset=1", pick(3)},
 	} {
 		if got := list(c.query); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("GET /keys%s = %v, want %v", c.query, got, c.want)
@@ -251,6 +257,10 @@ func TestListKeys(t *testing.T) {
 		{"?offset=-1", 400, "offset"},
 		{"?offset=x", 400, "offset"},
 		{"?include_disabled=maybe", 400, "include_disabled"},
+		{"?limit=0", 400, "limit"},
+		{"?limit=101", 400, "limit"},
+		{"?limit=ten", 400, "limit"},
+		{"?limit=-5", 400, "limit"},
 	} {
 		res := e.do("GET", "/api/v1/keys"+c.query, e.mgmt, nil).want(t, c.status)
 		if msg := res.errorMessage(t); !strings.Contains(msg, c.message) {
@@ -279,6 +289,23 @@ func TestListKeysAtMost100(t *testing.T) {
 	e.do("GET", "/api/v1/keys?offset=100", e.mgmt, nil).want(t, http.StatusOK).decode(t, &out)
 	if len(out.Data) != 5 || out.Data[0].Name != "k100" {
 		t.Fatalf("offset=100: got %d keys", len(out.Data))
+	}
+	// limit pages through them in smaller steps.
+	var names []string
+	for offset := 0; ; offset += 40 {
+		e.do("GET", fmt.Sprintf("/api/v1/keys?limit=40&offset=%d", offset), e.mgmt, nil).want(t, http.StatusOK).decode(t, &out)
+		if len(out.Data) > 40 {
+			t.Fatalf("limit=40 returned %d keys", len(out.Data))
+		}
+		if len(out.Data) == 0 {
+			break
+		}
+		for _, k := range out.Data {
+			names = append(names, k.Name)
+		}
+	}
+	if len(names) != 105 || names[0] != "k000" || names[104] != "k104" || !slices.IsSorted(names) {
+		t.Fatalf("pages of 40 listed %d keys (%v...)", len(names), names[:min(3, len(names))])
 	}
 	// Management keys are never listed.
 	for _, k := range out.Data {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -256,12 +257,23 @@ func TestMetricsEndpoint(t *testing.T) {
 func TestHealthEndpoints(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, path := range []string{"/healthz", "/readyz"} {
+	b := gatehouse.Build()
+	for path, want := range map[string]map[string]any{
+		"/healthz": {"status": "ok", "version": b.Version, "revision": nil, "vcs_time": nil, "modified": false, "go_version": runtime.Version()},
+		"/readyz":  {"status": "ok"},
+	} {
 		res := e.do("GET", path, "", nil).want(t, http.StatusOK)
-		compareJSONObjects(t, path, res.json(t), map[string]any{"status": "ok"})
+		compareJSONObjects(t, path, res.json(t), want)
 		if ct := res.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("%s: Content-Type %q", path, ct)
 		}
+	}
+	// The same build in the metrics (a test binary has no VCS stamp; a
+	// built binary's is checked by cmd/gatehouse TestVersion).
+	metrics := string(e.do("GET", "/metrics", "", nil).want(t, http.StatusOK).Body)
+	wantLine := fmt.Sprintf(`gatehouse_build_info{goversion=%q,modified="false",revision="",version=%q} 1`, runtime.Version(), b.Version)
+	if !strings.Contains(metrics, wantLine) {
+		t.Errorf("/metrics lacks %s", wantLine)
 	}
 	// With the database gone, /readyz is 503 and /healthz still 200. (The
 	// harness fails on any 5xx, so this calls the handler directly.)

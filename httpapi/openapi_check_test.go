@@ -316,6 +316,10 @@ var optionalResponseFields = map[string]bool{
 	"ContentFilter.label":             true,
 	"ContentFilterBuiltin.scan_scope": true,
 	"FilterCondition.value":           true,
+	// Gatehouse's own, outside the client's destination schema: present
+	// only on a destination whose secrets the server's key does not open,
+	// so that every other answer is exactly the client's shape.
+	"ObservabilityDestination.secrets_unreadable": true,
 	// The client's model schema does not allow null for these: they are
 	// absent when the providers file says nothing.
 	"Model.reasoning":                    true,

@@ -229,7 +229,11 @@ func TestOpenAPICheckerCatchesDrift(t *testing.T) {
 		{"auth code app_id float", "POST", "/api/v1/auth/keys/code", 200, jsonHeader, map[string]any{"data": map[string]any{
 			"id": "abc", "app_id": 7.5, "created_at": "2026-11-21T10:30:00Z"}}, false},
 		{"exchange", "POST", "/api/v1/auth/keys", 200, jsonHeader, map[string]any{"key": "sk-gh-v1-x", "user_id": nil}, true},
-		{"healthz", "GET", "/healthz", 200, jsonHeader, map[string]any{"status": "ok"}, true},
+		{"healthz", "GET", "/healthz", 200, jsonHeader, map[string]any{"status": "ok", "version": "v1.2.0",
+			"revision": "2e38a6d1c0de", "vcs_time": "2026-11-25T03:48:00Z", "modified": false, "go_version": "go1.26.0"}, true},
+		{"healthz outside a checkout", "GET", "/healthz", 200, jsonHeader, map[string]any{"status": "ok", "version": "(devel)",
+			"revision": nil, "vcs_time": nil, "modified": false, "go_version": "go1.26.0"}, true},
+		{"healthz without its build", "GET", "/healthz", 200, jsonHeader, map[string]any{"status": "ok"}, false},
 		{"readyz down", "GET", "/readyz", 503, jsonHeader,
 			map[string]any{"error": map[string]any{"code": 503, "message": "database unreachable"}}, true},
 		{"openapi document", "GET", "/api/v1/openapi.json", 200, jsonHeader, json.RawMessage(httpapi.OpenAPIDocument()), true},

@@ -389,7 +389,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Answers whose reported usage cost more than was reserved (charged the reservation), by provider and kind.",
 		}, []string{"provider", "kind"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.anomalies)
+	b := gatehouse.Build()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gatehouse_build_info",
+		Help: "Always 1; its labels say which Gatehouse is running (module version, VCS revision, Go version).",
+		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision,
+			"modified": strconv.FormatBool(b.Modified), "goversion": b.GoVersion},
+	})
+	build.Set(1)
+	reg.MustRegister(m.requests, m.duration, m.anomalies, build)
 	return m
 }
 

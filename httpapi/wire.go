@@ -275,11 +275,14 @@ type destinationJSON struct {
 	BroadcastGenerationRequestContext bool                   `json:"broadcast_generation_request_context"`
 	CreatedAt                         jsonTime               `json:"created_at"`
 	UpdatedAt                         jsonTime               `json:"updated_at"`
+	// SecretsUnreadable is Gatehouse's own, present only when true: the
+	// server's key does not open the destination's secrets.
+	SecretsUnreadable bool `json:"secrets_unreadable,omitempty"`
 }
 
 // toDestinationJSON renders a destination with its secrets masked.
 func toDestinationJSON(d *gatehouse.Destination) destinationJSON {
-	masked := d.Config.Masked()
+	masked := d.ShownConfig()
 	config := make(map[string]any, len(masked.Values)+1)
 	for k, v := range masked.Values {
 		config[k] = v
@@ -295,6 +298,7 @@ func toDestinationJSON(d *gatehouse.Destination) destinationJSON {
 		BroadcastGenerationIdentity:       d.BroadcastGenerationIdentity,
 		BroadcastGenerationRequestContext: d.BroadcastGenerationRequestContext,
 		CreatedAt:                         newJSONTime(d.CreatedAt), UpdatedAt: newJSONTime(d.UpdatedAt),
+		SecretsUnreadable: d.SecretsUnreadable,
 	}
 }
 

@@ -3,6 +3,7 @@ package observe
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"gatehouse"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestWebhookDelivery(t *testing.T) {
@@ -288,5 +290,31 @@ func TestInvalidURLFailsWithoutRetry(t *testing.T) {
 	}
 	if got := metric(t, reg, "gatehouse_observability_delivery_attempts_total"); got != 0 {
 		t.Errorf("attempts = %v, want 0", got)
+	}
+}
+
+// TestUnreadableSecretsDeliverNothing: a destination whose secrets the
+// server cannot open receives nothing (sending without them would reach
+// it unauthenticated); each event counts as failed, and the log names the
+// destination once a minute, not once an event.
+func TestUnreadableSecretsDeliverNothing(t *testing.T) {
+	rc := newReceiver(t, nil)
+	sealed := testDest("webhook", map[string]string{"url": rc.URL + "/sealed"}, func(d *gatehouse.Destination) { d.SecretsUnreadable = true })
+	open := testDest("webhook", map[string]string{"url": rc.URL + "/open"})
+	var logs syncBuffer
+	reg := prometheus.NewRegistry()
+	p := New(newLister(sealed, open), reg, slog.New(slog.NewJSONHandler(&logs, nil)), fastOptions())
+	for range 3 {
+		p.Publish(testEvent())
+	}
+	closeNow(t, p)
+	if got := rc.paths(); len(got) != 3 || slices.Contains(got, "/sealed") {
+		t.Errorf("requests to %v, want 3 to /open only", got)
+	}
+	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "failed"); got != 3 {
+		t.Errorf("failed = %v, want 3", got)
+	}
+	if n := strings.Count(logs.String(), sealed.ID); n != 1 {
+		t.Errorf("the log names the destination %d times, want once:\n%s", n, logs.String())
 	}
 }

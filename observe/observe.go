@@ -132,6 +132,9 @@ type Publisher struct {
 
 	lanes *scheduler
 	cache map[string]*cacheEntry // the dispatcher's alone
+	// unreadable is when each destination whose secrets cannot be opened
+	// was last warned about; the dispatcher's alone.
+	unreadable map[string]time.Time
 	// generation counts InvalidateDestinations calls: a cache entry read
 	// under an older generation is stale.
 	generation atomic.Uint64
@@ -278,6 +281,11 @@ func (p *Publisher) dispatch(ev *gatehouse.TraceEvent) {
 			p.metrics.deliveries.WithLabelValues("filtered").Inc()
 			continue
 		}
+		if d.SecretsUnreadable {
+			p.metrics.deliveries.WithLabelValues("failed").Inc()
+			p.warnUnreadable(d)
+			continue
+		}
 		export, ok := exporters[d.Type]
 		if !ok {
 			p.metrics.deliveries.WithLabelValues("skipped").Inc()
@@ -291,6 +299,24 @@ func (p *Publisher) dispatch(ev *gatehouse.TraceEvent) {
 			p.dropped(dl)
 		}
 	}
+}
+
+// warnUnreadable logs, at most once a minute per destination, that a
+// destination receives nothing because its secrets cannot be opened:
+// sending without them would reach the receiver unauthenticated, or with
+// a header missing. Called by the dispatcher alone.
+func (p *Publisher) warnUnreadable(d *gatehouse.Destination) {
+	now := p.now()
+	if last, seen := p.unreadable[d.ID]; seen && now.Sub(last) < time.Minute {
+		return
+	}
+	if p.unreadable == nil || len(p.unreadable) >= maxCacheEntries {
+		p.unreadable = map[string]time.Time{}
+	}
+	p.unreadable[d.ID] = now
+	p.logger.Warn("observability: the secrets of this destination cannot be opened with the server's secret key; "+
+		"nothing is delivered to it until they are sent again or the key they were sealed with is given (GATEHOUSE_SECRET_KEY_PREVIOUS)",
+		"destination_id", d.ID, "workspace_id", d.WorkspaceID)
 }
 
 // dropped counts a delivery abandoned before it could be attempted again.

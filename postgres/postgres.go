@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"gatehouse/sqlstore"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"net"
-	"sort"
 	"strings"
 	"time"
 
@@ -34,6 +32,10 @@ type Options struct {
 	// that an unreachable database answers EUNAVAILABLE instead of hanging.
 	// Default 5s.
 	OpTimeout time.Duration
+	// Existing refuses a database that Gatehouse never migrated (an empty
+	// one, or another application's) instead of creating the schema in
+	// it: for the commands that administer a Gatehouse database.
+	Existing bool
 }
 
 // DefaultOpTimeout is the default of Options.OpTimeout.
@@ -47,7 +49,12 @@ type DB struct {
 	pool      *pgxpool.Pool
 	box       *gatehouse.SecretBox
 	opTimeout time.Duration
+	schema    sqlstore.Schema
 }
+
+// Schema returns the database's schema version, and the migrations that
+// Open applied.
+func (db *DB) Schema() sqlstore.Schema { return db.schema }
 
 var _ gatehouse.Store = (*DB)(nil)
 
@@ -84,11 +91,26 @@ func Open(ctx context.Context, url string, box *gatehouse.SecretBox, opts Option
 	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("postgres: %w", redact(err))
 	}
-	if err := db.migrate(ctx); err != nil {
+	if db.schema, err = db.migrate(ctx, !opts.Existing); err != nil {
 		db.pool.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", redact(err))
 	}
 	return db, nil
+}
+
+// SystemDatabase reports whether url names one of PostgreSQL's own
+// databases (postgres, template0, template1), directly or by default (no
+// database named: the user's name), and which.
+func SystemDatabase(url string) (string, bool) {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return "", false
+	}
+	switch cfg.Database {
+	case "postgres", "template0", "template1":
+		return cfg.Database, true
+	}
+	return "", false
 }
 
 // redact keeps connection errors, which can quote the URL, free of the
@@ -121,37 +143,42 @@ func (db *DB) Ping(ctx context.Context) error {
 // instances starting together ("gatehous" in ASCII).
 const migrationLock = 0x6761746568_6f7573
 
-// migrate applies the embedded migrations not yet recorded, each in its own
-// transaction, in file-name order, holding the advisory lock throughout.
-func (db *DB) migrate(ctx context.Context) error {
+// migrate applies the pending migrations, holding the advisory lock
+// throughout, so that instances starting together migrate once.
+func (db *DB) migrate(ctx context.Context, create bool) (sqlstore.Schema, error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return sqlstore.Schema{}, err
 	}
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
-		return err
+		return sqlstore.Schema{}, err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return err
-	}
-	names, err := fs.Glob(migrations, "migration/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := migrateFile(ctx, conn.Conn(), name); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	return nil
+	return sqlstore.Migrate(ctx, migrator{conn.Conn()}, migrations, create)
 }
 
-func migrateFile(ctx context.Context, conn *pgx.Conn, name string) error {
-	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+// migrator applies migrations on one connection.
+type migrator struct{ conn *pgx.Conn }
+
+func (m migrator) Applied(ctx context.Context) ([]string, bool, error) {
+	var exists bool
+	if err := m.conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return nil, false, err
+	}
+	rows, err := m.conn.Query(ctx, `SELECT name FROM schema_migrations`)
+	if err != nil {
+		return nil, true, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return names, true, err
+}
+
+func (m migrator) Apply(ctx context.Context, name, body string) (applied bool, err error) {
+	err = pgx.BeginFunc(ctx, m.conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlstore.CreateSchemaMigrations); err != nil {
+			return err
+		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE name = $1`, name).Scan(&n); err != nil {
 			return err
@@ -159,16 +186,14 @@ func migrateFile(ctx context.Context, conn *pgx.Conn, name string) error {
 		if n > 0 {
 			return nil
 		}
-		body, err := fs.ReadFile(migrations, name)
-		if err != nil {
+		if _, err := tx.Exec(ctx, body); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, string(body)); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES ($1, $2)`, name, time.Now().UnixMilli())
+		_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES ($1, $2)`, name, time.Now().UnixMilli())
+		applied = err == nil
 		return err
 	})
+	return applied && err == nil, err
 }
 
 // maxAttempts bounds the retries of a transaction that keeps conflicting.

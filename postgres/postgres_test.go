@@ -43,6 +43,20 @@ func TestStore(t *testing.T) {
 	})
 }
 
+func TestStoreSecrets(t *testing.T) {
+	storetest.RunSecrets(t, func(t *testing.T) func(*gatehouse.SecretBox) gatehouse.Store {
+		url := pgtest.NewDatabase(t)
+		return func(box *gatehouse.SecretBox) gatehouse.Store {
+			db, err := postgres.Open(context.Background(), url, box, postgres.Options{OpTimeout: 30 * time.Second})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
+		}
+	})
+}
+
 // instances opens n stores on one new database, as n servers would.
 func instances(t *testing.T, n int) []*postgres.DB {
 	t.Helper()

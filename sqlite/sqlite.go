@@ -10,11 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"gatehouse/sqlstore"
-	"io/fs"
 	"net/url"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -42,46 +40,83 @@ type DB struct {
 	// transactions (a miss runs unprepared and is prepared after the commit).
 	wstmts *stmtCache
 	ckpt   *checkpointer
+	schema sqlstore.Schema
 }
+
+// Schema returns the database's schema version, and the migrations that
+// Open applied.
+func (db *DB) Schema() sqlstore.Schema { return db.schema }
 
 var _ gatehouse.Store = (*DB)(nil)
 
 // createPrivate creates a missing database file readable by its owner
-// only. SQLite gives the -wal and -shm files the database file's mode, so
-// they are private too; an existing file keeps the mode its owner chose.
-func createPrivate(path string) error {
+// only, and reports whether it did. SQLite gives the -wal and -shm files
+// the database file's mode, so they are private too; an existing file
+// keeps the mode its owner chose.
+func createPrivate(path string) (bool, error) {
 	if path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil
+		return false, nil
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	return f.Close()
+	return true, f.Close()
 }
 
 // Open opens (creating if needed) the database at path and applies pending
-// migrations. box encrypts destination secrets at rest.
+// migrations. box encrypts destination secrets at rest. When it fails, a
+// file it created is removed.
 func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, error) {
+	return open(ctx, path, box, true)
+}
+
+// OpenExisting opens a database that Gatehouse made, and applies pending
+// migrations: it creates nothing, and refuses a path where there is no
+// file, or a database that Gatehouse never migrated (before changing it).
+func OpenExisting(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, error) {
+	return open(ctx, path, box, false)
+}
+
+func open(ctx context.Context, path string, box *gatehouse.SecretBox, create bool) (_ *DB, err error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
 	}
 	if box == nil {
 		return nil, errors.New("sqlite: a secret box is required")
 	}
-	if err := createPrivate(path); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	if create {
+		created, err := createPrivate(path)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+		}
+		if created {
+			defer func() {
+				if err != nil { // nothing is left of a failed start on a new file
+					for _, f := range []string{path, path + "-wal", path + "-shm"} {
+						os.Remove(f)
+					}
+				}
+			}()
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	db := &DB{Path: path, box: box}
-	var err error
 	if db.write, err = sql.Open("sqlite", dsn(path, false)); err != nil {
 		return nil, err
 	}
 	db.write.SetMaxOpenConns(1)
 	db.write.SetConnMaxIdleTime(0)
+	if !create { // before WAL mode, which is written into the file
+		if _, err := sqlstore.Migrate(ctx, readOnlyMigrator{migrator{db.write}}, migrations, false); err != nil && !errors.Is(err, errWouldMigrate) {
+			db.write.Close()
+			return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+		}
+	}
 	if err := db.enableWAL(ctx); err != nil {
 		db.write.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
@@ -92,7 +127,7 @@ func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, erro
 	}
 	db.read.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)*2))
 	db.read.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)*2))
-	if err := db.migrate(ctx); err != nil {
+	if db.schema, err = sqlstore.Migrate(ctx, migrator{db.write}, migrations, create); err != nil {
 		db.read.Close()
 		db.write.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
@@ -110,6 +145,39 @@ func Open(ctx context.Context, path string, box *gatehouse.SecretBox) (*DB, erro
 	db.writer = newWriter(db)
 	db.Store = sqlstore.New(engine{db}, box)
 	return db, nil
+}
+
+// PendingMigrations returns the migrations that opening a database that
+// Gatehouse migrated would apply (an upgrade), in order; none where there
+// is no file, or no Gatehouse schema. It reads only.
+func PendingMigrations(ctx context.Context, path string) ([]string, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	conn, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	applied, exists, err := migrator{conn}.Applied(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if !exists {
+		return nil, nil
+	}
+	return sqlstore.Pending(migrations, applied)
+}
+
+// readOnlyMigrator checks a database as Migrate does, and stops short of
+// applying anything: OpenExisting's check of a file before it switches it
+// to WAL mode.
+type readOnlyMigrator struct{ migrator }
+
+var errWouldMigrate = errors.New("sqlite: stopped before migrating")
+
+func (readOnlyMigrator) Apply(ctx context.Context, name, body string) (bool, error) {
+	return false, errWouldMigrate
 }
 
 // dsn returns the connection string: foreign keys on, a busy timeout for
@@ -172,50 +240,53 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// migrate applies the embedded migrations not yet recorded, each in its own
-// transaction, in file-name order.
-func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		return err
+// migrator applies migrations on the writer connection.
+type migrator struct{ db *sql.DB }
+
+func (m migrator) Applied(ctx context.Context) ([]string, bool, error) {
+	var n int
+	if err := m.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil || n == 0 {
+		return nil, false, err
 	}
-	names, err := fs.Glob(migrations, "migration/*.sql")
+	rows, err := m.db.QueryContext(ctx, `SELECT name FROM schema_migrations`)
 	if err != nil {
-		return err
+		return nil, true, err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := db.migrateFile(ctx, name); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, true, err
 		}
+		names = append(names, n)
 	}
-	return nil
+	return names, true, rows.Err()
 }
 
-func (db *DB) migrateFile(ctx context.Context, name string) error {
-	tx, err := db.write.BeginTx(ctx, nil)
+func (m migrator) Apply(ctx context.Context, name, body string) (bool, error) {
+	tx, err := m.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process migrates at a time
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, sqlstore.CreateSchemaMigrations); err != nil {
+		return false, err
+	}
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
-		return err
+		return false, err
 	}
 	if n > 0 {
-		return nil
+		return false, nil
 	}
-	body, err := fs.ReadFile(migrations, name)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-		return err
+	if _, err := tx.ExecContext(ctx, body); err != nil {
+		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, name, time.Now().UnixMilli()); err != nil {
-		return err
+		return false, err
 	}
-	return tx.Commit()
+	return true, tx.Commit()
 }
 
 // mapErr turns driver errors that are not the caller's fault but have a

@@ -36,6 +36,20 @@ func TestStore(t *testing.T) {
 	})
 }
 
+func TestStoreSecrets(t *testing.T) {
+	storetest.RunSecrets(t, func(t *testing.T) func(*gatehouse.SecretBox) gatehouse.Store {
+		path := filepath.Join(t.TempDir(), "gatehouse.db")
+		return func(box *gatehouse.SecretBox) gatehouse.Store {
+			db, err := sqlite.Open(context.Background(), path, box)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
+		}
+	})
+}
+
 // TestDestinationSecretsNotInFile checks that destination secrets are
 // encrypted at rest: no file of the database holds them in plaintext.
 func TestDestinationSecretsNotInFile(t *testing.T) {

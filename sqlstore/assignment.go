@@ -44,7 +44,7 @@ func (tx *Tx) assignmentFilter(ctx context.Context, orgID, guardrailID string) (
 	if guardrailID == "" {
 		return `a.organization_id = ?`, []any{orgID}, nil
 	}
-	if _, err := tx.findGuardrail(ctx, orgID, guardrailID); err != nil {
+	if _, _, err := tx.findOrDefaultGuardrail(ctx, orgID, guardrailID); err != nil {
 		return "", nil, err
 	}
 	return `a.guardrail_id = ?`, []any{guardrailID}, nil
@@ -59,7 +59,7 @@ func (s *Store) AssignKeys(ctx context.Context, orgID, guardrailID string, hashe
 		return 0, err
 	}
 	return update(ctx, s, func(tx *Tx) (int, error) {
-		g, err := tx.findGuardrail(ctx, orgID, guardrailID)
+		g, err := tx.configuredGuardrail(ctx, orgID, guardrailID)
 		if err != nil {
 			return 0, err
 		}
@@ -124,7 +124,7 @@ func (s *Store) AssignMembers(ctx context.Context, orgID, guardrailID string, us
 		return 0, err
 	}
 	return update(ctx, s, func(tx *Tx) (int, error) {
-		g, err := tx.findGuardrail(ctx, orgID, guardrailID)
+		g, err := tx.configuredGuardrail(ctx, orgID, guardrailID)
 		if err != nil {
 			return 0, err
 		}
@@ -159,7 +159,7 @@ func (s *Store) UnassignMembers(ctx context.Context, orgID, guardrailID string, 
 // column of table) and records it as op, the list under listName.
 func (s *Store) unassign(ctx context.Context, orgID, guardrailID, table, column string, subjects []string, op, listName string) (int, error) {
 	return update(ctx, s, func(tx *Tx) (int, error) {
-		if _, err := tx.findGuardrail(ctx, orgID, guardrailID); err != nil {
+		if _, _, err := tx.findOrDefaultGuardrail(ctx, orgID, guardrailID); err != nil {
 			return 0, err
 		}
 		in, args := tx.in(column, subjects, guardrailID)

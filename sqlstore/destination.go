@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
 
 	"gatehouse"
 
@@ -92,11 +93,16 @@ func (s *Store) UpdateDestination(ctx context.Context, orgID, id string, u gateh
 			return nil, err
 		}
 		// args[3:18] are name through updated_at; type and created_at are
-		// written back unchanged.
-		if _, err := tx.Exec(ctx, `UPDATE destinations SET name = ?, type = ?, config = ?, secrets = ?, enabled = ?,
+		// written back unchanged. Secrets that could not be opened, and
+		// were not sent again (Apply), stay sealed as they were.
+		secrets, set := `secrets = ?`, args[3:18:18]
+		if d.SecretsUnreadable {
+			secrets, set = `secrets = secrets`, slices.Delete(set, 3, 4) // args[6], secrets
+		}
+		if _, err := tx.Exec(ctx, `UPDATE destinations SET name = ?, type = ?, config = ?, `+secrets+`, enabled = ?,
 			privacy_mode = ?, sampling_rate = ?, api_key_hashes = ?, filter_rules = ?, regions = ?,
 			broadcast_generation_cost = ?, broadcast_generation_identity = ?, broadcast_generation_request_context = ?,
-			created_at = ?, updated_at = ? WHERE id = ?`, append(args[3:18:18], d.ID)...); err != nil {
+			created_at = ?, updated_at = ? WHERE id = ?`, append(set, d.ID)...); err != nil {
 			return nil, err
 		}
 		return d, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpDestinationUpdate, ResourceType: gatehouse.ResourceDestination,

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"time"
 
 	"gatehouse"
 
@@ -19,10 +20,42 @@ func (tx *Tx) findGuardrail(ctx context.Context, orgID, id string) (*gatehouse.G
 		WHERE id = ? AND organization_id = ?`, id, orgID))
 }
 
-// FindGuardrail returns a guardrail of the organization.
+// FindGuardrail returns a guardrail of the organization, or the default
+// guardrail of one of its workspaces as it stands unconfigured.
 func (s *Store) FindGuardrail(ctx context.Context, orgID, id string) (_ *gatehouse.Guardrail, err error) {
 	defer wrap(&err, "FindGuardrail")
-	return read(ctx, s, func(tx *Tx) (*gatehouse.Guardrail, error) { return tx.findGuardrail(ctx, orgID, id) })
+	return read(ctx, s, func(tx *Tx) (*gatehouse.Guardrail, error) {
+		g, _, err := tx.findOrDefaultGuardrail(ctx, orgID, id)
+		return g, err
+	})
+}
+
+// findOrDefaultGuardrail returns a guardrail of the organization, or, when
+// id is the default guardrail of one of its workspaces and that was never
+// configured, that guardrail unsaved (unconfigured true).
+func (tx *Tx) findOrDefaultGuardrail(ctx context.Context, orgID, id string) (g *gatehouse.Guardrail, unconfigured bool, err error) {
+	g, err = tx.findGuardrail(ctx, orgID, id)
+	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
+		g, err = tx.unconfiguredDefaultGuardrail(ctx, orgID, id)
+		unconfigured = err == nil
+	}
+	return g, unconfigured, err
+}
+
+// configuredGuardrail returns a guardrail of the organization for a write
+// that needs its row, saving a workspace's default guardrail, with no
+// rules, when it was never configured (the write configures it).
+func (tx *Tx) configuredGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
+	g, unconfigured, err := tx.findOrDefaultGuardrail(ctx, orgID, id)
+	if err != nil || !unconfigured {
+		return g, err
+	}
+	now := tx.now
+	g.CreatedAt, g.UpdatedAt = now, &now
+	if err := tx.insertGuardrail(ctx, g); err != nil {
+		return nil, err
+	}
+	return g, tx.audit(ctx, orgID, guardrailUpdateRecord(g.ID, gatehouse.GuardrailUpdate{}, true))
 }
 
 // FindGuardrails lists the guardrails of a workspace.
@@ -81,12 +114,7 @@ func (tx *Tx) insertGuardrail(ctx context.Context, g *gatehouse.Guardrail) error
 func (s *Store) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehouse.GuardrailUpdate) (_ *gatehouse.Guardrail, err error) {
 	defer wrap(&err, "UpdateGuardrail")
 	return update(ctx, s, func(tx *Tx) (*gatehouse.Guardrail, error) {
-		g, err := tx.findGuardrail(ctx, orgID, id)
-		create := false
-		if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
-			g, err = tx.unconfiguredDefaultGuardrail(ctx, orgID, id)
-			create = true
-		}
+		g, create, err := tx.findOrDefaultGuardrail(ctx, orgID, id)
 		if err != nil {
 			return nil, err
 		}
@@ -94,6 +122,9 @@ func (s *Store) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehou
 			return nil, err
 		}
 		now := tx.now
+		if create {
+			g.CreatedAt = now
+		}
 		g.UpdatedAt = &now
 		if create {
 			err = tx.insertGuardrail(ctx, g)
@@ -111,12 +142,17 @@ func (s *Store) UpdateGuardrail(ctx context.Context, orgID, id string, u gatehou
 }
 
 // unconfiguredDefaultGuardrail returns, unsaved, the default guardrail of
-// the organization's workspace whose default guardrail id is id. ENOTFOUND
-// if no workspace of the organization has that id.
+// the organization's workspace whose default guardrail id is id, as it
+// stands before it is configured: no rules, created with its workspace,
+// never updated. ENOTFOUND if no workspace of the organization has that id.
 func (tx *Tx) unconfiguredDefaultGuardrail(ctx context.Context, orgID, id string) (*gatehouse.Guardrail, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, gatehouse.NotFound("guardrail", id)
+	}
 	var w string
-	err := tx.QueryRow(ctx, `SELECT id FROM workspaces WHERE default_guardrail_id = ? AND organization_id = ?`,
-		id, orgID).Scan(&w)
+	var created time.Time
+	err := tx.QueryRow(ctx, `SELECT id, created_at FROM workspaces WHERE default_guardrail_id = ? AND organization_id = ?`,
+		id, orgID).Scan(&w, msTime(&created))
 	if errors.Is(err, ErrNoRows) {
 		return nil, gatehouse.NotFound("guardrail", id)
 	}
@@ -124,7 +160,7 @@ func (tx *Tx) unconfiguredDefaultGuardrail(ctx context.Context, orgID, id string
 		return nil, err
 	}
 	return &gatehouse.Guardrail{ID: id, OrganizationID: orgID, WorkspaceID: w,
-		Name: gatehouse.DefaultGuardrailName(w), CreatedAt: tx.now}, nil
+		Name: gatehouse.DefaultGuardrailName(w), CreatedAt: created}, nil
 }
 
 func (tx *Tx) updateGuardrail(ctx context.Context, g *gatehouse.Guardrail) error {

@@ -169,36 +169,48 @@ func (s *Store) CreateManagementKey(ctx context.Context, orgID, name string) (_ 
 // for the organization.
 func (s *Store) EnsureManagementKey(ctx context.Context, orgID, plaintext, name string) (_ *gatehouse.Key, err error) {
 	defer wrap(&err, "EnsureManagementKey")
-	if !strings.HasPrefix(plaintext, gatehouse.ManagementKeyPrefix) || len(plaintext) < 40 {
-		return nil, gatehouse.Errorf(gatehouse.EINVALID, "a management key must start with %s and be at least 40 characters", gatehouse.ManagementKeyPrefix)
-	}
-	if name == "" {
-		name = "Management key"
-	}
-	if err := validateKeyName(name); err != nil {
+	if name, err = checkManagementKey(plaintext, name); err != nil {
 		return nil, err
 	}
-	hash := gatehouse.HashKey(plaintext)
 	return update(ctx, s, func(tx *Tx) (*gatehouse.Key, error) {
 		if _, err := tx.organization(ctx, orgID); err != nil {
 			return nil, err
 		}
-		existing, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
-		switch {
-		case err == nil && existing.Management && existing.OrganizationID == orgID:
-			return existing, nil
-		case err == nil:
-			return nil, gatehouse.Errorf(gatehouse.EINVALID, "this key value is already in use by another key")
-		case !errors.Is(err, ErrNoRows):
-			return nil, err
-		}
-		k := &gatehouse.Key{Hash: hash, OrganizationID: orgID, Name: name, Management: true, CreatedAt: tx.now}
-		if err := tx.insertKey(ctx, k, nil); err != nil {
-			return nil, err
-		}
-		return k, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpManagementKeyCreate, ResourceType: gatehouse.ResourceManagementKey,
-			ResourceIDs: []string{hash}})
+		return tx.ensureManagementKey(ctx, orgID, plaintext, name)
 	})
+}
+
+// checkManagementKey validates a management key's plaintext and name, and
+// returns the name to give it.
+func checkManagementKey(plaintext, name string) (string, error) {
+	if !strings.HasPrefix(plaintext, gatehouse.ManagementKeyPrefix) || len(plaintext) < 40 {
+		return "", gatehouse.Errorf(gatehouse.EINVALID, "a management key must start with %s and be at least 40 characters", gatehouse.ManagementKeyPrefix)
+	}
+	if name == "" {
+		name = "Management key"
+	}
+	return name, validateKeyName(name)
+}
+
+// ensureManagementKey creates the management key of orgID with this
+// plaintext unless it exists.
+func (tx *Tx) ensureManagementKey(ctx context.Context, orgID, plaintext, name string) (*gatehouse.Key, error) {
+	hash := gatehouse.HashKey(plaintext)
+	existing, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
+	switch {
+	case err == nil && existing.Management && existing.OrganizationID == orgID:
+		return existing, nil
+	case err == nil:
+		return nil, gatehouse.Errorf(gatehouse.EINVALID, "this key value is already in use by another key")
+	case !errors.Is(err, ErrNoRows):
+		return nil, err
+	}
+	k := &gatehouse.Key{Hash: hash, OrganizationID: orgID, Name: name, Management: true, CreatedAt: tx.now}
+	if err := tx.insertKey(ctx, k, nil); err != nil {
+		return nil, err
+	}
+	return k, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpManagementKeyCreate, ResourceType: gatehouse.ResourceManagementKey,
+		ResourceIDs: []string{hash}})
 }
 
 func validateKeyName(name string) error {

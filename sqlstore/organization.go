@@ -45,6 +45,38 @@ func (s *Store) EnsureOrganization(ctx context.Context, name string) (_ *gatehou
 	return got.org, got.created, nil
 }
 
+// Bootstrap returns the oldest organization, creating it when there is
+// none, and makes sure of its management key, in one transaction.
+func (s *Store) Bootstrap(ctx context.Context, b gatehouse.Bootstrap) (_ *gatehouse.Bootstrapped, err error) {
+	defer wrap(&err, "Bootstrap")
+	name, err := gatehouse.ValidateOrganizationName(b.OrganizationName)
+	if err != nil {
+		return nil, err
+	}
+	keyName := b.KeyName
+	if b.Key != "" {
+		if keyName, err = checkManagementKey(b.Key, keyName); err != nil {
+			return nil, err
+		}
+	}
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Bootstrapped, error) {
+		org, err := tx.scanOrganization(ctx, `ORDER BY created_at, id LIMIT 1`)
+		created := gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND
+		if created {
+			org, err = tx.createOrganization(ctx, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out := &gatehouse.Bootstrapped{Organization: org, Created: created}
+		if b.Key == "" || (!created && !b.Always) {
+			return out, nil
+		}
+		out.Key, err = tx.ensureManagementKey(ctx, org.ID, b.Key, keyName)
+		return out, err
+	})
+}
+
 func (tx *Tx) createOrganization(ctx context.Context, name string) (*gatehouse.Organization, error) {
 	org := &gatehouse.Organization{ID: uuid.NewString(), Name: name, CreatedAt: tx.now}
 	if _, err := tx.Exec(ctx, `INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)`, org.ID, org.Name, ms(tx.now)); err != nil {
@@ -70,6 +102,18 @@ func (s *Store) FindFirstOrganization(ctx context.Context) (_ *gatehouse.Organiz
 	return read(ctx, s, func(tx *Tx) (*gatehouse.Organization, error) {
 		return tx.scanOrganization(ctx, `ORDER BY created_at, id LIMIT 1`)
 	})
+}
+
+// FindOrganizations lists every organization, oldest first.
+func (s *Store) FindOrganizations(ctx context.Context, page gatehouse.Page) (_ []*gatehouse.Organization, _ int, err error) {
+	defer wrap(&err, "FindOrganizations")
+	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.Organization], error) {
+		return findPage(ctx, tx, `id, name, created_at`, `organizations`, `created_at, id`, nil, page,
+			func(s Scanner) (*gatehouse.Organization, error) {
+				var org gatehouse.Organization
+				return &org, s.Scan(&org.ID, &org.Name, msTime(&org.CreatedAt))
+			})
+	}))
 }
 
 // scanOrganization returns the organization that the rest of the query

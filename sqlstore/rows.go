@@ -352,7 +352,13 @@ func sealConfig(box *gatehouse.SecretBox, id string, c gatehouse.DestinationConf
 	return string(config), box.Seal(sealed, []byte(id)), nil
 }
 
+// errUnopenable is openConfig's error for sealed secrets that no key of
+// the box opens.
+var errUnopenable = errors.New("no key opens the sealed secrets")
+
 // openConfig is the inverse of sealConfig. Errors never hold secret values.
+// Secrets that no key of the box opens return the non-secret values and
+// an error wrapping errUnopenable.
 func openConfig(box *gatehouse.SecretBox, id string, config string, sealed *string) (gatehouse.DestinationConfig, error) {
 	c := gatehouse.DestinationConfig{Values: map[string]string{}}
 	if err := json.Unmarshal([]byte(config), &c.Values); err != nil {
@@ -363,7 +369,7 @@ func openConfig(box *gatehouse.SecretBox, id string, config string, sealed *stri
 	}
 	plaintext, err := box.Open(*sealed, []byte(id))
 	if err != nil {
-		return c, fmt.Errorf("destination %s: open secrets (has the secret key changed?): %w", id, err)
+		return c, fmt.Errorf("destination %s: open secrets (has the secret key changed?): %w: %w", id, errUnopenable, err)
 	}
 	var secret destinationSecrets
 	if err := json.Unmarshal(plaintext, &secret); err != nil {
@@ -376,7 +382,8 @@ func openConfig(box *gatehouse.SecretBox, id string, config string, sealed *stri
 	return c, nil
 }
 
-// scanDestination scans a destination row and opens its secrets.
+// scanDestination scans a destination row and opens its secrets; one
+// whose secrets no key opens is returned with SecretsUnreadable set.
 func scanDestination(box *gatehouse.SecretBox, s Scanner) (*gatehouse.Destination, error) {
 	var d gatehouse.Destination
 	var config string
@@ -388,7 +395,11 @@ func scanDestination(box *gatehouse.SecretBox, s Scanner) (*gatehouse.Destinatio
 	if err != nil {
 		return nil, scanErr("destination", d.ID, err)
 	}
-	if d.Config, err = openConfig(box, d.ID, config, secrets); err != nil {
+	d.Config, err = openConfig(box, d.ID, config, secrets)
+	if errors.Is(err, errUnopenable) {
+		d.SecretsUnreadable, err = true, nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &d, nil

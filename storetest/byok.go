@@ -439,7 +439,7 @@ func testBYOKReseal(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	a := f.newBYOKKey(t, f.org.ID, byokCreate("openai", "sk-reseal-A"))
 	b := f.newBYOKKey(t, f.org.ID, byokCreate("openai", "sk-reseal-B"))
-	n, err := f.store.ResealSecrets(f.ctx)
+	n, err := f.store.ResealSecrets(f.ctx, false)
 	ok(t, err)
 	if n.BYOKKeys != 2 {
 		t.Fatalf("ResealSecrets re-sealed %d BYOK keys, want 2", n.BYOKKeys)

@@ -307,21 +307,45 @@ func testDefaultGuardrail(t *testing.T, open Opener) {
 	ok(t, err)
 	id, name := gatehouse.DefaultGuardrailID(ws.ID), gatehouse.DefaultGuardrailName(ws.ID)
 
-	_, err = f.store.FindGuardrail(f.ctx, f.org.ID, id)
-	wantCode(t, err, gatehouse.ENOTFOUND)
-	wantCode(t, f.store.DeleteGuardrail(f.ctx, f.org.ID, id), gatehouse.ENOTFOUND)
+	// Unconfigured, it reads as a guardrail without rules, created with its
+	// workspace and never updated, and is not listed.
+	unconfigured := &gatehouse.Guardrail{ID: id, OrganizationID: f.org.ID, WorkspaceID: ws.ID, Name: name, CreatedAt: ws.CreatedAt}
+	stillUnconfigured := func(what string) {
+		t.Helper()
+		g, err := f.store.FindGuardrail(f.ctx, f.org.ID, id)
+		ok(t, err)
+		wantEqual(t, what, unconfigured, g)
+		if _, total, _ := f.store.FindGuardrails(f.ctx, f.org.ID, "", page(0, 10)); total != 0 {
+			t.Fatalf("%s: %d guardrails listed, want none", what, total)
+		}
+	}
+	stillUnconfigured("unconfigured default guardrail")
+	keys, n, err := f.store.FindKeyAssignments(f.ctx, f.org.ID, id, page(0, 10))
+	if err != nil || n != 0 || len(keys) != 0 {
+		t.Fatalf("FindKeyAssignments of the unconfigured default guardrail = %v (%d), %v; want none", keys, n, err)
+	}
+	if n, err := f.store.UnassignKeys(f.ctx, f.org.ID, id, []string{gatehouse.HashKey("x")}); err != nil || n != 0 {
+		t.Fatalf("UnassignKeys from the unconfigured default guardrail = %d, %v; want 0", n, err)
+	}
+	wantCode(t, f.store.DeleteGuardrail(f.ctx, f.org.ID, id), gatehouse.ENOTFOUND) // nothing to delete
 	_, err = f.store.AssignKeys(f.ctx, f.org.ID, id, []string{gatehouse.HashKey("x")}, nil)
-	wantCode(t, err, gatehouse.ENOTFOUND)
+	wantCode(t, err, gatehouse.EINVALID) // an unknown key: nothing assigned, nothing configured
+	stillUnconfigured("after a failed assignment")
 	_, err = f.store.CreateGuardrail(f.ctx, f.org.ID, guardrail(name))
 	wantCode(t, err, gatehouse.EINVALID) // the name is reserved
 	_, err = f.store.UpdateGuardrail(f.ctx, f.org.ID, id, gatehouse.GuardrailUpdate{Name: gatehouse.Val("Mine")})
 	wantMessage(t, err, gatehouse.EINVALID, "name: the default guardrail of a workspace cannot be renamed")
-	_, err = f.store.FindGuardrail(f.ctx, f.org.ID, id)
-	wantCode(t, err, gatehouse.ENOTFOUND) // the failed update created nothing
+	stillUnconfigured("after a failed update") // the failed update created nothing
 
 	other := f.newOrg(t, "Other")
 	_, err = f.store.UpdateGuardrail(f.ctx, other.ID, id, gatehouse.GuardrailUpdate{})
 	wantCode(t, err, gatehouse.ENOTFOUND) // not another organization's to create
+	_, err = f.store.FindGuardrail(f.ctx, other.ID, id)
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	_, _, err = f.store.FindKeyAssignments(f.ctx, other.ID, id, page(0, 10))
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	_, err = f.store.AssignKeys(f.ctx, other.ID, id, []string{gatehouse.HashKey("x")}, nil)
+	wantCode(t, err, gatehouse.ENOTFOUND)
 
 	g, err := f.store.UpdateGuardrail(f.ctx, f.org.ID, id, gatehouse.GuardrailUpdate{
 		Description: gatehouse.Val("house rules"), AllowedProviders: gatehouse.Val([]string{"openai"})})
@@ -350,15 +374,14 @@ func testDefaultGuardrail(t *testing.T, open Opener) {
 		t.Fatalf("created_at %v updated_at %v after a second update; want %v and %v", g.CreatedAt, g.UpdatedAt, now, f.clock.Now())
 	}
 	key := f.newKey(t, f.org.ID, gatehouse.KeyCreate{})
-	n, err := f.store.AssignKeys(f.ctx, f.org.ID, id, []string{key.Hash}, nil)
+	n, err = f.store.AssignKeys(f.ctx, f.org.ID, id, []string{key.Hash}, nil)
 	if err != nil || n != 1 {
 		t.Fatalf("AssignKeys to the default guardrail = %d, %v; want 1", n, err)
 	}
 
 	// Deleting it reverts it to unconfigured.
 	ok(t, f.store.DeleteGuardrail(f.ctx, f.org.ID, id))
-	_, err = f.store.FindGuardrail(f.ctx, f.org.ID, id)
-	wantCode(t, err, gatehouse.ENOTFOUND)
+	stillUnconfigured("after deleting it")
 	g, err = f.store.UpdateGuardrail(f.ctx, f.org.ID, id, gatehouse.GuardrailUpdate{})
 	ok(t, err)
 	if g.Description != nil || g.Name != name || !g.CreatedAt.Equal(f.clock.Now()) {
@@ -368,8 +391,19 @@ func testDefaultGuardrail(t *testing.T, open Opener) {
 		t.Fatalf("re-materialized guardrail has %d key assignments, want 0", total)
 	}
 
-	// A non-default workspace has its own default guardrail.
+	// A non-default workspace has its own default guardrail, which an
+	// assignment configures too (without rules).
 	team := f.newWorkspace(t, f.org.ID, "team")
+	teamKey := f.newKey(t, f.org.ID, gatehouse.KeyCreate{WorkspaceID: team.ID})
+	f.clock.Add(time.Minute)
+	if n, err := f.store.AssignKeys(f.ctx, f.org.ID, gatehouse.DefaultGuardrailID(team.ID), []string{teamKey.Hash}, nil); err != nil || n != 1 {
+		t.Fatalf("AssignKeys to the unconfigured team default guardrail = %d, %v; want 1", n, err)
+	}
+	g, err = f.store.FindGuardrail(f.ctx, f.org.ID, gatehouse.DefaultGuardrailID(team.ID))
+	ok(t, err)
+	if now := f.clock.Now(); !g.CreatedAt.Equal(now) || g.UpdatedAt == nil || !g.UpdatedAt.Equal(now) || g.AllowedProviders != nil {
+		t.Fatalf("team default guardrail configured by an assignment = %+v", g)
+	}
 	g, err = f.store.UpdateGuardrail(f.ctx, f.org.ID, gatehouse.DefaultGuardrailID(team.ID), gatehouse.GuardrailUpdate{})
 	ok(t, err)
 	if g.WorkspaceID != team.ID || g.Name != gatehouse.DefaultGuardrailName(team.ID) {

@@ -21,6 +21,9 @@ func testOrganizations(t *testing.T, open Opener) {
 		{"CreateOrganizationInvalid", testOrgCreateOrganizationInvalid},
 		{"FindOrganizationUnknown", testOrgFindOrganizationUnknown},
 		{"FindFirstOrganization", testOrgFindFirstOrganization},
+		{"FindOrganizations", testOrgFindOrganizations},
+		{"Bootstrap", testOrgBootstrap},
+		{"BootstrapConcurrent", testOrgBootstrapConcurrent},
 		{"EnsureOrganization", testOrgEnsureOrganization},
 		{"EnsureOrganizationConcurrent", testOrgEnsureOrganizationConcurrent},
 		{"CreateMember", testOrgCreateMember},
@@ -429,5 +432,117 @@ func testOrgEnsureOrganizationConcurrent(t *testing.T, open Opener) {
 		if id != ids[0] {
 			t.Fatalf("concurrent calls returned different organizations: %v", ids)
 		}
+	}
+}
+
+func testOrgFindOrganizations(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	want := []*gatehouse.Organization{f.org}
+	for _, name := range []string{"Globex", "Initech", "Umbrella"} {
+		f.clock.Add(time.Second)
+		want = append(want, f.newOrg(t, name))
+	}
+	var got []*gatehouse.Organization
+	for offset := 0; ; offset += 3 {
+		list, total, err := f.store.FindOrganizations(f.ctx, page(offset, 3))
+		ok(t, err)
+		if total != len(want) {
+			t.Fatalf("FindOrganizations total = %d, want %d", total, len(want))
+		}
+		if len(list) == 0 {
+			break
+		}
+		got = append(got, list...)
+	}
+	wantEqual(t, "organizations, oldest first", want, got)
+}
+
+func testOrgBootstrap(t *testing.T, open Opener) {
+	ctx := context.Background()
+	clock := NewClock(time.Date(2028, 2, 23, 12, 0, 0, 0, time.UTC))
+	store := open(t, clock.Now)
+	first := gatehouse.NewKeySecret(true)
+
+	// A key that cannot be one creates nothing, not even the organization.
+	_, err := store.Bootstrap(ctx, gatehouse.Bootstrap{OrganizationName: "First", Key: "sk-gh-v1-not-a-management-key-at-all-000000"})
+	wantCode(t, err, gatehouse.EINVALID)
+	if _, err := store.FindFirstOrganization(ctx); gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
+		t.Fatalf("a failed bootstrap left an organization: %v", err)
+	}
+
+	// The first start creates the organization and its key together.
+	b, err := store.Bootstrap(ctx, gatehouse.Bootstrap{OrganizationName: "First", Key: first, KeyName: "First management key"})
+	ok(t, err)
+	if !b.Created || b.Organization.Name != "First" || b.Key == nil || b.Key.Hash != gatehouse.HashKey(first) ||
+		!b.Key.Management || b.Key.Name != "First management key" || b.Key.OrganizationID != b.Organization.ID {
+		t.Fatalf("first bootstrap = %+v (key %+v)", b, b.Key)
+	}
+	k, err := store.FindKeyByHash(ctx, gatehouse.HashKey(first))
+	if err != nil || k.OrganizationID != b.Organization.ID {
+		t.Fatalf("the first key: %+v, %v", k, err)
+	}
+	if _, err := store.FindWorkspace(ctx, b.Organization.ID, ""); err != nil {
+		t.Fatalf("the bootstrapped organization has no default workspace: %v", err)
+	}
+
+	// Later starts find it and make no key, unless told to make sure of one.
+	clock.Add(time.Second)
+	again, err := store.Bootstrap(ctx, gatehouse.Bootstrap{OrganizationName: "Second", Key: gatehouse.NewKeySecret(true)})
+	ok(t, err)
+	if again.Created || again.Organization.ID != b.Organization.ID || again.Key != nil {
+		t.Fatalf("second bootstrap = %+v, want the first organization and no key", again)
+	}
+	fixed := gatehouse.NewKeySecret(true)
+	for range 2 { // idempotent
+		got, err := store.Bootstrap(ctx, gatehouse.Bootstrap{OrganizationName: "Second", Key: fixed, KeyName: "Bootstrap", Always: true})
+		ok(t, err)
+		if got.Created || got.Key == nil || got.Key.Hash != gatehouse.HashKey(fixed) || got.Key.OrganizationID != b.Organization.ID {
+			t.Fatalf("bootstrap with Always = %+v", got)
+		}
+	}
+	list, total, err := store.FindOrganizations(ctx, page(0, 10))
+	if err != nil || total != 1 || len(list) != 1 {
+		t.Fatalf("organizations after the bootstraps: %v (%d), %v; want one", list, total, err)
+	}
+	// Another organization's key is not taken over.
+	other, err := store.CreateOrganization(ctx, "Other")
+	ok(t, err)
+	_, theirs, err := store.CreateManagementKey(ctx, other.ID, "theirs")
+	ok(t, err)
+	_, err = store.Bootstrap(ctx, gatehouse.Bootstrap{OrganizationName: "First", Key: theirs, Always: true})
+	wantCode(t, err, gatehouse.EINVALID)
+}
+
+func testOrgBootstrapConcurrent(t *testing.T, open Opener) {
+	ctx := context.Background()
+	store := open(t, time.Now)
+	const n = 6
+	got := make([]*gatehouse.Bootstrapped, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			got[i], errs[i] = store.Bootstrap(ctx, gatehouse.Bootstrap{OrganizationName: "Racer", Key: gatehouse.NewKeySecret(true)})
+		})
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	for i, b := range got {
+		ok(t, errs[i])
+		if b.Created != (b.Key != nil) {
+			t.Errorf("bootstrap %d: created %v with key %v; a key comes with the organization it creates, only", i, b.Created, b.Key)
+		}
+		if b.Created {
+			created++
+		}
+		if b.Organization.ID != got[0].Organization.ID {
+			t.Errorf("bootstraps returned organizations %s and %s", got[0].Organization.ID, b.Organization.ID)
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d concurrent bootstraps created %d organizations, want 1", n, created)
 	}
 }

@@ -18,9 +18,11 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,21 +30,50 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
-	flag.Parse()
-	logger := log.New(os.Stderr, "fakellm ", log.LstdFlags)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "fakellm:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends. The "listening" line is logged once the
+// address is bound and served, so that a script waiting for it (or for an
+// answer) can connect at once; a busy address fails without it.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := log.New(stderr, "fakellm ", log.LstdFlags)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		logger.Fatal(err)
+		return fmt.Errorf("listen on %s: %w (give --addr a free address)", *addr, err)
 	}
+	srv := &http.Server{Handler: newHandler(logger), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
 	// The address listened on, so that port 0 tells which port it got.
 	logger.Printf("listening on http://%s/v1", ln.Addr())
-	logger.Fatal(http.Serve(ln, newHandler(logger)))
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
 }
 
 // newHandler serves the API, logging one line per request.

@@ -3,14 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // logBuffer collects the log, which the server writes while the test reads.
@@ -218,4 +221,45 @@ func postEmbeddings(t *testing.T, url, body string) *http.Response {
 	}
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
+}
+
+var listeningLine = regexp.MustCompile(`listening on (http://\S+/v1)`)
+
+// TestListeningOnceBound: the "listening" line comes once the address is
+// bound and served (the URL it names answers at once), and a busy address
+// fails without one.
+func TestListeningOnceBound(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &logBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"--addr", "127.0.0.1:0"}, logs) }()
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); url == ""; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line:\n%s", logs)
+		}
+		if m := listeningLine.FindStringSubmatch(logs.String()); m != nil {
+			url = m[1]
+		}
+	}
+	resp, err := http.Get(url + "/models") // at once, no retry
+	if err != nil {
+		t.Fatalf("GET %s/models right after the listening line: %v", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v1/models = %d", resp.StatusCode)
+	}
+
+	busy := &logBuffer{}
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/v1")
+	err = run(ctx, []string{"--addr", addr}, busy)
+	if err == nil || !strings.Contains(err.Error(), addr) || strings.Contains(busy.String(), "listening") {
+		t.Errorf("run on a busy address: %v, log %q; want an error naming it and no listening line", err, busy)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run after cancel: %v", err)
+	}
 }

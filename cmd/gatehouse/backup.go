@@ -117,7 +117,11 @@ func restoreCommand(ctx context.Context, args []string, getenv func(string) stri
 			return fmt.Errorf("%s already holds another secret key, which some database may need: move it away first (nothing was restored)", install)
 		}
 	}
-	release, err := sqlite.ServeLock(cfg.DatabaseURL)
+	release, holder, err := sqlite.Lock(cfg.DatabaseURL, "gatehouse restore")
+	if errors.Is(err, sqlite.ErrLocked) {
+		return fmt.Errorf("restore refused: %s is %s; a restore replaces the database file, so nothing may be serving "+
+			"or rotating it meanwhile: stop that process first (nothing was restored)", cfg.DatabaseURL, holder)
+	}
 	if err != nil {
 		return fmt.Errorf("restore refused: %w", err)
 	}

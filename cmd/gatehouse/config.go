@@ -18,6 +18,8 @@ import (
 	"gatehouse/egress"
 	"gatehouse/httpapi"
 	"gatehouse/ratelimit"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Config is every setting of the server. DefaultConfig holds the defaults;
@@ -186,8 +188,17 @@ func (c *Config) Validate() error {
 	if c.DatabaseURL == "" {
 		return errors.New("the database is empty: set GATEHOUSE_DATABASE_URL or --database, such as ./gatehouse.db")
 	}
+	if scheme, _, ok := strings.Cut(c.DatabaseURL, "://"); ok && !c.isPostgres() && scheme != "file" {
+		return fmt.Errorf("database %s (GATEHOUSE_DATABASE_URL or --database): unsupported scheme %q: give a SQLite file path "+
+			"(such as ./gatehouse.db or /var/lib/gatehouse/gatehouse.db) or a postgres:// URL", redactURL(c.DatabaseURL), scheme)
+	}
 	if k := c.BootstrapKey; k != "" && (!strings.HasPrefix(k, gatehouse.ManagementKeyPrefix) || len(k) < 40) {
 		return fmt.Errorf("GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY must start with %s and be at least 40 characters", gatehouse.ManagementKeyPrefix)
+	}
+	if c.RedisURL != "" {
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			return fmt.Errorf("GATEHOUSE_REDIS_URL: %v (want e.g. redis://127.0.0.1:6379/0)", err)
+		}
 	}
 	if err := c.RateLimit.Validate(); err != nil {
 		return fmt.Errorf("rate limit (GATEHOUSE_RATE_LIMIT_RPS, GATEHOUSE_RATE_LIMIT_BURST): %w", err)
@@ -248,41 +259,69 @@ func logFormat(c Config, w io.Writer) string {
 	return "json"
 }
 
-// secretBox returns the cipher of secrets at rest (destination secrets,
-// BYOK keys): it seals with the current key (see secretKey) and also opens
-// with the keys of GATEHOUSE_SECRET_KEY_PREVIOUS, during a rotation.
-func (c *Config) secretBox(logger *slog.Logger) (*gatehouse.SecretBox, error) {
-	key, _, err := c.secretKey(logger)
-	if err != nil {
-		return nil, err
+// openBox returns the cipher of secrets at rest (destination secrets,
+// BYOK keys): it seals with the
+// current key (see secretKey) and also opens with the keys of
+// GATEHOUSE_SECRET_KEY_PREVIOUS, during a rotation. created is the key
+// file it created, or "". Without secrets (a command that touches no
+// secret), no key file is created: the configured key is used when there
+// is one, else a random key that nothing is sealed with.
+func (c *Config) openBox(secrets bool) (box *gatehouse.SecretBox, created string, err error) {
+	var key []byte
+	if !secrets && c.SecretKey == "" && !c.keyFileExists() {
+		key = gatehouse.NewSecretKey()
+	} else if key, _, created, err = c.secretKey(); err != nil {
+		return nil, "", err
 	}
 	previous, err := c.previousKeys()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		box, err = gatehouse.NewSecretBox(key, previous...)
 	}
-	return gatehouse.NewSecretBox(key, previous...)
+	if err != nil && created != "" {
+		os.Remove(created)
+	}
+	return box, created, err
+}
+
+// keyFile is the path of the key file: GATEHOUSE_SECRET_KEY_FILE, else
+// beside a SQLite database, else "" (PostgreSQL has no default).
+func (c *Config) keyFile() string {
+	switch {
+	case c.SecretKeyFile != "":
+		return c.SecretKeyFile
+	case c.isPostgres():
+		return ""
+	}
+	return c.DatabaseURL + ".key"
+}
+
+// keyFileExists reports whether there is a key file to read.
+func (c *Config) keyFileExists() bool {
+	path := c.keyFile()
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // secretKey returns the current key: GATEHOUSE_SECRET_KEY, else the key
 // file, which is created (mode 0600) with a fresh random key when it does
 // not exist; file is the key file's path, or "" when the key came from the
-// environment.
-func (c *Config) secretKey(logger *slog.Logger) (key []byte, file string, err error) {
+// environment, and created the file's path when this call created it.
+func (c *Config) secretKey() (key []byte, file, created string, err error) {
 	if c.SecretKey != "" {
 		key, err := decodeSecretKey(c.SecretKey)
 		if err != nil {
-			return nil, "", fmt.Errorf("GATEHOUSE_SECRET_KEY: %w", err)
+			return nil, "", "", fmt.Errorf("GATEHOUSE_SECRET_KEY: %w", err)
 		}
-		return key, "", nil
+		return key, "", "", nil
 	}
-	path := c.SecretKeyFile
-	if path == "" && c.isPostgres() {
+	path := c.keyFile()
+	if path == "" {
 		// Instances on one PostgreSQL database must share the key; a file
 		// made up by each of them would not be shared.
-		return nil, "", errors.New("with PostgreSQL, set GATEHOUSE_SECRET_KEY (the same value on every instance; e.g. the output of: openssl rand -base64 32) or GATEHOUSE_SECRET_KEY_FILE")
-	}
-	if path == "" {
-		path = c.DatabaseURL + ".key"
+		return nil, "", "", errors.New("with PostgreSQL, set GATEHOUSE_SECRET_KEY (the same value on every instance; e.g. the output of: openssl rand -base64 32) or GATEHOUSE_SECRET_KEY_FILE")
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -293,22 +332,21 @@ func (c *Config) secretKey(logger *slog.Logger) (key []byte, file string, err er
 			err = errors.Join(err, f.Close())
 		}
 		if errors.Is(err, os.ErrExist) { // another process created it first
-			return c.secretKey(logger)
+			return c.secretKey()
 		}
 		if err != nil {
-			return nil, "", fmt.Errorf("create secret key file %s: %w", path, err)
+			return nil, "", "", fmt.Errorf("create secret key file %s: %w", path, err)
 		}
-		logger.Info("created secret key file; back it up with the database", "path", path)
-		return key, path, nil
+		return key, path, path, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("read secret key file %s: %w", path, err)
+		return nil, "", "", fmt.Errorf("read secret key file %s: %w", path, err)
 	}
 	key, err = decodeSecretKey(strings.TrimSpace(string(data)))
 	if err != nil {
-		return nil, "", fmt.Errorf("secret key file %s: %w", path, err)
+		return nil, "", "", fmt.Errorf("secret key file %s: %w", path, err)
 	}
-	return key, path, nil
+	return key, path, "", nil
 }
 
 // previousKeys returns the keys of GATEHOUSE_SECRET_KEY_PREVIOUS.

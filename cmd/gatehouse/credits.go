@@ -45,10 +45,10 @@ func creditsCommand(ctx context.Context, args []string, getenv func(string) stri
 		}
 		dollars = v
 	}
-	return withStore(ctx, cfg, stderr, func(store gatehouse.Store) error {
+	return withStore(ctx, cfg, stderr, openMode{existing: true}, func(store gatehouse.Store) error {
 		notFound := func(err error) error {
 			if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
-				return fmt.Errorf("credits %s: organization %q not found in %s: pass the id that gatehouse orgs create printed", args[0], *org, cfg.DatabaseURL)
+				return fmt.Errorf("credits %s: organization %q not found in %s: pass an id that gatehouse orgs list shows", args[0], *org, cfg.DatabaseURL)
 			}
 			return fmt.Errorf("credits %s: %s", args[0], gatehouse.ErrorMessage(err))
 		}

@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"gatehouse"
 )
 
 // gcPercent is the garbage collector's target unless GOGC is set: the
@@ -45,6 +47,9 @@ func exitCode(err error) int {
 	return 1
 }
 
+// isVersion reports whether arg asks for the version.
+func isVersion(arg string) bool { return arg == "-version" || arg == "--version" }
+
 // usageError is a mistake in the command line.
 type usageError struct{ msg string }
 
@@ -57,8 +62,11 @@ Usage:
       Serve the API and the gateway. The default command.
   gatehouse orgs create --name NAME [--database URL]
       Create an organization; prints its id as the last line.
+  gatehouse orgs list [--database URL]
+      List every organization, oldest first: id, creation time, name.
   gatehouse mgmt-keys create --org ID [--name NAME] [--database URL]
       Create a management key for an organization; prints the key as the last line.
+      With orgs list, it recovers access to a database whose key was lost.
   gatehouse credits grant --org ID --amount USD [--database URL]
       Add credits to an organization (a negative amount takes them back); the
       gateway refuses its requests with 402 once its spend reaches them. Prints
@@ -67,8 +75,9 @@ Usage:
       Show an organization's credits, what it spent against them, and its grants.
   gatehouse migrate-data --from SQLITE_PATH --to POSTGRES_URL
       Copy every row of a SQLite database into an empty PostgreSQL database.
-  gatehouse rotate-secret-key [--new-key KEY] [--database URL]
+  gatehouse rotate-secret-key [--new-key KEY] [--skip-unreadable] [--database URL]
       Re-encrypt every destination secret and BYOK key with a new key (see the README).
+      Refuses while a server serves the SQLite database, and names the secrets no key opens.
   gatehouse backup --to FILE [--force] [--database PATH]
       Copy a SQLite database, even while it is served, into FILE, and its secret key into FILE.key.
   gatehouse restore --from FILE [--key-from KEYFILE] [--force] [--database PATH]
@@ -78,10 +87,12 @@ Usage:
   gatehouse bench-seed [--keys N] [--guardrails N] [--members N] [--workspaces N]
                        [--workspace-members N] [--manifest FILE] [--database URL]
       Fill a new organization with many rows for the benchmarks of bench/.
+  gatehouse version (or --version)
+      Print the module version and the commit this binary was built from.
 
 Environment (flags override):
   GATEHOUSE_ADDR                      listen address (default 127.0.0.1:8080)
-  GATEHOUSE_DATABASE_URL              SQLite file path or postgres:// URL (default ./gatehouse.db)
+  GATEHOUSE_DATABASE_URL              SQLite file path or postgres:// URL (default ./gatehouse.db); no other scheme
   GATEHOUSE_DB_TIMEOUT                bound on each database operation (PostgreSQL; default 5s)
   GATEHOUSE_REDIS_URL                 redis:// URL: rate limits shared by every instance
   GATEHOUSE_METERING_COMMIT           async (default) or sync: whether metering commits wait for the disk
@@ -103,12 +114,18 @@ Environment (flags override):
 
 // run is the whole program: main only supplies the process environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (len(args[0]) > 0 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help" && args[0] != "-help") {
+	if len(args) == 0 || (len(args[0]) > 0 && args[0][0] == '-' && !isHelp(args[0]) && !isVersion(args[0])) {
 		return serve(ctx, args, getenv, stderr)
 	}
 	switch cmd := args[0]; cmd {
 	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stdout, usage)
+		return nil
+	case "-version", "--version", "version":
+		if len(args) > 1 {
+			return usageError{fmt.Sprintf("%s takes no arguments", cmd)}
+		}
+		fmt.Fprintln(stdout, gatehouse.Build())
 		return nil
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)

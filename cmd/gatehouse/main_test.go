@@ -239,12 +239,17 @@ func TestDatabaseFromEnvAndFlag(t *testing.T) {
 	org := createOrg(t, vars, "--name", "In env db")
 	createMgmtKey(t, nil, "--org", org, "--database", envDB) // the org is in env.db
 
-	// With --database the env value is ignored: the org is not in flag.db.
+	// With --database the env value is ignored: flag.db does not exist
+	// (and is not created), so the org of env.db is not found there.
 	_, _, err := cli(t, vars, "mgmt-keys", "create", "--org", org, "--database", flagDB)
-	if err == nil || !strings.Contains(err.Error(), "organization") {
-		t.Errorf("mgmt-keys create on flag.db for an org of env.db: err = %v, want organization not found", err)
+	if err == nil || !strings.Contains(err.Error(), flagDB) || !strings.Contains(err.Error(), "does not exist") || fileExists(flagDB) {
+		t.Errorf("mgmt-keys create on a missing flag.db: err = %v, want it named as missing (and not created)", err)
 	}
 	flagOrg := createOrg(t, vars, "--name", "In flag db", "--database", flagDB)
+	_, _, err = cli(t, vars, "mgmt-keys", "create", "--org", org, "--database", flagDB)
+	if err == nil || !strings.Contains(err.Error(), "organization") || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("mgmt-keys create on flag.db for an org of env.db: err = %v, want organization not found", err)
+	}
 	createMgmtKey(t, nil, "--org", flagOrg, "--database", flagDB)
 	if _, _, err := cli(t, vars, "mgmt-keys", "create", "--org", flagOrg); err == nil {
 		t.Errorf("mgmt-keys create on env.db for an org of flag.db succeeded")

@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"gatehouse"
+	"gatehouse/sqlite"
 )
 
 // rotateSecretKeyCommand runs `gatehouse rotate-secret-key`: it re-encrypts
@@ -28,6 +29,7 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 	fs.SetOutput(stderr)
 	databaseFlag(fs, &cfg)
 	newKeyText := fs.String("new-key", "", "the new key, 32 bytes as base64 or hex (default: a fresh random key)")
+	skip := fs.Bool("skip-unreadable", false, "re-seal what the keys open and leave as they are the secrets none opens (default: refuse, naming those destinations)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -35,16 +37,22 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if cfg.SecretKey == "" && !cfg.isPostgres() {
-		path := cfg.SecretKeyFile
-		if path == "" {
-			path = cfg.DatabaseURL + ".key"
-		}
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("no secret key to rotate: %w (set GATEHOUSE_SECRET_KEY or GATEHOUSE_SECRET_KEY_FILE to the current key)", err)
+	if !cfg.isPostgres() {
+		if _, err := os.Stat(cfg.DatabaseURL); errors.Is(err, os.ErrNotExist) {
+			return errNoDatabase(cfg.DatabaseURL)
 		}
 	}
-	oldKey, file, err := cfg.secretKey(logger)
+	if cfg.SecretKey == "" && !cfg.keyFileExists() {
+		return fmt.Errorf("no secret key to rotate: %s does not exist (set GATEHOUSE_SECRET_KEY or GATEHOUSE_SECRET_KEY_FILE to the current key)", cfg.keyFile())
+	}
+	if !cfg.isPostgres() {
+		release, err := lockForRotation(cfg.DatabaseURL)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	oldKey, file, _, err := cfg.secretKey()
 	if err != nil {
 		return err
 	}
@@ -72,7 +80,7 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 			return fmt.Errorf("write the new key to %s: %w", pending, err)
 		}
 	}
-	n, err := reseal(ctx, cfg, box, stdout, logger)
+	n, err := reseal(ctx, cfg, box, stdout, logger, *skip)
 	if err != nil {
 		if pending != "" {
 			os.Remove(pending)
@@ -84,8 +92,10 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 			return fmt.Errorf("re-sealed %s, but could not move the new key from %s to %s: %w (move it by hand; the secrets now need it)", counted(n), pending, file, err)
 		}
 		fmt.Fprintf(stdout, "Re-sealed %s with a new key, now in %s.\n", counted(n), file)
+		reportSkipped(stdout, n.Skipped)
 		return nil
 	}
+	reportSkipped(stdout, n.Skipped)
 	fmt.Fprintf(stdout, "Re-sealed %s with the new key below.\n"+
 		"Set GATEHOUSE_SECRET_KEY to it on every instance; until all of them run it, keep the old key in\n"+
 		"GATEHOUSE_SECRET_KEY_PREVIOUS, and run this command again (with --new-key) before removing it.\n%s\n", counted(n), encoded)
@@ -99,14 +109,22 @@ func counted(n gatehouse.Resealed) string {
 
 // reseal opens the store with box and re-seals every secret at rest
 // (destination secrets and BYOK keys), then the stored content of
-// generations (saying how many on stdout).
-func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, stdout io.Writer, logger *slog.Logger) (gatehouse.Resealed, error) {
-	store, err := openStoreWith(ctx, cfg, box, logger)
+// generations (saying how many on stdout). Secrets that no key given opens
+// refuse it, naming them, unless skip.
+func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, stdout io.Writer, logger *slog.Logger, skip bool) (gatehouse.Resealed, error) {
+	store, err := openStoreWith(ctx, cfg, box, logger, true)
 	if err != nil {
 		return gatehouse.Resealed{}, err
 	}
 	defer store.Close()
-	n, err := store.ResealSecrets(ctx)
+	n, err := store.ResealSecrets(ctx, skip)
+	if gatehouse.ErrorCode(err) == gatehouse.ECONFLICT {
+		return n, errors.New("re-seal the secrets: " + gatehouse.ErrorMessage(err) + "; nothing was changed. " +
+			"Is GATEHOUSE_SECRET_KEY (or the key file) the key the server runs with? Give keys those secrets may have been " +
+			"sealed with in GATEHOUSE_SECRET_KEY_PREVIOUS; if none is left, send them again (a destination: PATCH " +
+			"/observability/destinations/{id} with its config; a BYOK key: replace it) or delete them, or rotate with " +
+			"--skip-unreadable to leave them unreadable")
+	}
 	if err != nil {
 		return n, errors.New("re-seal the secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
 	}
@@ -123,4 +141,32 @@ func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, stdout io
 		fmt.Fprintf(stdout, "Re-sealed the stored content of %d generations.\n", contents)
 	}
 	return n, nil
+}
+
+// reportSkipped names the secrets a rotation with --skip-unreadable left
+// as they were.
+func reportSkipped(stdout io.Writer, skipped []gatehouse.UnreadableSecret) {
+	if len(skipped) == 0 {
+		return
+	}
+	fmt.Fprintf(stdout, "Left %d secrets that no key opens as they were; they stay unusable (a destination receives "+
+		"nothing) until they are sent again or deleted:\n", len(skipped))
+	for _, u := range skipped {
+		fmt.Fprintf(stdout, "  %s\n", u)
+	}
+}
+
+// lockForRotation takes the SQLite database's serve lock for the whole
+// rotation: a server holds the current key in memory and would go on
+// sealing new secrets with it, which the rotation discards, and would
+// fail to open the secrets it re-seals. So rotation refuses while a server
+// runs, and no server starts until it is done.
+func lockForRotation(path string) (func(), error) {
+	release, holder, err := sqlite.Lock(path, "gatehouse rotate-secret-key")
+	if errors.Is(err, sqlite.ErrLocked) {
+		return nil, fmt.Errorf("database %s is %s: stop the server before rotating the secret key (it keeps the current key in memory: "+
+			"it would seal new secrets with the key the rotation replaces, and could not open the secrets the rotation re-seals); "+
+			"nothing was changed", path, holder)
+	}
+	return release, err
 }

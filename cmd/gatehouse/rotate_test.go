@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,6 +207,105 @@ func readKeyFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return key
+}
+
+// TestRotateRefusedWhileServing: beside a server on the same SQLite
+// database, rotation refuses and changes nothing (the server still reads
+// its destinations); and a server does not start while a rotation runs.
+func TestRotateRefusedWhileServing(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	s := startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
+	key := printedKeys(t, s.stderr.String())[0]
+	id, masked := s.createDestination(t, key)
+	before := readKeyFile(t, db+".key")
+
+	_, _, err := runCommand(nil, "rotate-secret-key", "--database", db)
+	if err == nil || !strings.Contains(err.Error(), "in use by gatehouse serve (pid ") || !strings.Contains(err.Error(), "stop the server") ||
+		!strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("rotate-secret-key beside a server: %v, want a refusal naming the server", err)
+	}
+	if after := readKeyFile(t, db+".key"); string(after) != string(before) || fileExists(db+".key.new") {
+		t.Error("a refused rotation changed the key file")
+	}
+	s.checkDestination(t, key, id, masked)
+	s.stop()
+
+	// A rotation in progress holds the lock: a server start is refused,
+	// naming it.
+	release, _, err := sqlite.Lock(db, "gatehouse rotate-secret-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runCommand(nil, "--addr", "127.0.0.1:0", "--database", db)
+	release()
+	if err == nil || !strings.Contains(err.Error(), "in use by gatehouse rotate-secret-key (pid ") {
+		t.Errorf("serve during a rotation: %v, want a refusal naming the rotation", err)
+	}
+	// Once it is done, rotation and serving work.
+	if out, errOut, err := runCommand(nil, "rotate-secret-key", "--database", db); err != nil {
+		t.Fatalf("rotate-secret-key after the server stopped: %v\n%s%s", err, out, errOut)
+	}
+	s = startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
+	s.checkDestination(t, key, id, masked)
+}
+
+// TestUnreadableAfterKeyChange: a server started with another key (the
+// key file lost, or the wrong GATEHOUSE_SECRET_KEY) says at start which
+// destinations it cannot open, lists and reads them (200, marked), and a
+// rotation refuses naming them, unless told to skip them.
+func TestUnreadableAfterKeyChange(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	s := startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
+	key := printedKeys(t, s.stderr.String())[0]
+	id, _ := s.createDestination(t, key)
+	org := s.orgOf(t, key)
+	s.stop()
+	original := readKeyFile(t, db+".key")
+	if err := os.Remove(db + ".key"); err != nil { // lost
+		t.Fatal(err)
+	}
+
+	s = startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db) // makes a new key file
+	line, ok := logLine(s.stderr.String(), "the secret key does not open some secrets at rest (was it changed without gatehouse rotate-secret-key?): "+
+		"those destinations receive nothing and show secrets_unreadable, those BYOK keys serve nothing, until the key they "+
+		"were sealed with is given (GATEHOUSE_SECRET_KEY_PREVIOUS) or they are sent again")
+	if !ok || !strings.Contains(fmt.Sprint(line["secrets"]), "destination "+id) {
+		t.Errorf("no start warning naming %s:\n%s", id, s.stderr)
+	}
+	status, body := s.do("GET", "/api/v1/observability/destinations", key, nil)
+	list, _ := body["data"].([]any)
+	if status != http.StatusOK || len(list) != 1 || list[0].(map[string]any)["secrets_unreadable"] != true {
+		t.Errorf("GET destinations with another key = %d %v, want the destination marked", status, body)
+	}
+	status, body = s.do("GET", "/api/v1/observability/destinations/"+id, key, nil)
+	if status != http.StatusOK || body["data"].(map[string]any)["secrets_unreadable"] != true {
+		t.Errorf("GET destination with another key = %d %v, want it marked", status, body)
+	}
+	s.stop()
+
+	_, _, err := runCommand(nil, "rotate-secret-key", "--database", db)
+	if err == nil || !strings.Contains(err.Error(), id) || !strings.Contains(err.Error(), "nothing was changed") ||
+		!strings.Contains(err.Error(), "--skip-unreadable") {
+		t.Fatalf("rotation with the key that does not open %s: %v, want a refusal naming it", id, err)
+	}
+	// With the old key as previous, the rotation opens and re-seals it.
+	vars := map[string]string{"GATEHOUSE_SECRET_KEY_PREVIOUS": base64.StdEncoding.EncodeToString(original)}
+	if out, errOut, err := runCommand(vars, "rotate-secret-key", "--database", db); err != nil || !strings.Contains(out, "1 destinations") {
+		t.Fatalf("rotation with the old key as previous: %v\n%s%s", err, out, errOut)
+	}
+	if !readsSecrets(t, db, readKeyFile(t, db+".key"), org, id) {
+		t.Error("after the rotation the key file's key does not open the secrets")
+	}
+
+	// A destination whose key is gone for good is skipped when asked.
+	if err := os.WriteFile(db+".key", []byte(base64.StdEncoding.EncodeToString(gatehouse.NewSecretKey())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCommand(nil, "rotate-secret-key", "--database", db, "--skip-unreadable")
+	if err != nil || !strings.Contains(out, "Re-sealed the secrets of 0 destinations") || !strings.Contains(out, "Left 1 secrets") ||
+		!strings.Contains(out, id) {
+		t.Errorf("rotation --skip-unreadable: %v\n%s%s", err, out, errOut)
+	}
 }
 
 // TestRotateSecretKeyContent: rotation re-seals the stored content of

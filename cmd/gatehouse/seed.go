@@ -70,15 +70,11 @@ func parseSeedFlags(args []string, cfg *Config, stderr io.Writer) (o seed.Option
 	return o, manifestFile, nil
 }
 
-// throwawayKey satisfies the store's need for a secret box while it only
-// creates an organization and a key: nothing is sealed or opened.
-const throwawayKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
-
 // seedOrganization creates the organization through the store, closed
 // again before the bulk writes.
 func seedOrganization(ctx context.Context, cfg Config, name string) (*seed.Organization, error) {
-	cfg.SecretKey = throwawayKey // nothing is sealed: the box only has to exist
-	store, err := openStore(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// Nothing is sealed: the organization and its key only.
+	store, err := openStore(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), openMode{})
 	if err != nil {
 		return nil, err
 	}

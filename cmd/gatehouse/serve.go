@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +34,12 @@ import (
 
 // serve runs the API until ctx is cancelled, then shuts down gracefully:
 // the listener closes at once, in-flight requests get the grace period.
+//
+// The start is ordered so that a failure leaves nothing behind: the
+// settings and the providers file are checked and every address is bound
+// before the database is touched, and the first organization and its
+// management key are created last, once nothing else can fail; the key is
+// printed once the server answers on its address.
 // Everything opened is closed in reverse order on the way out: traces
 // delivered, rate limiter, key watch and store closed, logs flushed.
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
@@ -45,11 +53,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	store, closeStore, err := openServeStore(ctx, cfg, logger, stderr)
+	lns, err := bindListeners(cfg)
+	if err != nil {
+		return err
+	}
+	defer lns.close() // those not handed to a server
+	unlock, err := lockServe(cfg)
+	if err != nil {
+		return err
+	}
+	served := false
+	defer func() { unlock(served) }()
+	store, closeStore, err := openServeStore(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	reportUnreadable(ctx, store, logger)
 	metering, closeMetering, err := startMetering(ctx, cfg, store, logger)
 	if err != nil {
 		return err
@@ -58,17 +78,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	pruneCtx, stopPruning := context.WithCancel(ctx)
 	defer stopPruning()
 	go pruneContent(pruneCtx, store, cfg.ContentRetention, logger)
-	handler, closeHandler, err := newServeHandler(ctx, cfg, store, catalog, logger, metering)
+	handler, metrics, closeHandler, err := newServeHandler(ctx, cfg, store, catalog, logger, metering)
 	if err != nil {
 		return err
 	}
 	defer closeHandler()
-	if cfg.PprofAddr != "" {
-		if err := servePprof(ctx, cfg.PprofAddr, logger); err != nil {
-			return err
-		}
+	banner, err := bootstrap(ctx, cfg, store, logger)
+	if err != nil {
+		return err
 	}
-	return listenAndServe(ctx, cfg, handler, writeTimeout(catalog), logger)
+	served = true
+	return serveOn(ctx, cfg, lns, handler, metrics, writeTimeout(catalog), logger, func(url string) {
+		if banner != nil {
+			fmt.Fprint(stderr, banner(url))
+		}
+	})
 }
 
 // serveConfig reads the configuration of serve: defaults, then the
@@ -100,37 +124,78 @@ func serveLogger(cfg Config, stderr io.Writer) (*slog.Logger, func()) {
 	return newLogger(cfg, buffered), buffered.Close
 }
 
-// openServeStore opens the store, bootstraps it and puts the key cache in
-// front of it. The returned function stops the cache's watch, then closes
-// the store.
-func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger, stderr io.Writer) (*keycache.Cache, func(), error) {
-	db, err := openStore(ctx, cfg, logger)
-	if err != nil {
-		return nil, nil, err
+// lockServe makes this process the one that serves a SQLite database
+// (sqlite.ServeLock), before it opens it: so a second server, such as a
+// new release started beside the running one, neither migrates the
+// database under it nor touches anything. The returned function releases
+// the lock; after a start that failed before serving, it also removes the
+// lock file if this start created it (a failed start creates nothing).
+func lockServe(cfg Config) (func(served bool), error) {
+	if cfg.isPostgres() {
+		return func(bool) {}, nil // instances share the database; each holds an instance lock
 	}
-	if err := bootstrap(ctx, cfg, db, logger, stderr); err != nil {
-		db.Close()
+	lockFile := cfg.DatabaseURL + "-serve.lock"
+	existed := fileExistsAt(lockFile)
+	release, err := sqlite.ServeLock(cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return func(served bool) {
+		if !served && !existed {
+			os.Remove(lockFile) // before the lock goes: no other process holds it meanwhile
+		}
+		release()
+	}, nil
+}
+
+// openServeStore opens the store and puts the key cache in front of it.
+// The returned function stops the cache's watch, then closes the store.
+func openServeStore(ctx context.Context, cfg Config, logger *slog.Logger) (*keycache.Cache, func(), error) {
+	db, err := openStore(ctx, cfg, logger, openMode{serve: true, secrets: true})
+	if err != nil {
 		return nil, nil, err
 	}
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	return cacheKeys(watchCtx, db), func() { stopWatching(); db.Close() }, nil
 }
 
+// reportUnreadable warns about the secrets at rest that the configured
+// keys do not open: such destinations receive nothing, and such BYOK keys
+// serve nothing, until fixed.
+func reportUnreadable(ctx context.Context, store gatehouse.Store, logger *slog.Logger) {
+	list, err := store.UnreadableSecrets(ctx)
+	if err != nil {
+		logger.Warn("could not check that the secret key opens every secret at rest", "error", err.Error())
+		return
+	}
+	if len(list) == 0 {
+		return
+	}
+	names := make([]string, len(list))
+	for i, u := range list {
+		names[i] = u.Kind + " " + u.ID
+	}
+	logger.Warn("the secret key does not open some secrets at rest (was it changed without gatehouse rotate-secret-key?): "+
+		"those destinations receive nothing and show secrets_unreadable, those BYOK keys serve nothing, until the key they "+
+		"were sealed with is given (GATEHOUSE_SECRET_KEY_PREVIOUS) or they are sent again", "secrets", names)
+}
+
 // newServeHandler builds the API's handler with its metrics, rate limiter
-// and trace publisher, starts the pruning of the logs (retention), and
-// serves /metrics apart when configured. The returned function stops the
-// pruning, delivers the queued traces, then closes the limiter.
-func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *gatehouse.Catalog, logger *slog.Logger, metering httpapi.DataPlane) (http.Handler, func(), error) {
+// and trace publisher, and starts the pruning of the logs (retention);
+// metrics is what serves /metrics apart when GATEHOUSE_METRICS_ADDR is
+// set. The returned function stops the pruning, delivers the queued
+// traces, then closes the limiter.
+func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *gatehouse.Catalog, logger *slog.Logger, metering httpapi.DataPlane) (http.Handler, http.Handler, func(), error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	limiter, closeLimiter, err := newLimiter(ctx, cfg, logger, registry)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	pruner, err := startRetention(ctx, cfg, store, logger, registry)
 	if err != nil {
 		closeLimiter()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress})
 	closeAll := func() { pruner.Stop(); closeTraces(traces, logger); closeLimiter() }
@@ -141,22 +206,69 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler.SetAnalyticsTimeout(cfg.AnalyticsTimeout)
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
+	var metrics http.Handler
 	if cfg.MetricsAddr != "" {
 		handler.ServeMetricsElsewhere()
-		if err := serveMetrics(ctx, cfg.MetricsAddr, promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}), logger); err != nil {
-			closeAll()
-			return nil, nil, err
-		}
+		metrics = promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry})
 	}
-	return handler, closeAll, nil
+	return handler, metrics, closeAll, nil
 }
 
-// listenAndServe serves handler on cfg.Addr until the server fails or ctx
-// ends, then shuts down.
-func listenAndServe(ctx context.Context, cfg Config, handler http.Handler, writeTimeout time.Duration, logger *slog.Logger) error {
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (set GATEHOUSE_ADDR or --addr to a free address)", cfg.Addr, err)
+// listeners are the addresses serve binds before it touches the database.
+type listeners struct {
+	api, metrics, pprof net.Listener
+}
+
+// bindListeners binds the API's address and the side listeners'.
+func bindListeners(cfg Config) (*listeners, error) {
+	l := &listeners{}
+	var err error
+	if l.api, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w (set GATEHOUSE_ADDR or --addr to a free address)", cfg.Addr, err)
+	}
+	for _, side := range []struct {
+		setting, addr string
+		ln            *net.Listener
+	}{{"GATEHOUSE_METRICS_ADDR", cfg.MetricsAddr, &l.metrics}, {"GATEHOUSE_PPROF_ADDR", cfg.PprofAddr, &l.pprof}} {
+		if side.addr == "" {
+			continue
+		}
+		if *side.ln, err = net.Listen("tcp", side.addr); err != nil {
+			l.close()
+			return nil, fmt.Errorf("%s %s: %w", side.setting, side.addr, err)
+		}
+	}
+	return l, nil
+}
+
+// close closes the listeners that no server took.
+func (l *listeners) close() {
+	for _, ln := range []*net.Listener{&l.api, &l.metrics, &l.pprof} {
+		if *ln != nil {
+			(*ln).Close()
+			*ln = nil
+		}
+	}
+}
+
+// take hands a listener to a server, which closes it.
+func take(ln *net.Listener) net.Listener {
+	l := *ln
+	*ln = nil
+	return l
+}
+
+// serveOn serves handler on the bound listeners until the server fails
+// or ctx ends, then shuts down. ready runs once the API is served, with
+// its URL.
+func serveOn(ctx context.Context, cfg Config, lns *listeners, handler, metrics http.Handler, writeTimeout time.Duration, logger *slog.Logger, ready func(url string)) error {
+	if lns.metrics != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics)
+		serveSide(ctx, "metrics", take(&lns.metrics), mux, logger)
+	}
+	if lns.pprof != nil {
+		serveSide(ctx, "profiler", take(&lns.pprof), pprofMux(), logger)
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -167,9 +279,12 @@ func listenAndServe(ctx context.Context, cfg Config, handler http.Handler, write
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/api/v1")
+	ln := take(&lns.api)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
+	url := "http://" + ln.Addr().String() + "/api/v1"
+	ready(url)
+	logger.Info("listening", "addr", ln.Addr().String(), "url", url, "version", gatehouse.Build().Version)
 	select {
 	case err := <-done:
 		return err
@@ -195,32 +310,20 @@ func shutdown(srv *http.Server, done <-chan error, grace time.Duration, logger *
 	return nil
 }
 
-// servePprof serves the Go profiler on its own listener, never on the API's
+// pprofMux serves the Go profiler, on its own listener, never on the API's
 // address: profiles show internals that the API must not.
-func servePprof(ctx context.Context, addr string, logger *slog.Logger) error {
+func pprofMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return serveSide(ctx, "GATEHOUSE_PPROF_ADDR", "profiler", addr, mux, logger)
+	return mux
 }
 
-// serveMetrics serves /metrics on a listener of its own, for operators who
-// keep it off the API's listener (GATEHOUSE_METRICS_ADDR).
-func serveMetrics(ctx context.Context, addr string, metrics http.Handler, logger *slog.Logger) error {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics)
-	return serveSide(ctx, "GATEHOUSE_METRICS_ADDR", "metrics", addr, mux, logger)
-}
-
-// serveSide serves h on a side listener at addr until ctx ends.
-func serveSide(ctx context.Context, setting, what, addr string, h http.Handler, logger *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", setting, addr, err)
-	}
+// serveSide serves h on a side listener until ctx ends.
+func serveSide(ctx context.Context, what string, ln net.Listener, h http.Handler, logger *slog.Logger) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
@@ -228,7 +331,6 @@ func serveSide(ctx context.Context, setting, what, addr string, h http.Handler, 
 		srv.Close()
 	}()
 	logger.Info(what+" listening", "addr", ln.Addr().String())
-	return nil
 }
 
 // closeTraces delivers the traces still queued, for at most five seconds,
@@ -286,32 +388,123 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// openMode says what a command may do to the database it names.
+type openMode struct {
+	// serve: the server's open, under the serve lock (see lockServe).
+	serve bool
+	// existing: only a database that Gatehouse made; nothing is created.
+	existing bool
+	// secrets: the command reads or writes destination secrets, so it
+	// needs the secret key, which is created (in the key file beside a
+	// SQLite database) when there is none. Without it the configured key
+	// is used when there is one, else a key of the moment that seals
+	// nothing: such commands never touch a secret.
+	secrets bool
+}
+
 // openStore opens the database the configuration names: PostgreSQL for a
-// postgres:// URL, else a SQLite file.
-func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (gatehouse.Store, error) {
-	box, err := cfg.secretBox(logger)
+// postgres:// URL, else a SQLite file. A key file it created is removed
+// when the database does not open.
+func openStore(ctx context.Context, cfg Config, logger *slog.Logger, mode openMode) (gatehouse.Store, error) {
+	box, created, err := cfg.openBox(mode.secrets)
 	if err != nil {
 		return nil, err
 	}
-	return openStoreWith(ctx, cfg, box, logger)
+	if !mode.serve {
+		release, err := migrateAlone(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	store, err := openStoreWith(ctx, cfg, box, logger, mode.existing)
+	if err != nil {
+		if created != "" {
+			os.Remove(created)
+		}
+		return nil, err
+	}
+	if created != "" {
+		logger.Info("created secret key file; back it up with the database", "path", created)
+	}
+	return store, nil
 }
 
-// openStoreWith opens the database with a given secret box.
-func openStoreWith(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger) (gatehouse.Store, error) {
+// migrateAlone keeps a command from migrating a SQLite database beneath
+// the server that serves it: a server of the release before would go on
+// with a schema it does not know. When opening the database would apply
+// migrations, the command takes the serve lock for the open (so no server
+// starts meanwhile), and refuses, naming the server, when a server holds
+// it. The returned function releases the lock.
+func migrateAlone(ctx context.Context, cfg Config) (func(), error) {
 	if cfg.isPostgres() {
-		db, err := postgres.Open(ctx, cfg.DatabaseURL, box, postgres.Options{OpTimeout: cfg.DBTimeout})
+		return func() {}, nil // the advisory lock serializes migrations; see the README's Upgrading
+	}
+	pending, err := sqlite.PendingMigrations(ctx, cfg.DatabaseURL)
+	if err != nil || len(pending) == 0 {
+		return func() {}, nil // nothing to apply, or not a Gatehouse database: the open says what
+	}
+	release, holder, err := sqlite.Lock(cfg.DatabaseURL, "gatehouse (applying migrations)")
+	if errors.Is(err, sqlite.ErrLocked) {
+		return nil, fmt.Errorf("database %s needs migrations of this release (%s), and is %s: upgrade the server first "+
+			"(stop it and start this release's gatehouse serve, which applies them), then run this command; nothing was changed",
+			cfg.DatabaseURL, strings.Join(pending, ", "), holder)
+	}
+	return release, err
+}
+
+// openStoreWith opens the database with a given secret box, migrating it
+// to this binary's schema (existing: only a database Gatehouse made), and
+// logs what it applied.
+func openStoreWith(ctx context.Context, cfg Config, box *gatehouse.SecretBox, logger *slog.Logger, existing bool) (gatehouse.Store, error) {
+	if cfg.isPostgres() {
+		if name, ok := postgres.SystemDatabase(cfg.DatabaseURL); ok {
+			logger.Warn("the database URL names PostgreSQL's system database "+name+": Gatehouse's tables would sit beside "+
+				"whatever else uses it. Create a database of its own (CREATE DATABASE gatehouse) and name it in the URL",
+				"url", redactURL(cfg.DatabaseURL))
+		}
+		db, err := postgres.Open(ctx, cfg.DatabaseURL, box, postgres.Options{OpTimeout: cfg.DBTimeout, Existing: existing})
 		if err != nil {
 			return nil, fmt.Errorf("open database %s: %w", redactURL(cfg.DatabaseURL), err)
 		}
 		logger.Info("database opened", "engine", "postgres", "url", redactURL(cfg.DatabaseURL))
+		logSchema(logger, db.Schema())
 		return db, nil
 	}
-	db, err := sqlite.Open(ctx, cfg.DatabaseURL, box)
+	open := sqlite.Open
+	if existing {
+		open = sqlite.OpenExisting
+	}
+	db, err := open(ctx, cfg.DatabaseURL, box)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errNoDatabase(cfg.DatabaseURL)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.DatabaseURL, err)
 	}
 	logger.Info("database opened", "engine", "sqlite", "path", cfg.DatabaseURL)
+	logSchema(logger, db.Schema())
 	return db, nil
+}
+
+// errNoDatabase is the error of a command that needs an existing SQLite
+// database, and is given a path where there is none.
+func errNoDatabase(path string) error {
+	return fmt.Errorf("open database %s: it does not exist (gatehouse serve and gatehouse orgs create make one; "+
+		"set GATEHOUSE_DATABASE_URL or --database to the one the server uses)", path)
+}
+
+// logSchema logs the schema version, and the migrations this start
+// applied (to a new database: all of them).
+func logSchema(logger *slog.Logger, s sqlstore.Schema) {
+	switch {
+	case len(s.Applied) == 0:
+		logger.Info("database schema", "version", s.Version, "migrations", s.Migrations)
+	case s.From == "":
+		logger.Info("database schema created", "version", s.Version, "migrations", s.Migrations)
+	default:
+		logger.Info("database schema upgraded", "from", s.From, "version", s.Version, "migrations", s.Migrations, "applied", s.Applied)
+	}
 }
 
 // redactURL hides the password of a database URL for logs and errors.
@@ -387,38 +580,42 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.logger.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }
 
-// bootstrap prepares an empty database: with GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY
-// it makes sure that key exists for the first organization; otherwise, when
-// there is no organization, it creates one with a management key and prints
-// the key once.
-func bootstrap(ctx context.Context, cfg Config, store gatehouse.Store, logger *slog.Logger, stderr io.Writer) error {
-	org, firstStart, err := store.EnsureOrganization(ctx, "Default organization")
-	if err != nil {
-		return err
+// bootstrap prepares the database for serving, in one transaction: with
+// GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY it makes sure that key exists for the
+// first organization; otherwise, when there is no organization, it creates
+// one with a management key, and returns the banner that shows the key,
+// to print once the server answers (nil when there is nothing to show).
+func bootstrap(ctx context.Context, cfg Config, store gatehouse.Store, logger *slog.Logger) (func(url string) string, error) {
+	b := gatehouse.Bootstrap{OrganizationName: "Default organization", Key: cfg.BootstrapKey,
+		KeyName: "Bootstrap management key", Always: cfg.BootstrapKey != ""}
+	if b.Key == "" {
+		b.Key, b.KeyName = gatehouse.NewKeySecret(true), "First management key"
 	}
-	if firstStart {
+	got, err := store.Bootstrap(ctx, b)
+	if err != nil && cfg.BootstrapKey != "" {
+		return nil, fmt.Errorf("GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: %s", gatehouse.ErrorMessage(err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create the first organization: %w", err)
+	}
+	org := got.Organization
+	if got.Created {
 		logger.Info("created the first organization", "organization_id", org.ID)
 	}
 	if cfg.BootstrapKey != "" {
-		k, err := store.EnsureManagementKey(ctx, org.ID, cfg.BootstrapKey, "Bootstrap management key")
-		if err != nil {
-			return fmt.Errorf("GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: %s", gatehouse.ErrorMessage(err))
-		}
-		logger.Info("bootstrap management key is present", "organization_id", org.ID, "key_hash", k.Hash)
-		return nil
+		logger.Info("bootstrap management key is present", "organization_id", org.ID, "key_hash", got.Key.Hash)
+		return nil, nil
 	}
-	if !firstStart {
-		return nil
+	if got.Key == nil {
+		return nil, nil
 	}
-	_, plaintext, err := store.CreateManagementKey(ctx, org.ID, "First management key")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "\nGatehouse created organization %q (%s) and its first management key.\n"+
-		"The key is shown only this once; store it somewhere safe now:\n\n    %s\n\n"+
-		"Use it as: Authorization: Bearer <key>. More keys: gatehouse mgmt-keys create --org %s\n\n",
-		org.Name, org.ID, plaintext, org.ID)
-	return nil
+	return func(url string) string {
+		return fmt.Sprintf("\nGatehouse created organization %q (%s) and its first management key,\n"+
+			"and serves %s. The key is shown only this once; store it somewhere safe now:\n\n    %s\n\n"+
+			"Use it as: Authorization: Bearer <key>. More keys: gatehouse mgmt-keys create --org %s\n"+
+			"(A lost key is replaced the same way; gatehouse orgs list shows the organizations.)\n\n",
+			org.Name, org.ID, url, b.Key, org.ID)
+	}, nil
 }
 
 // meteringStore is what serving needs of a store to meter off the request
@@ -431,8 +628,8 @@ type meteringStore interface {
 }
 
 // startMetering starts the ledger that writes metering behind the request
-// path. On SQLite this process takes the serve lock, charges what a crash
-// of the last one left open, and admits in memory. On PostgreSQL the
+// path. On SQLite this process (which holds the serve lock, see lockServe)
+// charges what a crash of the last one left open, and admits in memory. On PostgreSQL the
 // database admits (instances share it), the reservations of concurrent
 // requests in one transaction a batch; this instance holds its instance
 // lock, and charges the reservations of instances that are gone as soon
@@ -454,13 +651,9 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 		n, err := pg.ChargeGoneInstances(ctx)
 		logCharged(ctx, logger, n, err, "left open by a stopped instance")
 	} else {
-		var err error
-		if release, err = sqlite.ServeLock(cfg.DatabaseURL); err != nil {
-			return dp, nil, err
-		}
+		release = func() {}
 		n, err := db.ChargeOpen(ctx, time.Time{})
 		if err != nil {
-			release()
 			return dp, nil, fmt.Errorf("charge the reservations left open by the last run: %w", err)
 		}
 		logCharged(ctx, logger, n, nil, "left open by the last run (it stopped without settling them)")

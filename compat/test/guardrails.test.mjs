@@ -240,14 +240,16 @@ describe("GET /guardrails/{id} (guardrails.get)", () => {
     assert.deepEqual(res.data.allowedProviders, ["openai"]);
   });
 
-  it("404: unknown, not a UUID, another organization's, a workspace's never-configured default guardrail", async () => {
+  it("404: unknown, not a UUID, another organization's, another organization's workspace's default guardrail", async () => {
     const sdk = ctx.org.sdk;
     await fails("guardrailsGet", 404, () => sdk.guardrails.get({ id: randomUUID() }), "unknown");
     await fails("guardrailsGet", 404, () => sdk.guardrails.get({ id: "not-a-uuid" }), "not a uuid");
     const theirs = await createGuardrail(ctx.foreign.sdk);
     await fails("guardrailsGet", 404, () => sdk.guardrails.get({ id: theirs.id }), "foreign");
-    const ws = await createWs(sdk);
-    await fails("guardrailsGet", 404, () => sdk.guardrails.get({ id: ws.defaultGuardrailId }), "unconfigured default guardrail");
+    // A workspace's own default guardrail resolves, configured or not
+    // (operations.test.mjs); another organization's does not.
+    const theirWs = await createWs(ctx.foreign.sdk);
+    await fails("guardrailsGet", 404, () => sdk.guardrails.get({ id: theirWs.defaultGuardrailId }), "foreign default guardrail");
   });
 
   it("401 without a valid key", async () => {

@@ -51,6 +51,7 @@ export const RESOURCE_TEST_FILES = [
   "budgets.test.mjs",
   "analytics.test.mjs",
   "embeddings.test.mjs",
+  "operations.test.mjs",
 ];
 
 // ---------------------------------------------------------------------------
@@ -338,6 +339,42 @@ export function freePort() {
 }
 
 // ---------------------------------------------------------------------------
+// The raw JSON against the SDK's own zod schemas: parse() checks every type,
+// and every key the server sends must be one the schema has (zod would drop
+// an unknown one silently).
+
+function unwrap(schema) {
+  for (;;) {
+    const def = schema?._zod?.def;
+    if (!def) return schema;
+    if (def.type === "pipe") schema = def.in;
+    else if (["optional", "nullable", "default", "prefault", "readonly", "nonoptional"].includes(def.type)) schema = def.innerType;
+    else if (def.type === "lazy") schema = def.getter();
+    else return schema;
+  }
+}
+
+function unknownKeys(schema, value, where, out) {
+  const s = unwrap(schema);
+  const def = s?._zod?.def;
+  if (value === null || value === undefined || !def) return out;
+  if (def.type === "array" && Array.isArray(value)) {
+    value.forEach((v, i) => unknownKeys(def.element, v, `${where}[${i}]`, out));
+  } else if (def.type === "object" && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      if (!(k in def.shape)) out.push(`${where}.${k}`);
+      else unknownKeys(def.shape[k], v, `${where}.${k}`, out);
+    }
+  }
+  return out;
+}
+
+export function assertSdkSchema(schema, raw, what) {
+  assert.doesNotThrow(() => schema.parse(raw), `${what}: the SDK's schema refuses ${JSON.stringify(raw).slice(0, 500)}`);
+  assert.deepEqual(unknownKeys(schema, raw, what, []), [], `${what}: fields the SDK's schema does not have`);
+}
+
+// ---------------------------------------------------------------------------
 // Starting a server: `<bin> serve` with its own address, database and
 // bootstrap management key; ready when GET /healthz answers 200.
 
@@ -374,11 +411,18 @@ export async function startServer({ env = {}, timeoutMs = 30_000 } = {}) {
   const bin = await gatehouseBinary();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-srv-"));
   const database = await newDatabase(dir);
-  const databaseURL = database.url;
   // One secret key per server, shared with its CLI runs (PostgreSQL needs it given).
   const secretKey = randomBytes(32).toString("base64");
+  return launch({ bin, dir, database, secretKey, bootstrapKey: newManagementKey(), env, timeoutMs });
+}
+
+// launch starts `<bin> serve` on a database and returns the server. Its
+// restart() stops it and starts another process on the same database
+// (with other settings, such as another secret key), returned as a new
+// server; stop() stops it and drops the database.
+async function launch({ bin, dir, database, secretKey, bootstrapKey, env, timeoutMs }) {
+  const databaseURL = database.url;
   const port = await freePort();
-  const bootstrapKey = newManagementKey();
   const serverEnv = {
     ...process.env,
     GATEHOUSE_SECRET_KEY: secretKey,
@@ -434,6 +478,14 @@ export async function startServer({ env = {}, timeoutMs = 30_000 } = {}) {
     }
     await sleep(50);
   }
+  const halt = async () => {
+    if (!exited) {
+      proc.kill("SIGTERM");
+      const t = setTimeout(() => proc.kill("SIGKILL"), 5000);
+      await exitPromise;
+      clearTimeout(t);
+    }
+  };
   const server = {
     bin,
     dir,
@@ -445,13 +497,12 @@ export async function startServer({ env = {}, timeoutMs = 30_000 } = {}) {
     bootstrapKey,
     proc,
     output: () => output,
+    async restart({ env: more = {}, secretKey: key = secretKey } = {}) {
+      await halt();
+      return launch({ bin, dir, database, secretKey: key, bootstrapKey, env: { ...env, ...more }, timeoutMs });
+    },
     async stop() {
-      if (!exited) {
-        proc.kill("SIGTERM");
-        const t = setTimeout(() => proc.kill("SIGKILL"), 5000);
-        await exitPromise;
-        clearTimeout(t);
-      }
+      await halt();
       await database.drop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
