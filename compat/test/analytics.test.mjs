@@ -39,11 +39,12 @@ import {
 
 const execFileP = promisify(execFile);
 
-// The upstream starts before the server (useServer's before hook runs
-// second), and env is read when the server starts.
-const env = {};
+// The upstream starts before the server: useServer runs prepare first
+// (Node may run a file's before hooks concurrently) and adds what it
+// returns to the server's environment.
 const upstream = {};
-before(async () => {
+async function prepare() {
+  const env = {};
   upstream.dir = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-analytics-"));
   const bin = path.join(upstream.dir, "fakellm");
   await execFileP("go", ["build", "-o", bin, "./cmd/fakellm"], { cwd: REPO_ROOT });
@@ -66,8 +67,9 @@ before(async () => {
         completion_price: 2000
         max_completion_tokens: 100
 `);
-}, { timeout: 10 * 60_000 });
-const ctx = useServer({ env });
+  return env;
+}
+const ctx = useServer({ prepare });
 after(() => {
   upstream.proc?.kill("SIGTERM");
   if (upstream.dir) fs.rmSync(upstream.dir, { recursive: true, force: true });
