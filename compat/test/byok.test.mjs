@@ -15,6 +15,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 
 import {
+  assertSdkSchema,
   BOGUS_MGMT_KEY,
   RFC3339_UTC,
   UUID,
@@ -94,37 +95,6 @@ after(async () => {
 // The raw JSON against the SDK's zod schemas: parse() checks every type, and
 // every key the server sends must be one the schema has (zod would drop an
 // unknown one silently). As in catalog.test.mjs.
-
-function unwrap(schema) {
-  for (;;) {
-    const def = schema?._zod?.def;
-    if (!def) return schema;
-    if (def.type === "pipe") schema = def.in;
-    else if (["optional", "nullable", "default", "prefault", "readonly", "nonoptional"].includes(def.type)) schema = def.innerType;
-    else if (def.type === "lazy") schema = def.getter();
-    else return schema;
-  }
-}
-
-function unknownKeys(schema, value, where, out) {
-  const s = unwrap(schema);
-  const def = s?._zod?.def;
-  if (value === null || value === undefined || !def) return out;
-  if (def.type === "array" && Array.isArray(value)) {
-    value.forEach((v, i) => unknownKeys(def.element, v, `${where}[${i}]`, out));
-  } else if (def.type === "object" && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) {
-      if (!(k in def.shape)) out.push(`${where}.${k}`);
-      else unknownKeys(def.shape[k], v, `${where}.${k}`, out);
-    }
-  }
-  return out;
-}
-
-function assertSdkSchema(schema, raw, what) {
-  assert.doesNotThrow(() => schema.parse(raw), `${what}: the SDK's schema refuses ${JSON.stringify(raw).slice(0, 500)}`);
-  assert.deepEqual(unknownKeys(schema, raw, what, []), [], `${what}: fields the SDK's schema does not have`);
-}
 
 // Every secret given in this file: none may come back in any answer.
 const GIVEN = [];

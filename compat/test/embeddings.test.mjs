@@ -18,7 +18,7 @@ import { after, describe, it } from "node:test";
 
 import * as operations from "@openrouter/sdk/models/operations";
 
-import { api, call, client, createKey, errorClassFor, fails, freePort, models, record, startFakeLLM, useServer } from "./harness.mjs";
+import { api, assertSdkSchema, call, client, createKey, errorClassFor, fails, freePort, models, record, startFakeLLM, useServer } from "./harness.mjs";
 
 // A provider that answers POST <base>/embeddings with the status its base
 // path names (/s503/v1 → 503), or never answers (/slow/v1).
@@ -62,39 +62,6 @@ after(() => {
   misbehaving.server?.close();
   if (fake.dir) fs.rmSync(fake.dir, { recursive: true, force: true });
 });
-
-// Like catalog.test.mjs: every key the server sends must be one the SDK's
-// schema has (zod would drop an unknown one silently).
-function unwrap(schema) {
-  for (;;) {
-    const def = schema?._zod?.def;
-    if (!def) return schema;
-    if (def.type === "pipe") schema = def.in;
-    else if (["optional", "nullable", "default", "prefault", "readonly", "nonoptional"].includes(def.type)) schema = def.innerType;
-    else if (def.type === "lazy") schema = def.getter();
-    else return schema;
-  }
-}
-
-function unknownKeys(schema, value, where, out) {
-  const s = unwrap(schema);
-  const def = s?._zod?.def;
-  if (value === null || value === undefined || !def) return out;
-  if (def.type === "array" && Array.isArray(value)) {
-    value.forEach((v, i) => unknownKeys(def.element, v, `${where}[${i}]`, out));
-  } else if (def.type === "object" && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) {
-      if (!(k in def.shape)) out.push(`${where}.${k}`);
-      else unknownKeys(def.shape[k], v, `${where}.${k}`, out);
-    }
-  }
-  return out;
-}
-
-function assertSdkSchema(schema, raw, what) {
-  assert.doesNotThrow(() => schema.parse(raw), `${what}: the SDK's schema refuses ${JSON.stringify(raw).slice(0, 500)}`);
-  assert.deepEqual(unknownKeys(schema, raw, what, []), [], `${what}: fields the SDK's schema does not have`);
-}
 
 // The gateway's refusals word their messages as OpenRouter's do ("Key
 // limit exceeded: ..."), not in the lower case of the management API's
