@@ -155,7 +155,7 @@ func (s *Store) SavePreset(ctx context.Context, orgID, workspaceRef, slug string
 		p       *gatehouse.Preset
 		changed bool
 	}
-	r, err := update(ctx, s, func(tx *Tx) (saved, error) {
+	save := func(tx *Tx) (saved, error) {
 		w, err := tx.findWorkspace(ctx, orgID, workspaceRef)
 		if err != nil {
 			return saved{}, err
@@ -170,14 +170,23 @@ func (s *Store) SavePreset(ctx context.Context, orgID, workspaceRef, slug string
 		case err == nil:
 			err = tx.addPresetVersion(ctx, p, d)
 		}
-		if tx.d.IsUnique(err) {
-			// Only a concurrent writer can have taken the slug or the
-			// version number (PostgreSQL reports most such races as
-			// serialization failures, which are retried).
-			err = gatehouse.Errorf(gatehouse.ECONFLICT, "preset %q was changed by another request at the same time; retry", slug)
-		}
 		return saved{p, err == nil}, err
-	})
+	}
+	// Only a concurrent writer can have taken the slug or the version
+	// number. PostgreSQL reports most such races as serialization failures,
+	// which the engine retries, but an insert racing another one may meet
+	// the unique index instead: the save is then run again on the state
+	// the other left, a few times, before the client is told to retry.
+	var r saved
+	for attempt := 1; ; attempt++ {
+		r, err = update(ctx, s, save)
+		if !s.d.IsUnique(err) {
+			break
+		}
+		if attempt == 5 {
+			return nil, false, gatehouse.WrapError(err, gatehouse.ECONFLICT, "preset %q was changed by another request at the same time; retry", slug)
+		}
+	}
 	return r.p, r.changed, err
 }
 
