@@ -220,15 +220,14 @@ func (ls *Leases) Written(r *Reservation) {
 	ls.update(r, func(l *lease) { l.busy--; ls.dropIfIdle(l) })
 }
 
+// update runs fn on r's lease, if r was admitted against one.
 func (ls *Leases) update(r *Reservation, fn func(l *lease)) {
-	if r.LeaseID == "" {
+	if r.lease == nil {
 		return
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if r.lease != nil {
-		fn(r.lease)
-	}
+	fn(r.lease)
 }
 
 // Retire retires the leases whose life is over, giving back their unused
