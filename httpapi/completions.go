@@ -196,6 +196,9 @@ func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gateho
 	done gatehouse.Completion, callErr error, sw *streamWriter, fp *fingerprints, gone bool) error {
 	gen := m.Generation
 	settleErr := s.meter.Settle(r.Context(), m, done, callErr)
+	if settleErr != nil && m.Reservation.Unheld {
+		return settleErr // its charge is not recorded: the answer is not delivered
+	}
 	charged := *gen // as settled: tokens and cost
 	if settleErr != nil {
 		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
