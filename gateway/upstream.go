@@ -65,8 +65,11 @@ type api struct {
 
 // chatAPI is the Chat Completions API.
 var chatAPI = api{path: "/chat/completions", body: prepareBody,
-	read:  func(obj map[string]json.RawMessage) gatehouse.Completion { return inspect(obj, false) },
-	event: func(obj map[string]json.RawMessage) (gatehouse.Completion, bool) { c := inspect(obj, true); return c, c.UsageKnown },
+	read: func(obj map[string]json.RawMessage) gatehouse.Completion { return inspect(obj, false) },
+	event: func(obj map[string]json.RawMessage) (gatehouse.Completion, bool) {
+		c := inspect(obj, true)
+		return c, c.UsageKnown
+	},
 }
 
 // forward makes a model call of an API and reads the answer, whole or

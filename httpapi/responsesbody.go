@@ -75,35 +75,35 @@ func foldedNames(known map[string]bool, refused map[string]string) map[string]st
 
 // responsesRequest is the part of a Responses request Gatehouse reads.
 type responsesRequest struct {
-	Model           string          `json:"model"`
-	Input           json.RawMessage `json:"input"`
-	Instructions    *string         `json:"instructions"`
-	Stream          bool            `json:"stream"`
-	MaxOutputTokens *int            `json:"max_output_tokens"`
-	MaxToolCalls    *int            `json:"max_tool_calls"`
-	TopLogprobs     *int            `json:"top_logprobs"`
-	Temperature     *float64        `json:"temperature"`
-	TopP            *float64        `json:"top_p"`
-	TopK            *int            `json:"top_k"`
-	Presence        *float64        `json:"presence_penalty"`
-	Frequency       *float64        `json:"frequency_penalty"`
-	Tools           json.RawMessage `json:"tools"`
-	ToolChoice      json.RawMessage `json:"tool_choice"`
-	ParallelTools   *bool           `json:"parallel_tool_calls"`
-	Text            json.RawMessage `json:"text"`
-	Reasoning       json.RawMessage `json:"reasoning"`
-	Truncation      *string         `json:"truncation"`
-	Include         []string        `json:"include"`
+	Model           string            `json:"model"`
+	Input           json.RawMessage   `json:"input"`
+	Instructions    *string           `json:"instructions"`
+	Stream          bool              `json:"stream"`
+	MaxOutputTokens *int              `json:"max_output_tokens"`
+	MaxToolCalls    *int              `json:"max_tool_calls"`
+	TopLogprobs     *int              `json:"top_logprobs"`
+	Temperature     *float64          `json:"temperature"`
+	TopP            *float64          `json:"top_p"`
+	TopK            *int              `json:"top_k"`
+	Presence        *float64          `json:"presence_penalty"`
+	Frequency       *float64          `json:"frequency_penalty"`
+	Tools           json.RawMessage   `json:"tools"`
+	ToolChoice      json.RawMessage   `json:"tool_choice"`
+	ParallelTools   *bool             `json:"parallel_tool_calls"`
+	Text            json.RawMessage   `json:"text"`
+	Reasoning       json.RawMessage   `json:"reasoning"`
+	Truncation      *string           `json:"truncation"`
+	Include         []string          `json:"include"`
 	Metadata        map[string]string `json:"metadata"`
-	User            *string         `json:"user"`
-	SafetyID        *string         `json:"safety_identifier"`
-	PromptCacheKey  *string         `json:"prompt_cache_key"`
-	SessionID       *string         `json:"session_id"`
-	ServiceTier     *string         `json:"service_tier"`
-	Store           *bool           `json:"store"`
-	Background      *bool           `json:"background"`
-	Preset          *string         `json:"preset"`
-	Provider        json.RawMessage `json:"provider"`
+	User            *string           `json:"user"`
+	SafetyID        *string           `json:"safety_identifier"`
+	PromptCacheKey  *string           `json:"prompt_cache_key"`
+	SessionID       *string           `json:"session_id"`
+	ServiceTier     *string           `json:"service_tier"`
+	Store           *bool             `json:"store"`
+	Background      *bool             `json:"background"`
+	Preset          *string           `json:"preset"`
+	Provider        json.RawMessage   `json:"provider"`
 	prefs           *gatehouse.ProviderPreferences
 	// messages are the instructions and the input as a list of items, for
 	// the content kept of the call and its trace.
