@@ -338,11 +338,20 @@ func (e *chatEnv) chat(key string, body any) *response {
 // chatWith is chat with more request headers.
 func (e *chatEnv) chatWith(key string, body any, headers map[string]string) *response {
 	e.t.Helper()
+	return e.postModel("/api/v1/chat/completions", key, body, headers)
+}
+
+// postModel sends a body (as JSON) to a model endpoint with key and more
+// request headers, through the handler, and checks the answer against the
+// OpenAPI document. Unlike do, it accepts 5xx answers: providers' failures
+// pass through.
+func (e *chatEnv) postModel(path, key string, body any, headers map[string]string) *response {
+	e.t.Helper()
 	data, err := json.Marshal(body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req := httptest.NewRequest("POST", "/api/v1/chat/completions", bytes.NewReader(data))
+	req := httptest.NewRequest("POST", path, bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)
