@@ -124,9 +124,9 @@ func finishReason(r responseObject, calls bool) string {
 	return r.Status
 }
 
-// IsFinalResponseEvent reports whether a Responses stream event of that
+// isFinalResponseEvent reports whether a Responses stream event of that
 // type ends the response, carrying it whole with its usage.
-func IsFinalResponseEvent(kind string) bool {
+func isFinalResponseEvent(kind string) bool {
 	return kind == "response.completed" || kind == "response.incomplete" || kind == "response.failed"
 }
 
@@ -143,7 +143,7 @@ func responsesEvent(obj map[string]json.RawMessage) (gatehouse.Completion, bool)
 	_ = json.Unmarshal(raw, &ev)
 	var c gatehouse.Completion
 	switch {
-	case IsFinalResponseEvent(ev.Type):
+	case isFinalResponseEvent(ev.Type):
 		c = inspectResponse(ev.Response)
 		c.Output, c.Reasoning = "", "" // the deltas brought them
 		return c, true

@@ -1,8 +1,9 @@
 // Package gateway talks to the upstream providers: it forwards chat
-// completion requests to OpenAI-compatible APIs and reads their answers,
-// whole or streamed as server-sent events, extracting what metering needs
-// (the token usage) and rewriting what clients see (the generation id and
-// the model's slug). Client implements gatehouse.Upstream.
+// completion, Responses API and embeddings requests to OpenAI-compatible
+// APIs and reads their answers, whole or streamed as server-sent events,
+// extracting what metering needs (the token usage) and rewriting what
+// clients see (the generation id and the model's slug). Client implements
+// gatehouse.Upstream.
 package gateway
 
 import (
