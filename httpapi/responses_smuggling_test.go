@@ -45,9 +45,12 @@ var smuggledResponses = []struct {
 	{"cache writes", `{"model":"acme/exact","input":"hi","max_output_tokens":1,"cache_control":{"type":"ephemeral"}}`, "cache_control"},
 }
 
-// TestResponsesSmugglingRefused: every ambiguous or cost-multiplying body
-// is a 400 naming the field, and nothing reaches the provider.
-func TestResponsesSmugglingRefused(t *testing.T) {
+// TestResponsesRefused: every ambiguous or cost-multiplying body is a 400
+// naming the field (and, for what the provider would bill unseen, saying
+// why); management keys, missing and unknown keys are refused, and so is a
+// stream the key cannot pay for, before any event. Nothing reaches the
+// provider, nothing is charged.
+func TestResponsesRefused(t *testing.T) {
 	t.Parallel()
 	e := newChatEnv(t, adversarialUpstream, nil)
 	for _, c := range smuggledResponses {
@@ -58,17 +61,6 @@ func TestResponsesSmugglingRefused(t *testing.T) {
 			}
 		})
 	}
-	if n := len(e.up.requests()); n != 0 {
-		t.Errorf("the provider was called %d times", n)
-	}
-	e.wantNothingCharged(e.hash)
-}
-
-// TestResponsesRefusalsSayWhy: the refusals of what the provider would
-// bill unseen give the reason, not only the field.
-func TestResponsesRefusalsSayWhy(t *testing.T) {
-	t.Parallel()
-	e := newChatEnv(t, nil, nil)
 	for field, why := range map[string]string{
 		`"previous_response_id":"resp_1"`:  "pulls in context the provider stored",
 		`"background":true`:                "runs on after the answer",
@@ -81,6 +73,21 @@ func TestResponsesRefusalsSayWhy(t *testing.T) {
 			t.Errorf("%s: %q does not say %q", field, msg, why)
 		}
 	}
+	if msg := e.respond(e.mgmt, respondBody("acme/chat")).want(t, http.StatusForbidden).errorMessage(t); !strings.Contains(msg, "management key") {
+		t.Errorf("management key: %q", msg)
+	}
+	e.respond("", respondBody("acme/chat")).want(t, http.StatusUnauthorized)
+	e.respond(gatehouse.NewKeySecret(false), respondBody("acme/chat")).want(t, http.StatusUnauthorized)
+	poorHash, poor := e.createKey(e.mgmt, map[string]any{"name": "poor", "limit": 0.01})
+	res := e.respond(poor, respondBody("acme/exact", "stream", true, "max_output_tokens", 100)).want(t, http.StatusPaymentRequired)
+	if strings.Contains(string(res.Body), "response.created") {
+		t.Errorf("answer %s", res.Body)
+	}
+	if n := len(e.up.requests()); n != 0 {
+		t.Errorf("the provider was called %d times", n)
+	}
+	e.wantNothingCharged(e.hash)
+	e.wantNothingCharged(poorHash)
 }
 
 // honestResponse asks for exactly 100 tokens of acme/exact: $0.10.
