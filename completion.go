@@ -21,6 +21,9 @@ type Provider struct {
 	APIKeyEnv string
 	APIKey    string
 	BYOK      bool // usage through it counts as BYOK usage
+	// Responses says the provider serves the OpenAI Responses API too, at
+	// BaseURL + /responses: only then does POST /responses reach it.
+	Responses bool
 	Timeout   time.Duration
 	Models    []*Model
 	ProviderInfo
@@ -587,12 +590,19 @@ type EmbeddingCall struct {
 	Rewrite func(map[string]json.RawMessage)
 }
 
-// Upstream forwards chat completions and embeddings to providers. An error
-// before the answer started is an *UpstreamError; for a stream, an error
-// after it started means the stream broke off and the Completion holds
-// what arrived.
+// Upstream forwards chat completions, Responses API requests and
+// embeddings to providers. An error before the answer started is an
+// *UpstreamError; for a stream, an error after it started means the
+// stream broke off and the Completion holds what arrived.
 type Upstream interface {
 	Complete(ctx context.Context, call CompletionCall, w StreamWriter) (Completion, error)
+	// Respond forwards a Responses API request as Complete forwards a
+	// chat completion: call.Body is the checked request, MaxTokens its
+	// max_output_tokens. The Completion's prompt and completion tokens are
+	// the usage's input_tokens and output_tokens; Final is the whole
+	// answer, or the stream's last event (response.completed, .incomplete
+	// or .failed), held back; nil when none came.
+	Respond(ctx context.Context, call CompletionCall, w StreamWriter) (Completion, error)
 	// Embed forwards an embeddings request and reads the whole answer:
 	// its usage's prompt_tokens are the Completion's PromptTokens (an
 	// embedding has no completion), and Final is the rewritten answer.

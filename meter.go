@@ -101,7 +101,7 @@ type MeteredCall struct {
 	Stream    bool
 	SessionID *string
 	// Messages are the request's messages (a JSON array), for the content
-	// kept of the call.
+	// kept of the call and its trace; nil: the messages of Request.
 	Messages    json.RawMessage
 	Attribution Attribution
 }
@@ -403,12 +403,16 @@ func (m *Meter) trace(mt *Metering, c Completion, ended time.Time) {
 	if m.Traces == nil {
 		return
 	}
-	var msgs struct {
-		Messages json.RawMessage `json:"messages"`
+	input := mt.call.Messages
+	if input == nil {
+		var msgs struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(mt.call.Request, &msgs)
+		input = msgs.Messages
 	}
-	_ = json.Unmarshal(mt.call.Request, &msgs)
 	m.Traces.Publish(&TraceEvent{Generation: mt.Generation, KeyName: mt.call.Key.Name, UserID: mt.call.Key.CreatorUserID,
-		StartedAt: mt.started, EndedAt: ended, Input: msgs.Messages, Output: c.Output})
+		StartedAt: mt.started, EndedAt: ended, Input: input, Output: c.Output})
 }
 
 // Release drops the reservation of a call that the provider never

@@ -7,9 +7,10 @@ import (
 	"gatehouse"
 )
 
-// auditActorJSON is who made a change: the key and its user.
+// auditActorJSON is who made a change: the key and its user, or a member
+// signed in to the console (no key).
 type auditActorJSON struct {
-	KeyHash string  `json:"key_hash"`
+	KeyHash *string `json:"key_hash"`
 	UserID  *string `json:"user_id"`
 }
 
@@ -36,8 +37,8 @@ func toAuditEntryJSON(e *gatehouse.AuditEntry) auditEntryJSON {
 	if out.ResourceIDs == nil {
 		out.ResourceIDs = []string{}
 	}
-	if e.ActorKeyHash != nil {
-		out.Actor = &auditActorJSON{KeyHash: *e.ActorKeyHash, UserID: e.ActorUserID}
+	if e.ActorKeyHash != nil || e.ActorUserID != nil {
+		out.Actor = &auditActorJSON{KeyHash: e.ActorKeyHash, UserID: e.ActorUserID}
 	}
 	return out
 }

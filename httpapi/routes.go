@@ -78,7 +78,12 @@ func (s *Server) routes(metrics http.Handler) {
 
 	m.HandleFunc("GET "+v1+"/organization/members", s.management(s.listMembers()))
 	m.HandleFunc("POST "+v1+"/organization/members", s.management(s.addMember))
+	m.HandleFunc("PATCH "+v1+"/organization/members/{user_id}", s.management(s.updateMember))
 	m.HandleFunc("DELETE "+v1+"/organization/members/{user_id}", s.management(s.removeMember))
+	m.HandleFunc("POST "+v1+"/organization/members/{user_id}/password-reset", s.management(s.resetPassword))
+	m.HandleFunc("GET "+v1+"/organization/invitations", s.management(s.listInvitations()))
+	m.HandleFunc("POST "+v1+"/organization/invitations", s.management(s.createInvitation))
+	m.HandleFunc("DELETE "+v1+"/organization/invitations/{id}", s.management(s.deleteInvitation))
 
 	m.HandleFunc("GET "+v1+"/audit-log", s.management(s.listAuditLog()))
 
@@ -94,6 +99,7 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("POST "+v1+"/analytics/query", s.management(s.queryAnalytics))
 
 	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
+	m.HandleFunc("POST "+v1+"/responses", s.authenticated(s.createResponse))
 	m.HandleFunc("POST "+v1+"/embeddings", s.authenticated(s.createEmbeddings))
 	m.HandleFunc("GET "+v1+"/embeddings/models", s.public(s.listEmbeddingModels))
 	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))

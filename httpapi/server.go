@@ -51,6 +51,8 @@ type Server struct {
 	// contentRetention is how long the content of generations is kept and
 	// shown (SetContentRetention).
 	contentRetention time.Duration
+	// publicURL is the base of the links the API hands out (SetPublicURL).
+	publicURL string
 }
 
 // NewHandler returns the handler of the whole API. limiter bounds request
@@ -74,6 +76,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
 		BYOKKeys: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
 	s.SetContentRetention(gatehouse.DefaultContentRetention)
+	s.SetPublicURL(DefaultPublicURL)
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s
 }

@@ -58,6 +58,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer lns.close() // those not handed to a server
+	// The console's links use the port bound, when it was 0.
+	cfg.PublicURL = cfg.publicURL(lns.api.Addr().String())
 	unlock, err := lockServe(cfg)
 	if err != nil {
 		return err
@@ -107,6 +109,7 @@ func serveConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env GATEHOUSE_ADDR)")
 	databaseFlag(fs, &cfg)
 	fs.StringVar(&cfg.ProvidersFile, "providers", cfg.ProvidersFile, "YAML file of the providers and models to serve (env GATEHOUSE_PROVIDERS_FILE)")
+	publicURLFlag(fs, &cfg)
 	if err := parseFlags(fs, args); err != nil {
 		return cfg, err
 	}
@@ -206,6 +209,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler.SetAnalyticsTimeout(cfg.AnalyticsTimeout)
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
+	handler.SetPublicURL(cfg.PublicURL)
 	var metrics http.Handler
 	if cfg.MetricsAddr != "" {
 		handler.ServeMetricsElsewhere()
