@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -283,7 +284,12 @@ type Reservation struct {
 	// store clears them once they are written, so that they are given
 	// back once.
 	Returns []LeaseReturn
-	lease   *lease // the lease it was admitted against, in memory
+	// Unheld marks a reservation admitted in memory that is never written
+	// as a hold: a whole answer's, which reaches its client only once its
+	// settle is written (see Meter.Settle). Its settle writes the charge
+	// alone, from the key, chain and budgets it carries.
+	Unheld bool
+	lease  *lease // the lease it was admitted against, in memory
 }
 
 // LeaseReturn gives back Amount of the lease ID.
@@ -329,7 +335,14 @@ type Generation struct {
 }
 
 // NewGenerationID returns a fresh generation id.
-func NewGenerationID() string { return "gen-" + randomToken(15) }
+//
+// It begins with the second it was made, as OpenRouter's do
+// (gen-1764324000-…): the ledger's primary key then grows at its end, so a
+// write of new generations touches the index's last pages, not pages all
+// over it.
+func NewGenerationID() string {
+	return "gen-" + strconv.FormatInt(time.Now().Unix(), 10) + "-" + randomToken(12)
+}
 
 // UsageService reserves, settles and records the spending of requests.
 type UsageService interface {

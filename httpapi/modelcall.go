@@ -59,7 +59,8 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall)
 	done, err := c.send(callCtx, m, sw)
 	if err == nil && !sw.started {
 		// An answer reaches its client only once its reservation is
-		// durable: a crash after that cannot lose its charge.
+		// durable (or, without a hold, once its charge is: Settle waits
+		// for that): a crash after that cannot lose its charge.
 		heldCtx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), heldTimeout)
 		err = m.Held(heldCtx)
 		cancel()
@@ -93,6 +94,9 @@ func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gateho
 	done gatehouse.Completion, callErr error, sw *streamWriter, gone bool) error {
 	gen := m.Generation
 	settleErr := s.meter.Settle(r.Context(), m, done, callErr)
+	if settleErr != nil && m.Reservation.Unheld {
+		return settleErr // its charge is not recorded: the answer is not delivered
+	}
 	charged := *gen // as settled: tokens and cost
 	if settleErr != nil {
 		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
