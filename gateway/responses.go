@@ -45,6 +45,14 @@ type responseObject struct {
 	} `json:"incomplete_details"`
 }
 
+// decode reads the fields of a response object, each by its exact name,
+// as the clients that read the answer do.
+func (r *responseObject) decode(obj map[string]json.RawMessage) {
+	_ = json.Unmarshal(obj["id"], &r.ID)
+	_ = json.Unmarshal(obj["status"], &r.Status)
+	_ = json.Unmarshal(obj["incomplete_details"], &r.IncompleteDetails)
+}
+
 // responseUsage is the usage of a response object.
 type responseUsage struct {
 	InputTokens  *int64 `json:"input_tokens"`
@@ -69,8 +77,7 @@ type responseItem struct {
 // output_tokens (which includes reasoning tokens).
 func inspectResponse(obj map[string]json.RawMessage) gatehouse.Completion {
 	var r responseObject
-	raw, _ := json.Marshal(obj)
-	_ = json.Unmarshal(raw, &r)
+	r.decode(obj)
 	c := gatehouse.Completion{UpstreamID: r.ID}
 	var u responseUsage
 	if json.Unmarshal(obj["usage"], &u) == nil && u.InputTokens != nil && u.OutputTokens != nil {
@@ -139,8 +146,10 @@ func responsesEvent(obj map[string]json.RawMessage) (gatehouse.Completion, bool)
 		Delta    string                     `json:"delta"`
 		Response map[string]json.RawMessage `json:"response"`
 	}
-	raw, _ := json.Marshal(obj)
-	_ = json.Unmarshal(raw, &ev)
+	// Each field by its exact name, as clients read them.
+	_ = json.Unmarshal(obj["type"], &ev.Type)
+	_ = json.Unmarshal(obj["delta"], &ev.Delta)
+	_ = json.Unmarshal(obj["response"], &ev.Response)
 	var c gatehouse.Completion
 	switch {
 	case isFinalResponseEvent(ev.Type):

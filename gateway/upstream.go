@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 )
 
 // MaxResponseBytes bounds a non-streamed upstream answer.
@@ -241,6 +242,16 @@ type chunk struct {
 	} `json:"usage"`
 }
 
+// decode reads the fields of a chunk from an answer's object, each by its
+// exact name, as the clients that read the answer do (not folding case, as
+// a decode of the whole object into the struct would); one that does not
+// read is left as it is.
+func (ch *chunk) decode(obj map[string]json.RawMessage) {
+	_ = json.Unmarshal(obj["id"], &ch.ID)
+	_ = json.Unmarshal(obj["choices"], &ch.Choices)
+	_ = json.Unmarshal(obj["usage"], &ch.Usage)
+}
+
 // text is the text of a message or a delta: its content, and its
 // reasoning under either name providers use.
 type text struct {
@@ -254,9 +265,8 @@ func (t *text) reasoning() string { return t.Reasoning + t.ReasoningContent }
 // inspect extracts id, usage, finish reason and text from an answer, or
 // from a stream chunk (delta).
 func inspect(obj map[string]json.RawMessage, delta bool) gatehouse.Completion {
-	raw, _ := json.Marshal(obj)
 	var ch chunk
-	_ = json.Unmarshal(raw, &ch)
+	ch.decode(obj)
 	c := gatehouse.Completion{UpstreamID: ch.ID}
 	if ch.Usage != nil {
 		c.PromptTokens, c.CompletionTokens, c.UsageKnown = ch.Usage.PromptTokens, ch.Usage.CompletionTokens, true
@@ -353,9 +363,7 @@ func (s *streamState) line(line string) error {
 			s.held = obj
 			return nil
 		}
-		if b, err := json.Marshal(obj); err == nil {
-			line = "data: " + string(b)
-		}
+		line = "data: " + string(jsonobj.Marshal(obj))
 	}
 	if err := s.sendHeld(); err != nil {
 		return err
@@ -397,11 +405,8 @@ func (s *streamState) sendHeld() error {
 	if s.held == nil {
 		return nil
 	}
-	b, err := json.Marshal(s.held)
+	b := jsonobj.Marshal(s.held)
 	s.held = nil
-	if err != nil {
-		return nil
-	}
 	if _, err := io.WriteString(s.w, "data: "+string(b)+"\n\n"); err != nil {
 		return err
 	}

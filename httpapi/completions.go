@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 )
 
 // DataPlane is what the OpenAI-compatible endpoints need: the configured
@@ -176,8 +177,7 @@ func (f *chatForm) lastEvent(final map[string]json.RawMessage, g *gatehouse.Gene
 		final = lastChunk(g, f.fp, f.now())
 	}
 	withCost(final, g, f.model)
-	b, _ := json.Marshal(final)
-	return "data: " + string(b) + "\n\n"
+	return "data: " + string(jsonobj.Marshal(final)) + "\n\n"
 }
 
 // normalizeAnswer makes an answer object or stream chunk parse with the

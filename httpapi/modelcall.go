@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 )
 
 // The metering sequence of a model call, the same for every endpoint that
@@ -112,7 +113,7 @@ func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gateho
 			final = map[string]json.RawMessage{} // never: a whole answer is read whole
 		}
 		form.withCost(final, &charged)
-		body, _ := json.Marshal(final)
+		body := jsonobj.Marshal(final)
 		return writeRaw(w, http.StatusOK, body)
 	}
 	_, _ = io.WriteString(w, form.lastEvent(done.Final, &charged, callErr))
