@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"runtime"
@@ -22,6 +21,7 @@ import (
 
 	"gatehouse"
 	"gatehouse/egress"
+	"gatehouse/forwarded"
 	"gatehouse/ratelimit"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,9 +37,9 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	data    DataPlane
-	meter   *gatehouse.Meter // meters the model calls of the data plane
-	trusted []netip.Prefix   // reverse proxies whose forwarding headers count
-	egress  *egress.Policy   // where destinations may point
+	meter   *gatehouse.Meter  // meters the model calls of the data plane
+	trusted forwarded.Proxies // reverse proxies whose forwarding headers count
+	egress  *egress.Policy    // where destinations may point
 	// analyticsTimeout bounds reads of the activity and analytics; 0 is
 	// DefaultAnalyticsTimeout. analyticsSlots holds a token for each such
 	// read running (see analyticsRead).
@@ -265,87 +265,12 @@ func (s *Server) SetEgressPolicy(p *egress.Policy) { s.egress = p }
 // them.
 func (s *Server) TrustProxies(prefixes []netip.Prefix) { s.trusted = prefixes }
 
-// clientIP returns the address the request came from: the connection's
-// peer, or, when the peer is a trusted proxy, the right-most address of
-// X-Forwarded-For (or Forwarded) that is not itself a trusted proxy.
-func (s *Server) clientIP(r *http.Request) string {
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			return r.RemoteAddr
-		}
-		return host
-	}
-	addr := peer.Addr().Unmap()
-	if !s.isTrusted(addr) {
-		return addr.String()
-	}
-	hops := forwardedFor(r.Header)
-	for i := len(hops) - 1; i >= 0; i-- {
-		addr = hops[i]
-		if !s.isTrusted(addr) {
-			break
-		}
-	}
-	return addr.String()
-}
+// clientIP returns the address the request came from (see
+// forwarded.Proxies.ClientIP).
+func (s *Server) clientIP(r *http.Request) string { return s.trusted.ClientIP(r) }
 
-func (s *Server) isTrusted(a netip.Addr) bool {
-	for _, p := range s.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// forwardedFor lists the addresses of the Forwarded header's for= values,
-// or else of X-Forwarded-For, in order; unparsable entries end the list at
-// that point, since nothing to their left can be trusted.
-func forwardedFor(h http.Header) []netip.Addr {
-	var raw []string
-	if fwd := h.Values("Forwarded"); len(fwd) > 0 {
-		for _, v := range fwd {
-			for _, elem := range strings.Split(v, ",") {
-				for _, pair := range strings.Split(elem, ";") {
-					if k, val, ok := strings.Cut(strings.TrimSpace(pair), "="); ok && strings.EqualFold(k, "for") {
-						raw = append(raw, strings.Trim(val, `"`))
-					}
-				}
-			}
-		}
-	} else {
-		for _, v := range h.Values("X-Forwarded-For") {
-			raw = append(raw, strings.Split(v, ",")...)
-		}
-	}
-	var out []netip.Addr
-	for i := len(raw) - 1; i >= 0; i-- {
-		v := strings.TrimSpace(raw[i])
-		a, err := netip.ParseAddr(strings.Trim(v, "[]"))
-		if err != nil {
-			ap, err2 := netip.ParseAddrPort(v)
-			if err2 != nil {
-				break
-			}
-			a = ap.Addr()
-		}
-		out = append([]netip.Addr{a.Unmap()}, out...)
-	}
-	return out
-}
-
-// addressBucket names the rate-limit bucket of a client address: IPv6
-// clients are counted per /64, which one subscriber usually holds whole.
-func addressBucket(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil || !a.Is6() {
-		return ip
-	}
-	p, _ := a.Prefix(64)
-	return p.String()
-}
+// addressBucket names the rate-limit bucket of a client address.
+func addressBucket(ip string) string { return forwarded.AddressBucket(ip) }
 
 // notFound answers requests that match no route: 405 with Allow when the
 // path exists under another method, else 404; both in the JSON error shape.
