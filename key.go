@@ -271,6 +271,9 @@ type KeyService interface {
 	// FindKeys lists regular keys ordered by creation. ENOTFOUND for an
 	// unknown workspace in the filter.
 	FindKeys(ctx context.Context, orgID string, filter KeyFilter) ([]*Key, error)
+	// SearchKeys returns a page of regular keys in the order the search
+	// describes (see KeySearch). EINVALID for a malformed search.
+	SearchKeys(ctx context.Context, orgID string, search KeySearch) (*KeyPage, error)
 	// CreateKey creates a regular key and returns it with its plaintext,
 	// which is never stored. EINVALID (including a creator who is not a
 	// member), ENOTFOUND for an unknown workspace.
