@@ -20,8 +20,8 @@ const AuditColumns = auditColumns
 func ScanKey(s Scanner) (*gatehouse.Key, error) { return scanKey(s) }
 
 // KeyUpdateArgs returns the values of name, disabled,
-// include_byok_in_limit, limit_nanos, limit_reset and updated_at, then the
-// hash, of a changed key.
+// include_byok_in_limit, limit_nanos, limit_reset, expires_at and
+// updated_at, then the hash, of a changed key.
 func KeyUpdateArgs(k *gatehouse.Key) []any { return keyUpdateArgs(k) }
 
 // AuditArgs returns the values of AuditColumns of a new entry made now
