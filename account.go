@@ -2,6 +2,11 @@ package gatehouse
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/mail"
+	"strings"
 	"time"
 )
 
@@ -10,6 +15,17 @@ import (
 // invitation that an admin creates, or a reset that an admin makes. The
 // operator of a fresh install signs in by exchanging a management key for an
 // admin session. Sessions live in the database, so every instance sees them.
+
+// Session lifetimes. A session ends SessionIdleTimeout after its last
+// recorded activity, and SessionLifetime after it began whatever its
+// activity. Activity is recorded at most once a SessionTouchInterval, so
+// that a busy console does not write on every request; the idle end is
+// therefore known to within that interval.
+const (
+	SessionIdleTimeout   = 12 * time.Hour
+	SessionLifetime      = 7 * 24 * time.Hour
+	SessionTouchInterval = time.Minute
+)
 
 // Session is a signed-in browser. Its token is the cookie's value; only the
 // token's hash is stored.
@@ -49,14 +65,39 @@ func (s *Session) Actor() Actor {
 // organization.
 func (s *Session) IsAdmin() bool { return s.Role == RoleAdmin }
 
+// IdleAt returns when the session ends if it sees no more activity: the
+// earlier of its idle end and its absolute end.
+func (s *Session) IdleAt() time.Time {
+	idle := s.LastSeenAt.Add(SessionIdleTimeout)
+	if idle.After(s.ExpiresAt) {
+		return s.ExpiresAt
+	}
+	return idle
+}
+
 // SessionCreate holds the fields of a new session: exactly one of UserID and
 // KeyHash.
 type SessionCreate struct {
 	OrganizationID string
 	UserID         *string
 	KeyHash        *string
-	// Lifetime is the absolute lifetime of the session.
+	// Lifetime is the absolute lifetime of the session; 0 means
+	// SessionLifetime, and more than that is refused.
 	Lifetime time.Duration
+}
+
+// Validate checks the fields and fills in the default lifetime.
+func (c *SessionCreate) Validate() error {
+	if (c.UserID == nil) == (c.KeyHash == nil) {
+		return Errorf(EINVALID, "a session belongs to a member or to a management key: give exactly one")
+	}
+	if c.Lifetime == 0 {
+		c.Lifetime = SessionLifetime
+	}
+	if c.Lifetime < 0 || c.Lifetime > SessionLifetime {
+		return FieldError("lifetime", "must be between 0 and %s", SessionLifetime)
+	}
+	return nil
 }
 
 // Invitation is a link that lets its holder set a member's password: an
@@ -82,7 +123,47 @@ const InvitationTTL = 7 * 24 * time.Hour
 // InvitationCreate holds the fields of a new invitation.
 type InvitationCreate struct {
 	Email string
-	Role  string // "" means RoleMember
+	// Role is the role of the member the invitation makes; "" means
+	// RoleMember, or the member's own role when the email is a member's
+	// (another role is refused then: roles change through
+	// UpdateMemberRole).
+	Role string
+}
+
+// Validate checks the fields; it leaves an empty Role for the store to fill
+// in.
+func (c *InvitationCreate) Validate() error {
+	email, err := ValidateEmail("email", c.Email)
+	if err != nil {
+		return err
+	}
+	c.Email = email
+	return ValidateRole("role", c.Role, true)
+}
+
+// ValidateEmail checks a plain email address given in the named field and
+// returns it without surrounding spaces.
+func ValidateEmail(field, email string) (string, error) {
+	email = strings.TrimSpace(email)
+	if email == "" {
+		return "", FieldError(field, "is required")
+	}
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > MaxEmailLength {
+		return "", FieldError(field, "must be a plain email address such as ada@example.com")
+	}
+	return email, nil
+}
+
+// ValidateRole checks an organization role given in the named field; "" is
+// accepted when optional.
+func ValidateRole(field, role string, optional bool) error {
+	switch {
+	case role == RoleAdmin || role == RoleMember:
+		return nil
+	case role == "" && optional:
+		return nil
+	}
+	return FieldError(field, "must be %s or %s", RoleAdmin, RoleMember)
 }
 
 // Credential is a member's password hash, for sign-in.
@@ -92,30 +173,63 @@ type Credential struct {
 	PasswordHash   string
 }
 
+// NewAccountToken returns a fresh token for a session, a link or a CSRF
+// check: 32 bytes from crypto/rand, base64url without padding (43
+// characters, safe in a cookie and a URL path).
+func NewAccountToken() string {
+	return base64.RawURLEncoding.EncodeToString(randomBytes(32))
+}
+
+// AccountTokenID returns the id under which a session or a link is stored:
+// the lowercase hex SHA-256 of its token. The token itself never is.
+func AccountTokenID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// SignInBucket returns the name under which sign-in attempts for an email
+// are counted (rate limited per account), whichever its case or spaces: a
+// hash, so that a limiter's store holds no email address.
+func SignInBucket(email string) string {
+	return "signin:" + AccountTokenID(strings.ToLower(strings.TrimSpace(email)))[:32]
+}
+
 // AccountService keeps console sessions, invitations and passwords.
 type AccountService interface {
 	// CreateSession creates a session and returns it with its token, which
-	// is never stored. EINVALID, ENOTFOUND for an unknown member or key.
+	// is never stored. EINVALID, ENOTFOUND for an unknown member, or a key
+	// that is not an active management key of the organization. Audited,
+	// with the session's member or key as actor unless ctx carries one.
 	CreateSession(ctx context.Context, create SessionCreate) (*Session, string, error)
 	// FindSession returns the session of a token. ENOTFOUND when there is
-	// none, it has passed its ExpiresAt, its member is gone, or its key is
-	// gone, disabled or expired.
+	// none, it has passed its ExpiresAt, it saw no activity for
+	// SessionIdleTimeout, its member is gone, or its key is gone, disabled
+	// or expired.
 	FindSession(ctx context.Context, token string) (*Session, error)
-	// TouchSession records activity of the session now.
+	// TouchSession records activity of the session now, unless it was
+	// recorded less than SessionTouchInterval ago (then it changes
+	// nothing). A session that is gone is not an error. Callers that have
+	// the session read it first (see Accounts.Session), so most requests
+	// do not write at all.
 	TouchSession(ctx context.Context, id string) error
 	// DeleteSession ends one session (sign-out). Ending one that is gone
-	// is not an error.
+	// is not an error. Audited.
 	DeleteSession(ctx context.Context, id string) error
 	// DeleteSessions ends every session of a member (sign-out everywhere,
-	// and what a password reset does). Audited.
+	// and what a password reset does). ENOTFOUND for an unknown member.
+	// Audited.
 	DeleteSessions(ctx context.Context, orgID, userID string) error
 
 	// CreateInvitation creates an invitation link for an email address and
-	// returns it with its token. An email of a member makes a link that
-	// sets that member's password, keeping their role. EINVALID. Audited.
+	// returns it with its token. An email of a member without a password
+	// makes a link that sets that member's password, keeping their role;
+	// a member with a password is refused (reset it instead). The email's
+	// earlier links stop working. The actor of ctx is its creator.
+	// EINVALID. Audited.
 	CreateInvitation(ctx context.Context, orgID string, create InvitationCreate) (*Invitation, string, error)
 	// ResetPassword removes a member's password, ends their sessions and
-	// returns a link that sets a new one. ENOTFOUND. Audited.
+	// returns a link that sets a new one; their earlier links stop
+	// working. ENOTFOUND. Audited.
 	ResetPassword(ctx context.Context, orgID, userID string) (*Invitation, string, error)
 	// FindInvitations lists the organization's links that are not used
 	// nor expired, newest first, with their total.
@@ -123,15 +237,18 @@ type AccountService interface {
 	// FindInvitation returns the link of a token. ENOTFOUND when there is
 	// none, it was used or it expired.
 	FindInvitation(ctx context.Context, token string) (*Invitation, error)
-	// DeleteInvitation revokes a link. ENOTFOUND. Audited.
+	// DeleteInvitation revokes a link that is not used nor expired.
+	// ENOTFOUND. Audited.
 	DeleteInvitation(ctx context.Context, orgID, id string) error
 	// AcceptInvitation uses a link: creates the member if need be, sets
 	// their password hash, and uses up the link, in one transaction; it
 	// returns the member. ENOTFOUND for a token that is unknown, used or
-	// expired. Audited with the member as actor.
+	// expired; ECONFLICT when the email became a member's who has a
+	// password meanwhile. Audited with the member as actor.
 	AcceptInvitation(ctx context.Context, token, passwordHash string) (*Member, error)
 	// FindCredentials returns the password hashes of the members with this
-	// email, in every organization, oldest organization first.
+	// email (whatever its case) who have a password, in every
+	// organization, oldest organization first.
 	FindCredentials(ctx context.Context, email string) ([]Credential, error)
 	// UpdateMemberRole changes a member's role. EINVALID (including the
 	// last admin of an organization made a member), ENOTFOUND. Audited.

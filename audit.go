@@ -95,7 +95,17 @@ const (
 	OpBYOKKeyDelete            = "byok_key.delete"
 	OpWorkspaceBudgetSet       = "workspace_budget.set" // creates or updates a workspace's budget of an interval
 	OpWorkspaceBudgetDelete    = "workspace_budget.delete"
-	OpCreditsGrant             = "credits.grant" // adds to (or takes back from) an organization's credits
+	OpCreditsGrant             = "credits.grant"         // adds to (or takes back from) an organization's credits
+	OpManagementKeyUpdate      = "management_key.update" // disables or enables a management key
+	OpManagementKeyDelete      = "management_key.delete"
+	OpMemberUpdate             = "member.update"         // changes a member's role
+	OpMemberPasswordReset      = "member.password_reset" // removes a password, ends the sessions, makes a link
+	OpSessionCreate            = "session.create"        // a console sign-in
+	OpSessionDelete            = "session.delete"        // a console sign-out
+	OpSessionsDelete           = "sessions.delete"       // every console session of a member ends
+	OpInvitationCreate         = "invitation.create"
+	OpInvitationDelete         = "invitation.delete"
+	OpInvitationAccept         = "invitation.accept" // sets a password, creating the member if need be
 )
 
 // Audited resource types: the ResourceType of audit records, whose
@@ -114,6 +124,8 @@ const (
 	ResourceBYOKKey         = "byok_key"
 	ResourceWorkspaceBudget = "workspace_budget"
 	ResourceCreditGrant     = "credit_grant"
+	ResourceSession         = "session"    // ids are hashes of session tokens
+	ResourceInvitation      = "invitation" // ids are hashes of link tokens
 )
 
 // AuditEntry is a row of the audit log: a management change that
@@ -151,7 +163,10 @@ func NewAuditEntry(ctx context.Context, orgID string, now time.Time, rec AuditRe
 		e.ResourceIDs = []string{}
 	}
 	if a, ok := ActorFrom(ctx); ok {
-		e.ActorKeyHash, e.ActorUserID = &a.KeyHash, a.UserID
+		e.ActorUserID = a.UserID
+		if a.KeyHash != "" { // a member signed in to the console acts without a key
+			e.ActorKeyHash = &a.KeyHash
+		}
 	}
 	if id := RequestIDFrom(ctx); id != "" {
 		e.RequestID = &id

@@ -308,6 +308,13 @@ type KeyService interface {
 	// exists for the organization; it does nothing if one does. EINVALID if
 	// the plaintext is malformed or belongs to another organization.
 	EnsureManagementKey(ctx context.Context, orgID, plaintext, name string) (*Key, error)
+	// SetManagementKeyDisabled disables a management key of the
+	// organization, or enables it again: a disabled key authenticates
+	// nothing, and the console sessions exchanged for it end. ENOTFOUND.
+	SetManagementKeyDisabled(ctx context.Context, orgID, hash string, disabled bool) (*Key, error)
+	// DeleteManagementKey deletes a management key of the organization,
+	// and the console sessions exchanged for it. ENOTFOUND.
+	DeleteManagementKey(ctx context.Context, orgID, hash string) error
 }
 
 func validateName(field, name string, max int) error {

@@ -2,7 +2,6 @@ package gatehouse
 
 import (
 	"context"
-	"net/mail"
 	"strings"
 	"time"
 )
@@ -32,6 +31,9 @@ type Member struct {
 	LastName  *string
 	Role      string // RoleAdmin or RoleMember
 	CreatedAt time.Time
+	// HasPassword reports whether the member can sign in to the console
+	// (they accepted an invitation, and no reset is pending).
+	HasPassword bool
 }
 
 // MemberCreate holds the fields of a new organization member.
@@ -57,13 +59,11 @@ func (c *MemberCreate) Validate() error {
 			return err
 		}
 	}
-	c.Email = strings.TrimSpace(c.Email)
-	if c.Email == "" {
-		return FieldError("email", "is required")
+	email, err := ValidateEmail("email", c.Email)
+	if err != nil {
+		return err
 	}
-	if a, err := mail.ParseAddress(c.Email); err != nil || a.Address != c.Email || len(c.Email) > MaxEmailLength {
-		return FieldError("email", "must be a plain email address such as ada@example.com")
-	}
+	c.Email = email
 	for _, f := range []struct {
 		name string
 		v    *string
@@ -77,12 +77,11 @@ func (c *MemberCreate) Validate() error {
 			}
 		}
 	}
-	switch c.Role {
-	case "":
+	if err := ValidateRole("role", c.Role, true); err != nil {
+		return err
+	}
+	if c.Role == "" {
 		c.Role = RoleMember
-	case RoleAdmin, RoleMember:
-	default:
-		return FieldError("role", "must be org:admin or org:member")
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 type Store interface {
 	OrganizationService
 	KeyService
+	AccountService
 	OAuthService
 	WorkspaceService
 	GuardrailService

@@ -133,3 +133,17 @@ func strLen(s *string) int {
 	}
 	return len(*s)
 }
+
+// SetManagementKeyDisabled changes the key through the store and forgets
+// the cached copy.
+func (c *Cache) SetManagementKeyDisabled(ctx context.Context, orgID, hash string, disabled bool) (*gatehouse.Key, error) {
+	defer c.Invalidate(hash)
+	return c.Store.SetManagementKeyDisabled(ctx, orgID, hash, disabled)
+}
+
+// DeleteManagementKey deletes through the store and forgets the cached
+// copy.
+func (c *Cache) DeleteManagementKey(ctx context.Context, orgID, hash string) error {
+	defer c.Invalidate(hash)
+	return c.Store.DeleteManagementKey(ctx, orgID, hash)
+}

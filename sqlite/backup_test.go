@@ -40,6 +40,7 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	dest := createSecretDestination(t, db, org.ID)
+	session, invitation := createConsoleAccount(t, db, org.ID)
 
 	const writers = 4
 	var acked [writers]atomic.Int64
@@ -137,6 +138,16 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 	if err != nil || d.Config.Values["secretKey"] != "sk-lf-backup-0123456789" {
 		t.Errorf("the restored destination: %v, %v", d, err)
 	}
+	// Console sessions, passwords and links are kept.
+	if _, err := rdb.FindSession(ctx, session); err != nil {
+		t.Errorf("the restored console session: %v", err)
+	}
+	if _, err := rdb.FindInvitation(ctx, invitation); err != nil {
+		t.Errorf("the restored invitation: %v", err)
+	}
+	if _, _, err := gatehouse.NewAccounts(rdb, nil).SignIn(ctx, "ada@example.com", "backed up password"); err != nil {
+		t.Errorf("signing in with a restored password: %v", err)
+	}
 	info, err = sqlite.CheckBackup(ctx, last, box)
 	if err != nil || info.Sealed != 1 || len(info.Unreadable) != 0 {
 		t.Errorf("CheckBackup with the key: %+v, %v; want 1 sealed secret, all readable", info, err)
@@ -162,6 +173,28 @@ func writeOne(ctx context.Context, db *sqlite.DB, orgID string, w, n int) error 
 	return db.Settle(ctx, r.ID, &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: orgID,
 		WorkspaceID: k.WorkspaceID, KeyHash: k.Hash, Model: "fake/echo", Provider: "fake", PromptTokens: 1,
 		CompletionTokens: 2, Cost: cost, Status: "completed"})
+}
+
+// createConsoleAccount makes a member with a password, signs them in and
+// invites another: it returns the tokens of the session and the invitation.
+func createConsoleAccount(t *testing.T, db *sqlite.DB, orgID string) (session, invitation string) {
+	t.Helper()
+	ctx := context.Background()
+	accounts := gatehouse.NewAccounts(db, nil)
+	_, token, err := db.CreateInvitation(ctx, orgID, gatehouse.InvitationCreate{Email: "ada@example.com"})
+	if err == nil {
+		_, err = accounts.AcceptInvitation(ctx, token, "backed up password")
+	}
+	if err == nil {
+		_, session, err = accounts.SignIn(ctx, "ada@example.com", "backed up password")
+	}
+	if err == nil {
+		_, invitation, err = db.CreateInvitation(ctx, orgID, gatehouse.InvitationCreate{Email: "grace@example.com"})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return session, invitation
 }
 
 func createSecretDestination(t *testing.T, db *sqlite.DB, orgID string) string {

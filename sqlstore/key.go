@@ -229,3 +229,47 @@ func (tx *Tx) organization(ctx context.Context, id string) (string, error) {
 	}
 	return name, err
 }
+
+// findManagementKey returns a management key of the organization.
+func (tx *Tx) findManagementKey(ctx context.Context, orgID, hash string) (*gatehouse.Key, error) {
+	return found("management key", hash, scanKey, tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys
+		WHERE hash = ? AND organization_id = ? AND management = TRUE`, hash, orgID))
+}
+
+// SetManagementKeyDisabled disables or enables a management key.
+func (s *Store) SetManagementKeyDisabled(ctx context.Context, orgID, hash string, disabled bool) (_ *gatehouse.Key, err error) {
+	defer wrap(&err, "SetManagementKeyDisabled")
+	return update(ctx, s, func(tx *Tx) (*gatehouse.Key, error) {
+		k, err := tx.findManagementKey(ctx, orgID, hash)
+		if err != nil || k.Disabled == disabled {
+			return k, err
+		}
+		k.Disabled, k.UpdatedAt = disabled, &tx.now
+		if _, err := tx.Exec(ctx, `UPDATE api_keys SET disabled = ?, updated_at = ? WHERE hash = ?`, disabled, ms(tx.now), hash); err != nil {
+			return nil, err
+		}
+		// Its sessions end for good: enabling the key again revives none.
+		if _, err := tx.Exec(ctx, `DELETE FROM console_sessions WHERE key_hash = ?`, hash); err != nil {
+			return nil, err
+		}
+		return k, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpManagementKeyUpdate, ResourceType: gatehouse.ResourceManagementKey,
+			ResourceIDs: []string{hash}, Details: map[string]any{"fields": []string{"disabled"}, "disabled": disabled}})
+	})
+}
+
+// DeleteManagementKey deletes a management key; its console sessions go by
+// cascade.
+func (s *Store) DeleteManagementKey(ctx context.Context, orgID, hash string) (err error) {
+	defer wrap(&err, "DeleteManagementKey")
+	return s.exec(ctx, func(tx *Tx) error {
+		n, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE hash = ? AND organization_id = ? AND management = TRUE`, hash, orgID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return gatehouse.NotFound("management key", hash)
+		}
+		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpManagementKeyDelete, ResourceType: gatehouse.ResourceManagementKey,
+			ResourceIDs: []string{hash}})
+	})
+}

@@ -162,12 +162,17 @@ func (s *Store) CreateMember(ctx context.Context, orgID string, c gatehouse.Memb
 		case !errors.Is(err, ErrNoRows):
 			return nil, err
 		}
-		if err := tx.insert(ctx, "members", `organization_id, `+memberColumns,
-			[]any{orgID, m.ID, m.Email, m.FirstName, m.LastName, m.Role, ms(tx.now)}); err != nil {
-			return nil, err
-		}
-		return m, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberCreate, ResourceType: gatehouse.ResourceMember, ResourceIDs: []string{m.ID}})
+		return m, tx.insertMember(ctx, orgID, m)
 	})
+}
+
+// insertMember adds a member, without a password.
+func (tx *Tx) insertMember(ctx context.Context, orgID string, m *gatehouse.Member) error {
+	if err := tx.insert(ctx, "members", memberInsertColumns,
+		[]any{orgID, m.ID, m.Email, m.FirstName, m.LastName, m.Role, ms(m.CreatedAt)}); err != nil {
+		return err
+	}
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberCreate, ResourceType: gatehouse.ResourceMember, ResourceIDs: []string{m.ID}})
 }
 
 // DeleteMember removes a member from the organization.

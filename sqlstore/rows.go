@@ -246,13 +246,17 @@ func scanMembership(s Scanner) (*gatehouse.WorkspaceMember, error) {
 	return &m, err
 }
 
-// memberColumns are the columns of members, in scanMember order.
-const memberColumns = `id, email, first_name, last_name, role, created_at`
+// memberColumns are the columns of members, in scanMember order; the
+// password hash shows only whether there is one.
+const memberColumns = `id, email, first_name, last_name, role, created_at, password_hash IS NOT NULL`
+
+// memberInsertColumns are the columns of a new member (who has no password).
+const memberInsertColumns = `organization_id, id, email, first_name, last_name, role, created_at`
 
 // scanMember scans a row of memberColumns.
 func scanMember(s Scanner) (*gatehouse.Member, error) {
 	var m gatehouse.Member
-	return &m, s.Scan(&m.ID, &m.Email, &m.FirstName, &m.LastName, &m.Role, msTime(&m.CreatedAt))
+	return &m, s.Scan(&m.ID, &m.Email, &m.FirstName, &m.LastName, &m.Role, msTime(&m.CreatedAt), &m.HasPassword)
 }
 
 // guardrailColumns are the columns of guardrails, in scanGuardrail and

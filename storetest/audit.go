@@ -61,6 +61,13 @@ func (a *auditRun) ctx() context.Context {
 	return gatehouse.WithActor(ctx, auditActor)
 }
 
+// as returns the context of the next request, made by actor.
+func (a *auditRun) as(actor gatehouse.Actor) context.Context {
+	ctx := a.anonymous()
+	a.actor = &actor
+	return gatehouse.WithActor(ctx, actor)
+}
+
 // anonymous returns the context of the next request without an actor, as
 // the code exchange (which needs no key) makes.
 func (a *auditRun) anonymous() context.Context {
@@ -99,7 +106,10 @@ func (a *auditRun) want(op, resourceType string, ids []string, details map[strin
 		want["RequestID"] = a.reqID
 	}
 	if a.actor != nil {
-		want["ActorKeyHash"], want["ActorUserID"] = a.actor.KeyHash, a.actor.UserID
+		want["ActorUserID"] = a.actor.UserID
+		if a.actor.KeyHash != "" { // a member signed in to the console acts without a key
+			want["ActorKeyHash"] = a.actor.KeyHash
+		}
 	}
 	got := map[string]any{
 		"OrganizationID": e.OrganizationID, "At": e.At, "Operation": e.Operation, "ResourceType": e.ResourceType,

@@ -39,6 +39,7 @@ func Run(t *testing.T, open Opener) {
 		{"Generations", testGenerations},
 		{"Presets", testPresets},
 		{"Retention", testRetention},
+		{"Accounts", testAccounts},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

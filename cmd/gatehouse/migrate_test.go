@@ -70,14 +70,16 @@ func TestMigrateData(t *testing.T) {
 
 // migrated is what fillSource made, for checks on the copy.
 type migrated struct {
-	org              *gatehouse.Organization
-	mgmt             string
-	key              *gatehouse.Key
-	live, gone       *gatehouse.Destination
-	byok             *gatehouse.BYOKKey
-	settled, pending gatehouse.Money
-	mintedPending    gatehouse.Money // held by a key minted from key, against key too
-	generation       string          // settled with its content sealed, and feedback
+	org                 *gatehouse.Organization
+	mgmt                string
+	key                 *gatehouse.Key
+	live, gone          *gatehouse.Destination
+	byok                *gatehouse.BYOKKey
+	settled, pending    gatehouse.Money
+	mintedPending       gatehouse.Money // held by a key minted from key, against key too
+	generation          string          // settled with its content sealed, and feedback
+	session, keySession string          // console sessions' tokens: a member's, the management key's
+	invitation          string          // a pending invitation's token
 }
 
 // fillSource writes rows into every table through the store.
@@ -165,7 +167,33 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 			SystemPrompt: new("Be brief.")})
 		must(err)
 	}
+	fillAccounts(t, src, f)
 	return f
+}
+
+// fillAccounts gives a member a password through an invitation, opens a
+// console session of theirs and one of the management key, and leaves an
+// invitation pending (console_sessions, invitations).
+func fillAccounts(t *testing.T, src *sqlite.DB, f *migrated) {
+	t.Helper()
+	ctx := context.Background()
+	accounts := gatehouse.NewAccounts(src, nil)
+	_, token, err := src.CreateInvitation(ctx, f.org.ID, gatehouse.InvitationCreate{Email: "grace@example.com", Role: gatehouse.RoleAdmin})
+	if err == nil {
+		_, err = accounts.AcceptInvitation(ctx, token, "migrated password")
+	}
+	if err == nil {
+		_, f.session, err = accounts.SignIn(ctx, "grace@example.com", "migrated password")
+	}
+	if err == nil {
+		_, f.keySession, err = accounts.SignInWithKey(ctx, f.mgmt)
+	}
+	if err == nil {
+		_, f.invitation, err = src.CreateInvitation(ctx, f.org.ID, gatehouse.InvitationCreate{Email: "pending@example.com"})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // spendThroughGateway meters requests of f.key as the gateway does: one
@@ -386,6 +414,18 @@ func checkMigratedServes(t *testing.T, target, secretKey string, box *gatehouse.
 	keys, err := pg.ProviderBYOKKeys(ctx, f.byok.WorkspaceID, "openai")
 	if err != nil || len(keys) != 1 || string(keys[0].Key) != "sk-proj-migrated-0123456789" || keys[0].ID != f.byok.ID {
 		t.Errorf("migrated BYOK key: %v, %v", keys, err)
+	}
+	// Console sessions and links work in the copy; so does the password.
+	for _, token := range []string{f.session, f.keySession} {
+		if _, err := pg.FindSession(ctx, token); err != nil {
+			t.Errorf("a migrated console session: %v", err)
+		}
+	}
+	if _, err := pg.FindInvitation(ctx, f.invitation); err != nil {
+		t.Errorf("a migrated invitation: %v", err)
+	}
+	if _, _, err := gatehouse.NewAccounts(pg, nil).SignIn(ctx, "grace@example.com", "migrated password"); err != nil {
+		t.Errorf("signing in with a migrated password: %v", err)
 	}
 	// The identity of oauth_apps continues after the copied ids.
 	if _, err := pg.CreateAuthCode(ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{CallbackURL: "https://other.example.com/cb"}); err != nil {
