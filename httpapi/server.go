@@ -51,6 +51,10 @@ type Server struct {
 	// contentRetention is how long the content of generations is kept and
 	// shown (SetContentRetention).
 	contentRetention time.Duration
+	// frontend serves what no API route matches outside /api/ (the web
+	// console), and frontendRoutes are the patterns it registered (Handle).
+	frontend       http.Handler
+	frontendRoutes map[string]bool
 }
 
 // NewHandler returns the handler of the whole API. limiter bounds request
@@ -272,15 +276,39 @@ func (s *Server) clientIP(r *http.Request) string { return s.trusted.ClientIP(r)
 // addressBucket names the rate-limit bucket of a client address.
 func addressBucket(ip string) string { return forwarded.AddressBucket(ip) }
 
+// Handle serves the pattern (outside /api/v1) with h, a route of a user
+// interface beside the API (the web console), which writes its own answers
+// and errors; the request is logged and counted like the API's. Call it
+// before serving. It panics on a pattern that conflicts with another.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	if s.frontendRoutes == nil {
+		s.frontendRoutes = map[string]bool{}
+	}
+	s.frontendRoutes[pattern] = true
+	s.mux.Handle(pattern, h)
+}
+
+// HandleNotFound sends h the requests that match no route, outside /api/
+// and the API's own paths (/healthz, /metrics...): the web console's pages
+// answer them. Without it they get the API's JSON 404 (or 405).
+func (s *Server) HandleNotFound(h http.Handler) { s.frontend = h }
+
 // notFound answers requests that match no route: 405 with Allow when the
 // path exists under another method, else 404; both in the JSON error shape.
+// A path outside the API goes to the frontend, if there is one.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 	var allowed []string
+	apiPath := strings.HasPrefix(r.URL.Path, "/api/")
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete} {
 		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host}
 		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
 			allowed = append(allowed, m)
+			apiPath = apiPath || !s.frontendRoutes[pattern]
 		}
+	}
+	if s.frontend != nil && !apiPath {
+		s.frontend.ServeHTTP(w, r)
+		return nil
 	}
 	if len(allowed) > 0 {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
