@@ -66,9 +66,6 @@ func (f *form) withError(err error, fields ...string) error {
 	return nil
 }
 
-// failed reports whether the form has an error to show.
-func (f *form) failed() bool { return f.Error != "" || len(f.Errors) > 0 }
-
 // money reads an optional amount of US dollars: "" is nil.
 func (f *form) money(name string) (*gatehouse.Money, error) {
 	v := strings.TrimPrefix(f.get(name), "$")

@@ -17,7 +17,7 @@ type overviewData struct {
 	// workspace spent in the budget's current period.
 	Budgets []budgetRow
 	// Limits are a member's keys that have a limit, with their spend.
-	Limits        []keyRow
+	Limits         []keyRow
 	ByKey, ByModel *chart
 	// Empty says that nothing was spent in the window.
 	Empty bool

@@ -77,15 +77,15 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, sess *gatehouse.
 // notices are the lines a redirect after a change asks for (?done=...):
 // fixed texts, so that a link cannot make the console say anything else.
 var notices = map[string]string{
-	"saved":     "Saved.",
-	"disabled":  "The key is disabled: it can no longer make requests.",
-	"enabled":   "The key is enabled again.",
-	"deleted":   "Deleted.",
-	"signedout": "You are signed out.",
+	"saved":      "Saved.",
+	"disabled":   "The key is disabled: it can no longer make requests.",
+	"enabled":    "The key is enabled again.",
+	"deleted":    "Deleted.",
+	"signedout":  "You are signed out.",
 	"everywhere": "You are signed out everywhere: every other session of yours has ended.",
-	"revoked":   "The link is revoked.",
-	"removed":   "The member is removed.",
-	"role":      "The role is changed.",
+	"revoked":    "The link is revoked.",
+	"removed":    "The member is removed.",
+	"role":       "The role is changed.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }

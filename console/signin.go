@@ -154,7 +154,6 @@ func localPath(p string) string {
 	return p
 }
 
-
 // SignInLimit is the rate of sign-in attempts (with a password, a key or
 // an invitation link's form), per account and per client address: ten at
 // once, then one every 20 seconds.

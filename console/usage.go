@@ -62,7 +62,7 @@ func (d days) labels() []string {
 
 // dailyTotals are the spend, requests and tokens of each day.
 type dailyTotals struct {
-	spend           []gatehouse.Money
+	spend            []gatehouse.Money
 	requests, tokens []int64
 }
 
@@ -126,7 +126,7 @@ func (s *Server) splitChart(ctx context.Context, sess *gatehouse.Session, d days
 			values = append(values, *r.Dimensions[0])
 		}
 	}
-	c := &chart{Labels: d.labels(), Money: true}
+	c := &chart{Labels: d.labels(), Series: []series{}, Money: true}
 	if len(values) == 0 {
 		return c, nil
 	}
