@@ -9,7 +9,7 @@ import (
 
 // auditActorJSON is who made a change: the key and its user.
 type auditActorJSON struct {
-	KeyHash string  `json:"key_hash"`
+	KeyHash *string `json:"key_hash"` // null for a member signed in to the web console
 	UserID  *string `json:"user_id"`
 }
 
@@ -36,8 +36,8 @@ func toAuditEntryJSON(e *gatehouse.AuditEntry) auditEntryJSON {
 	if out.ResourceIDs == nil {
 		out.ResourceIDs = []string{}
 	}
-	if e.ActorKeyHash != nil {
-		out.Actor = &auditActorJSON{KeyHash: *e.ActorKeyHash, UserID: e.ActorUserID}
+	if e.ActorKeyHash != nil || e.ActorUserID != nil {
+		out.Actor = &auditActorJSON{KeyHash: e.ActorKeyHash, UserID: e.ActorUserID}
 	}
 	return out
 }
