@@ -27,8 +27,8 @@ var funcs = template.FuncMap{
 	"resetChoices": func() []option { return resets },
 }
 
-// usd shows an amount of US dollars: cents for amounts of a cent or more,
-// and up to six decimals below (what a few tokens cost).
+// usd shows an amount of US dollars: cents from a dollar up, up to four
+// decimals below, and up to six below a cent (what a few tokens cost).
 func usd(m gatehouse.Money) string {
 	neg := m < 0
 	if neg {
@@ -38,8 +38,10 @@ func usd(m gatehouse.Money) string {
 	switch {
 	case len(frac) < 2:
 		frac += strings.Repeat("0", 2-len(frac))
-	case m >= gatehouse.Money(gatehouse.NanosPerUSD/100):
+	case m >= gatehouse.Money(gatehouse.NanosPerUSD):
 		frac = frac[:2]
+	case m >= gatehouse.Money(gatehouse.NanosPerUSD/100):
+		frac = frac[:min(len(frac), 4)]
 	default:
 		frac = frac[:min(len(frac), 6)]
 	}
