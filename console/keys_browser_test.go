@@ -83,7 +83,7 @@ func TestBrowserKeys(t *testing.T) {
 		t.Errorf("a disabled key's completion: %d, want 401", status)
 	}
 	b.run(chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`)) // the page's own confirmation dialog
-	b.submit(`form[action="/keys/` + k.Hash + `/delete"] button`)         // the box not ticked
+	b.submit(`form[action="/keys/` + k.Hash + `/delete"] button`)          // the box not ticked
 	b.must(strings.Contains(b.text("#e-confirm"), "Tick the box"), "a delete without confirmation is not refused")
 	b.run(chromedp.Click(chromedp.CSS("#f-confirm")), chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`))
 	b.submit(`form[action="/keys/` + k.Hash + `/delete"] button`)
