@@ -34,6 +34,9 @@ func usd(m gatehouse.Money) string {
 	if neg {
 		m = -m
 	}
+	if m > 0 && m < 1000 {
+		return "< $0.000001" // less than six decimals show
+	}
 	whole, frac, _ := strings.Cut(m.String(), ".")
 	switch {
 	case len(frac) < 2:
