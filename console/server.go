@@ -23,6 +23,8 @@ type Server struct {
 	pages    *pages
 	mux      *http.ServeMux
 	routes   []route
+	// past caches the usage of completed days (see pastCache).
+	past *pastCache
 }
 
 // Options are the console's settings.
@@ -45,7 +47,7 @@ type route struct {
 // of its pages' periods.
 func New(store gatehouse.Store, accounts *gatehouse.Accounts, signIns ratelimit.Limiter, logger *slog.Logger, now gatehouse.Clock, opts Options) *Server {
 	s := &Server{store: store, accounts: accounts, signIns: signIns, logger: logger, now: now, opts: opts,
-		pages: mustParsePages(), mux: http.NewServeMux()}
+		pages: mustParsePages(), mux: http.NewServeMux(), past: newPastCache()}
 	s.register()
 	s.mux.Handle("/", s.wrap(s.notFound))
 	return s
