@@ -33,6 +33,10 @@ type Options struct {
 	// their word decides the client's address (sign-in limits) and whether
 	// it came over HTTPS (Secure cookies, the origin of forms).
 	Proxies forwarded.Proxies
+	// PublicURL is where browsers reach the server (GATEHOUSE_PUBLIC_URL),
+	// the base of the invitation and reset links the console shows; ""
+	// takes the origin the admin's browser used.
+	PublicURL string
 }
 
 // route is one registered route.
