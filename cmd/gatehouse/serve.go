@@ -638,7 +638,7 @@ func bootstrap(ctx context.Context, cfg Config, store gatehouse.Store, logger *s
 			"Use it as: Authorization: Bearer <key>, or sign in with it to the web console at %s\n"+
 			"More keys: gatehouse mgmt-keys create --org %s\n"+
 			"(A lost key is replaced the same way; gatehouse orgs list shows the organizations.)\n\n",
-			org.Name, org.ID, url, b.Key, strings.TrimSuffix(url, "api/v1"), org.ID)
+			org.Name, org.ID, url, b.Key, cfg.PublicURL+"/", org.ID)
 	}, nil
 }
 
