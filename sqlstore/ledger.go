@@ -43,7 +43,7 @@ type Ledger struct {
 type ledgerOp struct {
 	hold    *gatehouse.Reservation
 	settle  Settlement
-	waited  bool // someone waits for it: a hold, or the settle of an unheld reservation
+	waited  bool               // someone waits for it: a hold, or the settle of an unheld reservation
 	keys    []string           // the keys it touches
 	budgets []gatehouse.Budget // the budgets it touches
 	result  func(error)
