@@ -208,6 +208,9 @@ func ChangedFields(update any) []string {
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if a := f.Tag.Get("audit"); a != "" {
+			name = a // a field the API does not take has its name here
+		}
 		if name == "" || name == "-" {
 			name = f.Name
 		}

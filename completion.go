@@ -436,16 +436,22 @@ type BudgetSpend struct {
 	Reserved    Reserved
 }
 
+// Spent is the recorded spend that counts against budget b in its current
+// period (live reservations aside): BYOK spend too when b counts it.
+func (s BudgetSpend) Spent(b Budget) Money {
+	spent := s.Usage.In(b.Interval)
+	if b.IncludeBYOK {
+		spent += s.BYOK.In(b.Interval)
+	}
+	return spent
+}
+
 // CheckBudget refuses a reservation that could take a budget's subject
 // past its limit in the current period: for a guardrail's budget EFORBIDDEN
 // (403), naming the guardrail and the rule; for a workspace budget
 // EFORBIDDEN naming the workspace's budget; for credits EPAYMENT (402).
 func CheckBudget(b Budget, s BudgetSpend, r *Reservation) error {
-	spent := s.Usage.In(b.Interval)
-	if b.IncludeBYOK {
-		spent += s.BYOK.In(b.Interval)
-	}
-	remaining := max(b.Limit-spent-s.Reserved.counted(b.IncludeBYOK), 0)
+	remaining := max(b.Limit-s.Spent(b)-s.Reserved.counted(b.IncludeBYOK), 0)
 	need := r.counts(b.IncludeBYOK)
 	if need == 0 || need <= remaining {
 		return nil

@@ -195,6 +195,10 @@ type KeyUpdate struct {
 	IncludeBYOKInLimit Patch[bool]     `json:"include_byok_in_limit"`
 	Limit              Patch[Money]    `json:"limit"`
 	LimitReset         Patch[Interval] `json:"limit_reset"`
+	// ExpiresAt changes when the key expires (null: never). The console
+	// sets it; the API's PATCH takes no expires_at (OpenRouter's does not),
+	// hence no JSON name.
+	ExpiresAt Patch[time.Time] `json:"-" audit:"expires_at"`
 }
 
 // Validate checks the fields of the update.
@@ -223,6 +227,15 @@ func (u *KeyUpdate) Validate() error {
 	return nil
 }
 
+// CheckExpiry refuses, at now, an update that sets an expiry that is not in
+// the future (a key is disabled, not expired, to stop it at once).
+func (u *KeyUpdate) CheckExpiry(now time.Time) error {
+	if u.ExpiresAt.Set && !u.ExpiresAt.Null && !u.ExpiresAt.Value.After(now) {
+		return FieldError("expires_at", "must be in the future")
+	}
+	return nil
+}
+
 // Apply applies a validated update at now. An empty update changes nothing
 // (not even UpdatedAt) and reports false.
 func (k *Key) Apply(u KeyUpdate, now time.Time) bool {
@@ -243,6 +256,9 @@ func (k *Key) Apply(u KeyUpdate, now time.Time) bool {
 	}
 	if u.LimitReset.Set {
 		k.LimitReset = u.LimitReset.Value
+	}
+	if u.ExpiresAt.Set {
+		k.ExpiresAt = u.ExpiresAt.Ptr()
 	}
 	k.UpdatedAt = &now
 	return true
@@ -271,6 +287,9 @@ type KeyService interface {
 	// FindKeys lists regular keys ordered by creation. ENOTFOUND for an
 	// unknown workspace in the filter.
 	FindKeys(ctx context.Context, orgID string, filter KeyFilter) ([]*Key, error)
+	// SearchKeys returns a page of regular keys in the order the search
+	// describes (see KeySearch). EINVALID for a malformed search.
+	SearchKeys(ctx context.Context, orgID string, search KeySearch) (*KeyPage, error)
 	// CreateKey creates a regular key and returns it with its plaintext,
 	// which is never stored. EINVALID (including a creator who is not a
 	// member), ENOTFOUND for an unknown workspace.

@@ -318,6 +318,10 @@ type WorkspaceService interface {
 	// it holds active keys, or for the default workspace without
 	// confirmDefault; ENOTFOUND.
 	DeleteWorkspace(ctx context.Context, orgID, ref string, confirmDefault bool) error
+	// FindMemberWorkspaces lists the workspaces a member belongs to: the
+	// default one (every member's) and those they were added to, oldest
+	// first. ENOTFOUND for someone who is not a member.
+	FindMemberWorkspaces(ctx context.Context, orgID, userID string) ([]*Workspace, error)
 	// FindWorkspaceMembers lists a workspace's members and their total.
 	FindWorkspaceMembers(ctx context.Context, orgID, ref string, page Page) ([]*WorkspaceMember, int, error)
 	// AddWorkspaceMembers adds organization members to a workspace and

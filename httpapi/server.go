@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"runtime"
@@ -22,6 +21,7 @@ import (
 
 	"gatehouse"
 	"gatehouse/egress"
+	"gatehouse/forwarded"
 	"gatehouse/ratelimit"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,9 +37,9 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	data    DataPlane
-	meter   *gatehouse.Meter // meters the model calls of the data plane
-	trusted []netip.Prefix   // reverse proxies whose forwarding headers count
-	egress  *egress.Policy   // where destinations may point
+	meter   *gatehouse.Meter  // meters the model calls of the data plane
+	trusted forwarded.Proxies // reverse proxies whose forwarding headers count
+	egress  *egress.Policy    // where destinations may point
 	// analyticsTimeout bounds reads of the activity and analytics; 0 is
 	// DefaultAnalyticsTimeout. analyticsSlots holds a token for each such
 	// read running (see analyticsRead).
@@ -51,6 +51,10 @@ type Server struct {
 	// contentRetention is how long the content of generations is kept and
 	// shown (SetContentRetention).
 	contentRetention time.Duration
+	// frontend serves what no API route matches outside /api/ (the web
+	// console), and frontendRoutes are the patterns it registered (Handle).
+	frontend       http.Handler
+	frontendRoutes map[string]bool
 	// publicURL is the base of the links the API hands out (SetPublicURL).
 	publicURL string
 }
@@ -129,7 +133,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var room [11]slog.Attr // every attribute below: no growing on the heap
 	attrs := append(room[:0],
 		slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
-		slog.String("path", redactPath(r.URL.Path)), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
+		slog.String("path", redactPath(r)), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
 		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.String("remote", s.clientIP(r)),
 	)
 	if clientID != "" {
@@ -180,10 +184,15 @@ func logsError(err error) bool {
 	return errorStatus(err) >= 500 || errors.As(err, &ue) || errors.As(err, &e) && e.Err != nil
 }
 
-// redactPath hides a plaintext key that a client put in a URL by mistake
-// (such as /keys/sk-gh-v1-… instead of the key's hash), so it never reaches
-// the log.
-func redactPath(path string) string {
+// redactPath returns the request's path for the log, without the secrets
+// a path may hold: the {token} of a route (the web console's invitation
+// links), and a plaintext key that a client put in a URL by mistake (such
+// as /keys/sk-gh-v1-… instead of the key's hash).
+func redactPath(r *http.Request) string {
+	path := r.URL.Path
+	if token := r.PathValue("token"); token != "" {
+		path = strings.ReplaceAll(path, token, "[redacted]")
+	}
 	if !strings.Contains(path, "sk-") {
 		return path
 	}
@@ -268,97 +277,46 @@ func (s *Server) SetEgressPolicy(p *egress.Policy) { s.egress = p }
 // them.
 func (s *Server) TrustProxies(prefixes []netip.Prefix) { s.trusted = prefixes }
 
-// clientIP returns the address the request came from: the connection's
-// peer, or, when the peer is a trusted proxy, the right-most address of
-// X-Forwarded-For (or Forwarded) that is not itself a trusted proxy.
-func (s *Server) clientIP(r *http.Request) string {
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			return r.RemoteAddr
-		}
-		return host
+// clientIP returns the address the request came from (see
+// forwarded.Proxies.ClientIP).
+func (s *Server) clientIP(r *http.Request) string { return s.trusted.ClientIP(r) }
+
+// addressBucket names the rate-limit bucket of a client address.
+func addressBucket(ip string) string { return forwarded.AddressBucket(ip) }
+
+// Handle serves the pattern (outside /api/v1) with h, a route of a user
+// interface beside the API (the web console), which writes its own answers
+// and errors; the request is logged and counted like the API's. Call it
+// before serving. It panics on a pattern that conflicts with another.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	if s.frontendRoutes == nil {
+		s.frontendRoutes = map[string]bool{}
 	}
-	addr := peer.Addr().Unmap()
-	if !s.isTrusted(addr) {
-		return addr.String()
-	}
-	hops := forwardedFor(r.Header)
-	for i := len(hops) - 1; i >= 0; i-- {
-		addr = hops[i]
-		if !s.isTrusted(addr) {
-			break
-		}
-	}
-	return addr.String()
+	s.frontendRoutes[pattern] = true
+	s.mux.Handle(pattern, h)
 }
 
-func (s *Server) isTrusted(a netip.Addr) bool {
-	for _, p := range s.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// forwardedFor lists the addresses of the Forwarded header's for= values,
-// or else of X-Forwarded-For, in order; unparsable entries end the list at
-// that point, since nothing to their left can be trusted.
-func forwardedFor(h http.Header) []netip.Addr {
-	var raw []string
-	if fwd := h.Values("Forwarded"); len(fwd) > 0 {
-		for _, v := range fwd {
-			for _, elem := range strings.Split(v, ",") {
-				for _, pair := range strings.Split(elem, ";") {
-					if k, val, ok := strings.Cut(strings.TrimSpace(pair), "="); ok && strings.EqualFold(k, "for") {
-						raw = append(raw, strings.Trim(val, `"`))
-					}
-				}
-			}
-		}
-	} else {
-		for _, v := range h.Values("X-Forwarded-For") {
-			raw = append(raw, strings.Split(v, ",")...)
-		}
-	}
-	var out []netip.Addr
-	for i := len(raw) - 1; i >= 0; i-- {
-		v := strings.TrimSpace(raw[i])
-		a, err := netip.ParseAddr(strings.Trim(v, "[]"))
-		if err != nil {
-			ap, err2 := netip.ParseAddrPort(v)
-			if err2 != nil {
-				break
-			}
-			a = ap.Addr()
-		}
-		out = append([]netip.Addr{a.Unmap()}, out...)
-	}
-	return out
-}
-
-// addressBucket names the rate-limit bucket of a client address: IPv6
-// clients are counted per /64, which one subscriber usually holds whole.
-func addressBucket(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil || !a.Is6() {
-		return ip
-	}
-	p, _ := a.Prefix(64)
-	return p.String()
-}
+// HandleNotFound sends h the requests that match no route, outside /api/
+// and the API's own paths (/healthz, /metrics...): the web console's pages
+// answer them. Without it they get the API's JSON 404 (or 405).
+func (s *Server) HandleNotFound(h http.Handler) { s.frontend = h }
 
 // notFound answers requests that match no route: 405 with Allow when the
 // path exists under another method, else 404; both in the JSON error shape.
+// A path outside the API goes to the frontend, if there is one.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 	var allowed []string
+	apiPath := strings.HasPrefix(r.URL.Path, "/api/")
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete} {
 		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host}
 		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
 			allowed = append(allowed, m)
+			apiPath = apiPath || !s.frontendRoutes[pattern]
 		}
+	}
+	if s.frontend != nil && !apiPath {
+		s.frontend.ServeHTTP(w, r)
+		return nil
 	}
 	if len(allowed) > 0 {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))

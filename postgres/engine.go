@@ -73,6 +73,11 @@ type dialect struct{}
 // delete of the row still waits (it takes FOR UPDATE).
 func (dialect) ForUpdate() string { return " FOR NO KEY UPDATE" }
 
+// FoldedKeyName is lower() under the "C" collation, which folds ASCII
+// letters only (the database's own collation may fold more) and orders by
+// bytes.
+func (dialect) FoldedKeyName() string { return `lower(name COLLATE "C")` }
+
 // In passes a list as one array parameter: one statement text whatever
 // the list's length.
 func (dialect) In(column string, values []string) (string, []any) {

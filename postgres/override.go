@@ -48,12 +48,15 @@ func (db *DB) updateKeyOnce(ctx context.Context, orgID, hash string, u gatehouse
 	}
 	old := sqlstore.KeyUpdateArgs(read)
 	now := db.Now().UTC().Truncate(time.Millisecond)
+	if err := u.CheckExpiry(now); err != nil {
+		return nil, err
+	}
 	if !read.Apply(u, now) {
 		return read, nil // {} changes nothing, not even updated_at
 	}
 	audit := sqlstore.AuditArgs(ctx, orgID, now, gatehouse.AuditRecord{Operation: gatehouse.OpKeyUpdate,
 		ResourceType: gatehouse.ResourceKey, ResourceIDs: []string{hash}, Details: map[string]any{"fields": gatehouse.ChangedFields(u)}})
-	args := append(append(append(sqlstore.KeyUpdateArgs(read)[:6], old[:6]...), hash, orgID), audit...)
+	args := append(append(append(sqlstore.KeyUpdateArgs(read)[:7], old[:7]...), hash, orgID), audit...)
 	k, err := sqlstore.ScanKey(row{db.pool.QueryRow(ctx, updateKeySQL, args...)})
 	if errors.Is(err, sqlstore.ErrNoRows) {
 		return nil, errKeyChanged
@@ -61,17 +64,18 @@ func (db *DB) updateKeyOnce(ctx context.Context, orgID, hash string, u gatehouse
 	return k, err
 }
 
-// updateKeySQL writes $1–$6 (KeyUpdateArgs' columns) where the row still
-// holds $7–$12, and appends the audit entry ($15 on) for the row written.
+// updateKeySQL writes $1–$7 (KeyUpdateArgs' columns) where the row still
+// holds $8–$14, and appends the audit entry ($17 on) for the row written.
 var updateKeySQL = `WITH u AS (
-	UPDATE api_keys SET name = $1, disabled = $2, include_byok_in_limit = $3, limit_nanos = $4, limit_reset = $5, updated_at = $6
-	WHERE hash = $13 AND organization_id = $14 AND NOT management
-		AND name = $7 AND disabled = $8 AND include_byok_in_limit = $9 AND limit_nanos IS NOT DISTINCT FROM $10
-		AND limit_reset IS NOT DISTINCT FROM $11 AND updated_at IS NOT DISTINCT FROM $12
+	UPDATE api_keys SET name = $1, disabled = $2, include_byok_in_limit = $3, limit_nanos = $4, limit_reset = $5,
+		expires_at = $6, updated_at = $7
+	WHERE hash = $15 AND organization_id = $16 AND NOT management
+		AND name = $8 AND disabled = $9 AND include_byok_in_limit = $10 AND limit_nanos IS NOT DISTINCT FROM $11
+		AND limit_reset IS NOT DISTINCT FROM $12 AND expires_at IS NOT DISTINCT FROM $13 AND updated_at IS NOT DISTINCT FROM $14
 	RETURNING ` + sqlstore.KeyColumns + `
 ), a AS (
 	INSERT INTO audit_log (` + sqlstore.AuditColumns + `)
-	SELECT ` + auditValues(14) + ` FROM u
+	SELECT ` + auditValues(16) + ` FROM u
 )
 SELECT ` + sqlstore.KeyColumns + ` FROM u`
 

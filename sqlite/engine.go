@@ -54,6 +54,10 @@ type dialect struct{}
 
 func (dialect) ForUpdate() string { return "" } // one writer: the rows are its alone
 
+// FoldedKeyName is the virtual column lower(name): lower() folds ASCII
+// letters only, and names compare as bytes (BINARY).
+func (dialect) FoldedKeyName() string { return `name_folded` }
+
 func (dialect) In(column string, values []string) (string, []any) {
 	args := make([]any, len(values))
 	for i, v := range values {

@@ -20,8 +20,8 @@ const AuditColumns = auditColumns
 func ScanKey(s Scanner) (*gatehouse.Key, error) { return scanKey(s) }
 
 // KeyUpdateArgs returns the values of name, disabled,
-// include_byok_in_limit, limit_nanos, limit_reset and updated_at, then the
-// hash, of a changed key.
+// include_byok_in_limit, limit_nanos, limit_reset, expires_at and
+// updated_at, then the hash, of a changed key.
 func KeyUpdateArgs(k *gatehouse.Key) []any { return keyUpdateArgs(k) }
 
 // AuditArgs returns the values of AuditColumns of a new entry made now
@@ -29,4 +29,10 @@ func KeyUpdateArgs(k *gatehouse.Key) []any { return keyUpdateArgs(k) }
 // runs, and fail it if they cannot be.
 func AuditArgs(ctx context.Context, orgID string, now time.Time, rec gatehouse.AuditRecord) []any {
 	return auditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, rec))
+}
+
+// KeySearchQuery is the SQL (from FROM on) and the arguments of a key
+// search (validated), for the engines' tests of its query plans.
+func KeySearchQuery(d Dialect, orgID string, q gatehouse.KeySearch) (string, []any) {
+	return keySearchQuery(d, orgID, q)
 }

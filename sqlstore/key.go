@@ -101,11 +101,14 @@ func (s *Store) UpdateKey(ctx context.Context, orgID, hash string, u gatehouse.K
 		if err != nil {
 			return nil, err
 		}
+		if err := u.CheckExpiry(tx.now); err != nil {
+			return nil, err
+		}
 		if !k.Apply(u, tx.now) {
 			return k, nil // {} changes nothing, not even updated_at
 		}
 		if _, err := tx.Exec(ctx, `UPDATE api_keys SET name = ?, disabled = ?, include_byok_in_limit = ?,
-			limit_nanos = ?, limit_reset = ?, updated_at = ? WHERE hash = ?`, keyUpdateArgs(k)...); err != nil {
+			limit_nanos = ?, limit_reset = ?, expires_at = ?, updated_at = ? WHERE hash = ?`, keyUpdateArgs(k)...); err != nil {
 			return nil, err
 		}
 		return k, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpKeyUpdate, ResourceType: gatehouse.ResourceKey,

@@ -608,8 +608,9 @@ func keyInsertArgs(k *gatehouse.Key, externalKeyHash *string) []any {
 }
 
 // keyUpdateArgs returns, for an UPDATE of api_keys setting name, disabled,
-// include_byok_in_limit, limit_nanos, limit_reset and updated_at (in that
-// order) WHERE hash is the last parameter, the values of a changed key.
+// include_byok_in_limit, limit_nanos, limit_reset, expires_at and
+// updated_at (in that order) WHERE hash is the last parameter, the values
+// of a changed key.
 func keyUpdateArgs(k *gatehouse.Key) []any {
-	return []any{k.Name, k.Disabled, k.IncludeBYOKInLimit, nullMoney(k.Limit), nullIfEmpty(k.LimitReset), ms(k.UpdatedAt), k.Hash}
+	return []any{k.Name, k.Disabled, k.IncludeBYOKInLimit, nullMoney(k.Limit), nullIfEmpty(k.LimitReset), ms(k.ExpiresAt), ms(k.UpdatedAt), k.Hash}
 }

@@ -83,6 +83,11 @@ type Dialect interface {
 	// In returns the condition that column is one of values, and its
 	// arguments: IN (?, ?, …) or = ANY(?).
 	In(column string, values []string) (string, []any)
+	// FoldedKeyName is the expression of a key's name folded as
+	// gatehouse.FoldKeyName does (ASCII letters to lower case, nothing
+	// else), compared in byte order: what the indexes of the key search
+	// hold (migration 0017_key_search.sql), written as they hold it.
+	FoldedKeyName() string
 	// IsUnique and IsForeignKey classify constraint violations.
 	IsUnique(err error) bool
 	IsForeignKey(err error) bool

@@ -55,6 +55,20 @@ func (s *Store) FindWorkspaces(ctx context.Context, orgID string, page gatehouse
 	}))
 }
 
+// FindMemberWorkspaces lists the workspaces a member belongs to.
+func (s *Store) FindMemberWorkspaces(ctx context.Context, orgID, userID string) (_ []*gatehouse.Workspace, err error) {
+	defer wrap(&err, "FindMemberWorkspaces")
+	return view(ctx, s, func(tx *Tx) ([]*gatehouse.Workspace, error) {
+		if err := tx.memberExists(ctx, orgID, userID); err != nil {
+			return nil, err
+		}
+		rows, err := tx.Query(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE organization_id = ? AND (is_default = TRUE
+			OR id IN (SELECT workspace_id FROM workspace_members WHERE organization_id = ? AND user_id = ?))
+			ORDER BY created_at, id`, orgID, orgID, userID)
+		return collect(rows, err, scanWorkspace)
+	})
+}
+
 // CreateWorkspace creates a workspace.
 func (s *Store) CreateWorkspace(ctx context.Context, orgID string, c gatehouse.WorkspaceUpdate, createdBy *string) (_ *gatehouse.Workspace, err error) {
 	defer wrap(&err, "CreateWorkspace")

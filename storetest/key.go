@@ -248,6 +248,7 @@ func testKeyUpdate(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	k := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "before"})
 	want := *k
+	expiry := f.clock.Now().Add(90 * 24 * time.Hour)
 	steps := []struct {
 		name   string
 		update gatehouse.KeyUpdate
@@ -263,6 +264,8 @@ func testKeyUpdate(t *testing.T, open Opener) {
 		{"empty", gatehouse.KeyUpdate{}, func(k *gatehouse.Key) {}},
 		{"clear limit", gatehouse.KeyUpdate{Limit: gatehouse.Null[gatehouse.Money]()}, func(k *gatehouse.Key) { k.Limit = nil }},
 		{"clear limit_reset", gatehouse.KeyUpdate{LimitReset: gatehouse.Null[gatehouse.Interval]()}, func(k *gatehouse.Key) { k.LimitReset = gatehouse.NoReset }},
+		{"expiry", gatehouse.KeyUpdate{ExpiresAt: gatehouse.Val(expiry)}, func(k *gatehouse.Key) { k.ExpiresAt = &expiry }},
+		{"clear expiry", gatehouse.KeyUpdate{ExpiresAt: gatehouse.Null[time.Time]()}, func(k *gatehouse.Key) { k.ExpiresAt = nil }},
 		{"everything", gatehouse.KeyUpdate{
 			Name: gatehouse.Val("last"), Disabled: gatehouse.Val(true), IncludeBYOKInLimit: gatehouse.Val(false),
 			Limit: gatehouse.Val(gatehouse.USD(9)), LimitReset: gatehouse.Val(gatehouse.Monthly),
@@ -301,6 +304,8 @@ func testKeyUpdateInvalid(t *testing.T, open Opener) {
 		{"limit too large", gatehouse.KeyUpdate{Limit: gatehouse.Val(gatehouse.MaxMoney + 1)}},
 		{"unknown limit_reset", gatehouse.KeyUpdate{LimitReset: gatehouse.Val(gatehouse.Interval("yearly"))}},
 		{"valid name, bad limit", gatehouse.KeyUpdate{Name: gatehouse.Val("new"), Limit: gatehouse.Val(gatehouse.Money(-5))}},
+		{"expiry now", gatehouse.KeyUpdate{ExpiresAt: gatehouse.Val(f.clock.Now())}},
+		{"valid name, past expiry", gatehouse.KeyUpdate{Name: gatehouse.Val("new"), ExpiresAt: gatehouse.Val(f.clock.Now().Add(-time.Hour))}},
 	} {
 		_, err := f.store.UpdateKey(f.ctx, f.org.ID, k.Hash, tc.update)
 		if gatehouse.ErrorCode(err) != gatehouse.EINVALID {

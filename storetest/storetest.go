@@ -25,6 +25,7 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"Organizations", testOrganizations},
 		{"Keys", testKeys},
+		{"KeySearch", testKeySearch},
 		{"Usage", testUsage},
 		{"UsagePlane", testUsagePlane},
 		{"Budgets", testBudgets},

@@ -26,6 +26,7 @@ func testWorkspaces(t *testing.T, open Opener) {
 		{"DeleteWithKeys", testWorkspaceDeleteWithKeys},
 		{"DeleteRacingKeys", testWorkspaceDeleteRacingKeys},
 		{"DefaultMembers", testWorkspaceDefaultMembers},
+		{"MemberWorkspaces", testMemberWorkspaces},
 		{"AddMembers", testWorkspaceAddMembers},
 		{"AddMembersInvalid", testWorkspaceAddMembersInvalid},
 		{"RemoveMembers", testWorkspaceRemoveMembers},

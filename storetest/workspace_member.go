@@ -357,3 +357,41 @@ func sameIDs(a, b []string) bool {
 	}
 	return strings.Join(sortedIDs(a...), ",") == strings.Join(sortedIDs(b...), ",")
 }
+
+func testMemberWorkspaces(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	ada, bob := f.newMember(t, f.org.ID, "ada@example.com"), f.newMember(t, f.org.ID, "bob@example.com")
+	def, err := f.store.FindWorkspace(f.ctx, f.org.ID, "")
+	ok(t, err)
+	var ws []*gatehouse.Workspace
+	for _, slug := range []string{"alpha", "beta", "gamma"} {
+		f.clock.Add(time.Millisecond)
+		ws = append(ws, f.newWorkspace(t, f.org.ID, slug))
+	}
+	for _, w := range []*gatehouse.Workspace{ws[2], ws[0]} {
+		_, _, err := f.store.AddWorkspaceMembers(f.ctx, f.org.ID, w.ID, []string{ada.ID})
+		ok(t, err)
+	}
+	_, _, err = f.store.AddWorkspaceMembers(f.ctx, f.org.ID, ws[1].ID, []string{bob.ID})
+	ok(t, err)
+	slugs := func(userID string) []string {
+		t.Helper()
+		list, err := f.store.FindMemberWorkspaces(f.ctx, f.org.ID, userID)
+		ok(t, err)
+		var out []string
+		for _, w := range list {
+			out = append(out, w.Slug)
+		}
+		return out
+	}
+	wantEqual(t, "ada's workspaces, oldest first", []string{def.Slug, "alpha", "gamma"}, slugs(ada.ID))
+	wantEqual(t, "bob's workspaces", []string{def.Slug, "beta"}, slugs(bob.ID))
+	_, err = f.store.RemoveWorkspaceMembers(f.ctx, f.org.ID, ws[0].ID, []string{ada.ID})
+	ok(t, err)
+	wantEqual(t, "ada's workspaces after her removal from alpha", []string{def.Slug, "gamma"}, slugs(ada.ID))
+	other := f.newOrg(t, "Other")
+	_, err = f.store.FindMemberWorkspaces(f.ctx, other.ID, ada.ID)
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	_, err = f.store.FindMemberWorkspaces(f.ctx, f.org.ID, "user_nobody")
+	wantCode(t, err, gatehouse.ENOTFOUND)
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/console"
 	"gatehouse/gateway"
 	"gatehouse/httpapi"
 	"gatehouse/keycache"
@@ -191,7 +192,7 @@ func reportUnreadable(ctx context.Context, store gatehouse.Store, logger *slog.L
 func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *gatehouse.Catalog, logger *slog.Logger, metering httpapi.DataPlane) (http.Handler, http.Handler, func(), error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	limiter, closeLimiter, err := newLimiter(ctx, cfg, logger, registry)
+	limiter, signIns, closeLimiter, err := newLimiters(ctx, cfg, logger, registry)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -210,6 +211,9 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
 	handler.SetPublicURL(cfg.PublicURL)
+	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now, console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL})
+	web.Routes(handler.Handle)
+	handler.HandleNotFound(web.NotFound())
 	var metrics http.Handler
 	if cfg.MetricsAddr != "" {
 		handler.ServeMetricsElsewhere()
@@ -534,18 +538,33 @@ func cacheKeys(ctx context.Context, db gatehouse.Store) *keycache.Cache {
 	return cache
 }
 
-// newLimiter returns the rate limiter: none when the rate is 0, shared
-// buckets in Redis when GATEHOUSE_REDIS_URL is set (falling back to
-// per-process buckets, with a warning and a metric, while Redis is down),
-// else per-process buckets.
-func newLimiter(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) (ratelimit.Limiter, func(), error) {
-	if cfg.RateLimit.RPS == 0 {
-		return ratelimit.Unlimited{}, func() {}, nil
+// newLimiters returns the rate limiters of the API and of the console's
+// sign-ins: per-process buckets, or shared buckets in Redis when
+// GATEHOUSE_REDIS_URL is set (falling back to per-process buckets, with a
+// warning and a metric, while Redis is down). The API's is none when its
+// rate is 0; sign-ins are always limited.
+func newLimiters(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) (api, signIns ratelimit.Limiter, closeAll func(), err error) {
+	api, signIns = ratelimit.Unlimited{}, ratelimit.NewMemory(console.SignInLimit, nil)
+	if cfg.RateLimit.RPS > 0 {
+		api = ratelimit.NewMemory(cfg.RateLimit, nil)
 	}
-	memory := ratelimit.NewMemory(cfg.RateLimit, nil)
 	if cfg.RedisURL == "" {
-		return memory, func() {}, nil
+		return api, signIns, func() {}, nil
 	}
+	client, onFallback, err := redisLimiterClient(ctx, cfg, logger, reg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cfg.RateLimit.RPS > 0 {
+		api = ratelimit.NewRedis(client, cfg.RateLimit, "gatehouse:ratelimit:", api, onFallback)
+	}
+	signIns = ratelimit.NewRedis(client, console.SignInLimit, "gatehouse:signin:", signIns, onFallback)
+	return api, signIns, func() { client.Close() }, nil
+}
+
+// redisLimiterClient connects to the Redis of the rate limits, and returns
+// what to call when it does not answer.
+func redisLimiterClient(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) (*redis.Client, func(error), error) {
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("GATEHOUSE_REDIS_URL: %v (want e.g. redis://127.0.0.1:6379/0)", err)
@@ -572,7 +591,7 @@ func newLimiter(ctx context.Context, cfg Config, logger *slog.Logger, reg *prome
 	} else {
 		logger.Info("rate limits shared through redis", "addr", opts.Addr)
 	}
-	return ratelimit.NewRedis(client, cfg.RateLimit, "gatehouse:ratelimit:", memory, onFallback), func() { client.Close() }, nil
+	return client, onFallback, nil
 }
 
 // redisLogger sends the Redis client's own messages to the structured log at
@@ -616,9 +635,10 @@ func bootstrap(ctx context.Context, cfg Config, store gatehouse.Store, logger *s
 	return func(url string) string {
 		return fmt.Sprintf("\nGatehouse created organization %q (%s) and its first management key,\n"+
 			"and serves %s. The key is shown only this once; store it somewhere safe now:\n\n    %s\n\n"+
-			"Use it as: Authorization: Bearer <key>. More keys: gatehouse mgmt-keys create --org %s\n"+
+			"Use it as: Authorization: Bearer <key>, or sign in with it to the web console at %s\n"+
+			"More keys: gatehouse mgmt-keys create --org %s\n"+
 			"(A lost key is replaced the same way; gatehouse orgs list shows the organizations.)\n\n",
-			org.Name, org.ID, url, b.Key, org.ID)
+			org.Name, org.ID, url, b.Key, cfg.PublicURL+"/", org.ID)
 	}, nil
 }
 

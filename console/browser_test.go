@@ -1,0 +1,315 @@
+package console_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// The browser tests drive Debian's Chromium (headless) with chromedp
+// against a real server (newEnv). They skip when Chromium is not installed,
+// unless GATEHOUSE_TEST_BROWSER=required (CI sets it): then they fail.
+// Every test fails on any error the page logs (an exception, a console
+// error, a Content-Security-Policy violation) and on any request to an
+// address that is not the loopback.
+
+var screenshotFlag = flag.String("screenshots", "", "directory for the browser tests' screenshots (default: GATEHOUSE_SCREENSHOTS, else a temporary directory named in the log)")
+
+var screenshots struct {
+	once sync.Once
+	dir  string
+}
+
+// screenshotDir is where screenshots go, made once per test binary.
+func screenshotDir(t testing.TB) string {
+	screenshots.once.Do(func() {
+		dir := *screenshotFlag
+		if dir == "" {
+			dir = os.Getenv("GATEHOUSE_SCREENSHOTS")
+		}
+		if dir == "" {
+			dir, _ = os.MkdirTemp("", "gatehouse-screenshots-")
+		}
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			screenshots.dir = dir
+		}
+	})
+	if screenshots.dir == "" {
+		t.Fatal("no directory for screenshots")
+	}
+	return screenshots.dir
+}
+
+// chromium returns the path of the browser, or skips the test.
+func chromium(t testing.TB) string {
+	path := os.Getenv("GATEHOUSE_TEST_CHROMIUM")
+	if path == "" {
+		path, _ = exec.LookPath("chromium")
+	}
+	if path == "" {
+		if os.Getenv("GATEHOUSE_TEST_BROWSER") == "required" {
+			t.Fatal("GATEHOUSE_TEST_BROWSER=required but there is no chromium in PATH (apt-get install -y chromium)")
+		}
+		t.Skip("no chromium in PATH: the browser tests are skipped (apt-get install -y chromium; GATEHOUSE_TEST_BROWSER=required makes this a failure)")
+	}
+	return path
+}
+
+// browser is a headless Chromium with a fresh profile, on one tab.
+type browser struct {
+	t   *testing.T
+	env *env
+	ctx context.Context
+	// width is the viewport's width, in CSS pixels.
+	width int
+
+	mu       sync.Mutex
+	problems []string
+}
+
+// newBrowser starts a browser for the test, at 1280×900 CSS pixels.
+func (e *env) newBrowser(t *testing.T) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	b := &browser{t: t, env: e, width: 1280}
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(b.watch))
+	b.ctx = ctx
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, p := range b.problems {
+			t.Errorf("browser: %s", p)
+		}
+	})
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, with no timeout
+		t.Fatalf("start chromium: %v", err)
+	}
+	b.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, log.Enable, cdp.Empty{})
+		return err
+	}))
+	return b
+}
+
+// watch records what makes a test fail: errors of the page, and requests
+// that leave the loopback.
+func (b *browser) watch(ev any) {
+	var problem string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		problem = "exception: " + ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			problem += " " + ev.ExceptionDetails.Exception.Description
+		}
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+			problem = "console." + string(ev.Type) + ": " + consoleArgs(ev.Args)
+		}
+	case *log.EventEntryAdded:
+		if ev.Entry.Level == log.EntryLevelError && !expectedError(ev.Entry) {
+			problem = "log: " + ev.Entry.Text + " " + ev.Entry.URL
+		}
+	case *network.EventRequestWillBeSent:
+		if !loopback(ev.Request.URL) {
+			problem = "request to a non-loopback address: " + ev.Request.URL
+		}
+	}
+	if problem != "" {
+		b.mu.Lock()
+		b.problems = append(b.problems, problem)
+		b.mu.Unlock()
+	}
+}
+
+// expectedError tells the log entries of answers a test asks for on
+// purpose (a 4xx page: "Failed to load resource: the server responded with
+// a status of 403") from real errors. Only network entries of documents
+// are expected; a failing script, style or image is not.
+func expectedError(e *log.Entry) bool {
+	return e.Source == log.EntrySourceNetwork && regexp.MustCompile(`status of (400|401|403|404|405|429)\b`).MatchString(e.Text) &&
+		!strings.Contains(e.URL, "/assets/")
+}
+
+func consoleArgs(args []*runtime.RemoteObject) string {
+	var parts []string
+	for _, a := range args {
+		if a.Value != nil {
+			parts = append(parts, string(a.Value))
+		} else {
+			parts = append(parts, a.Description)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// loopback reports whether a URL the page asks for stays on this machine
+// (data: and blob: URLs stay in the page).
+func loopback(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "data", "blob", "about", "chrome", "devtools":
+		return true
+	}
+	h := u.Hostname()
+	return h == "127.0.0.1" || h == "localhost" || h == "::1"
+}
+
+// run runs actions, failing the test on an error; each run has 30 s.
+func (b *browser) run(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	get(b, chromedp.Steps(actions...))
+}
+
+// get runs an action that returns a value, failing the test on an error,
+// within 30 s.
+func get[T any](b *browser, a chromedp.Action[T]) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		b.t.Fatalf("browser: %v (at %s)", err, b.location())
+	}
+	return v
+}
+
+// location is the page's URL, for messages.
+func (b *browser) location() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+	defer cancel()
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	return loc
+}
+
+// visit opens a path of the server and waits for its <main>.
+func (b *browser) visit(path string) {
+	b.t.Helper()
+	b.run(chromedp.Navigate(b.env.URL+path), chromedp.WaitReady(chromedp.CSS("main")))
+}
+
+// path returns the path (and query) of the page shown.
+func (b *browser) path() string {
+	b.t.Helper()
+	u, err := url.Parse(b.location())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return u.RequestURI()
+}
+
+// text returns the text of the first element that matches a CSS selector.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return strings.TrimSpace(get(b, chromedp.Text(chromedp.CSS(sel), chromedp.NodeVisible)))
+}
+
+// fill types values into the fields named by CSS selector, replacing
+// what they held.
+func (b *browser) fill(fields map[string]string) {
+	b.t.Helper()
+	for sel, v := range fields {
+		b.run(chromedp.SetValue(chromedp.CSS(sel), v))
+	}
+}
+
+// submit clicks a button and waits for the next page's <main>.
+func (b *browser) submit(button string) {
+	b.t.Helper()
+	b.run(chromedp.Evaluate[chromedp.Void](`document.body.dataset.page = "old"`),
+		chromedp.Click(chromedp.CSS(button)),
+		chromedp.WaitReady(chromedp.CSS(`body:not([data-page="old"]) main`)))
+}
+
+// signInWithKey signs in with the organization's management key from the
+// sign-in page.
+func (b *browser) signInWithKey() {
+	b.t.Helper()
+	if !strings.HasPrefix(b.path(), "/sign-in") {
+		b.visit("/sign-in")
+	}
+	b.run(chromedp.Click(chromedp.CSS("details > summary")))
+	b.fill(map[string]string{"#f-key": b.env.mgmt})
+	b.submit(`form[action="/sign-in/key"] button[type="submit"]`)
+}
+
+// signIn signs in with an email and a password from the sign-in page.
+func (b *browser) signIn(email, password string) {
+	b.t.Helper()
+	if !strings.HasPrefix(b.path(), "/sign-in") {
+		b.visit("/sign-in")
+	}
+	b.fill(map[string]string{"#f-email": email, "#f-password": password})
+	b.submit(`form[action="/sign-in"] button[type="submit"]`)
+}
+
+// narrow sets the viewport of a phone: 375 CSS pixels wide.
+func (b *browser) narrow() {
+	b.t.Helper()
+	b.width = 375
+	b.run(chromedp.EmulateViewport(375, 812, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+}
+
+// overflows reports whether the page is wider than the viewport (it
+// scrolls sideways).
+func (b *browser) overflows() bool {
+	b.t.Helper()
+	return get(b, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+}
+
+// screenshot saves the whole page as NAME.png in the screenshots'
+// directory.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	png := get(b, chromedp.FullScreenshot(100))
+	path := filepath.Join(screenshotDir(b.t), name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot %s", path)
+}
+
+// status returns the HTTP status of the page shown, as the document's
+// navigation entry reports it.
+func (b *browser) status() int {
+	b.t.Helper()
+	return get(b, chromedp.Evaluate[int](`performance.getEntriesByType("navigation")[0].responseStatus`))
+}
+
+// must fails the test with a message and the page's location unless ok.
+func (b *browser) must(ok bool, format string, args ...any) {
+	b.t.Helper()
+	if !ok {
+		b.t.Fatalf("%s (at %s)", fmt.Sprintf(format, args...), b.location())
+	}
+}

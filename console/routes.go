@@ -1,0 +1,50 @@
+package console
+
+// register registers every route of the console, one per line: who may
+// call it (handle: anyone; page: a signed-in session; admin: an admin's
+// session) and its handler. Every POST is checked for its origin, and a
+// session's POST for its CSRF token, before the handler runs.
+func (s *Server) register() {
+	s.handle("GET /assets/{file...}", s.asset)
+
+	s.handle("GET /sign-in", s.signInPage)
+	s.handle("POST /sign-in", s.signInWithPassword)
+	s.handle("POST /sign-in/key", s.signInWithKey)
+	s.page("GET /account", s.account)
+	s.page("POST /sign-out", s.signOut)
+	s.page("POST /sign-out/everywhere", s.signOutEverywhere)
+	s.handle("GET /invite/{token}", s.invitationPage)
+	s.handle("POST /invite/{token}", s.acceptInvitation)
+
+	s.page("GET /{$}", s.overview)
+	s.page("GET /keys", s.keys)
+	s.page("POST /keys", s.createKey)
+	s.page("GET /keys/{hash}", s.key)
+	s.page("POST /keys/{hash}", s.updateKey)
+	s.page("POST /keys/{hash}/disable", s.disableKey)
+	s.page("POST /keys/{hash}/enable", s.enableKey)
+	s.page("POST /keys/{hash}/delete", s.deleteKey)
+
+	s.admin("GET /members", s.members)
+	s.admin("POST /members/invite", s.invite)
+	s.admin("POST /members/{id}/role", s.changeRole)
+	s.admin("POST /members/{id}/reset", s.resetPassword)
+	s.admin("POST /members/{id}/remove", s.removeMember)
+	s.admin("POST /invitations/{id}/revoke", s.revokeInvitation)
+
+	s.page("GET /auth", s.authorizePage)
+	s.page("POST /auth", s.authorize)
+}
+
+// navItem is an entry of the menu.
+type navItem struct {
+	path, label string
+	adminOnly   bool
+}
+
+// nav is the menu, in order: a new page that belongs in it gets a line.
+var nav = []navItem{
+	{path: "/", label: "Overview"},
+	{path: "/keys", label: "Keys"},
+	{path: "/members", label: "Members", adminOnly: true},
+}
