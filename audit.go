@@ -181,6 +181,7 @@ func NewAuditEntry(ctx context.Context, orgID string, now time.Time, rec AuditRe
 type AuditFilter struct {
 	Since, Until *time.Time // At >= Since, At < Until
 	Actor        string     // a key hash or a user id
+	Operation    string     // one of the Op constants, e.g. OpKeyUpdate
 	ResourceType string
 	ResourceID   string
 	Page         Page

@@ -498,6 +498,9 @@ func auditWhere(orgID string, f gatehouse.AuditFilter) (where string, args []any
 	if f.Actor != "" {
 		conds = append(conds, "(actor_key_hash = "+arg(f.Actor)+" OR actor_user_id = "+arg(f.Actor)+")")
 	}
+	if f.Operation != "" {
+		conds = append(conds, "operation = "+arg(f.Operation))
+	}
 	if f.ResourceType != "" {
 		conds = append(conds, "resource_type = "+arg(f.ResourceType))
 	}
