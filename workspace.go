@@ -250,6 +250,7 @@ type WorkspaceMember struct {
 	ID          string
 	WorkspaceID string
 	UserID      string
+	Email       string // the member's, for people to read
 	Role        string // "admin" or "member", from the organization role
 	CreatedAt   time.Time
 }
@@ -275,7 +276,7 @@ func ImplicitMembershipID(workspaceID, userID string) string {
 // workspace, which holds every member of the organization without a row.
 func ImplicitMembership(workspaceID string, m *Member) *WorkspaceMember {
 	return &WorkspaceMember{
-		ID: ImplicitMembershipID(workspaceID, m.ID), WorkspaceID: workspaceID, UserID: m.ID,
+		ID: ImplicitMembershipID(workspaceID, m.ID), WorkspaceID: workspaceID, UserID: m.ID, Email: m.Email,
 		Role: WorkspaceRole(m.Role), CreatedAt: m.CreatedAt,
 	}
 }
