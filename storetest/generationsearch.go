@@ -1,0 +1,124 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"gatehouse"
+)
+
+// testGenerationSearch checks SearchGenerations: the ledger newest first,
+// each filter, cursors that walk every call once (calls of one millisecond
+// included), a member's keys only, the organization's calls only, and
+// searches that are refused.
+func testGenerationSearch(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	f.clock.Set(time.Date(2028, 1, 1, 0, 0, 0, 0, time.UTC))
+	ana := f.newMember(t, f.org.ID, "ana@example.com")
+	bob := f.newMember(t, f.org.ID, "bob@example.com")
+	kA := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "a", CreatorUserID: &ana.ID})
+	kB := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "b"})
+	kC := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "c", CreatorUserID: &ana.ID})
+	kX := f.newKey(t, f.newOrg(t, "Other").ID, gatehouse.KeyCreate{Name: "x"})
+	base := time.Date(2028, 2, 1, 12, 0, 0, 0, time.UTC)
+	calls := []ledgerCall{
+		{at: base, key: kA, model: "acme/chat"},
+		{at: base.Add(time.Hour), key: kB, model: "acme/chat"},
+		{at: base.Add(2 * time.Hour), key: kC, model: "other/mini"},
+		{at: base.Add(2 * time.Hour), key: kA, model: "other/mini"}, // the same millisecond
+		{at: base.Add(2 * time.Hour), key: kB, model: "acme/chat"},
+		{at: base.Add(3 * time.Hour), key: kA, model: "acme/chat"},
+		{at: base.Add(time.Hour), key: kX, model: "acme/chat"}, // another organization's
+	}
+	var gens []*gatehouse.Generation
+	for _, c := range calls {
+		c.provider, c.prompt, c.compl, c.cost = "p", 1, 2, cents(1)
+		gens = append(gens, f.record(t, c))
+	}
+	// Newest first; within one millisecond, the greatest id first.
+	order := []int{5}
+	tied := []int{2, 3, 4}
+	for i := range tied {
+		for j := i + 1; j < len(tied); j++ {
+			if gens[tied[j]].ID > gens[tied[i]].ID {
+				tied[i], tied[j] = tied[j], tied[i]
+			}
+		}
+	}
+	order = append(append(order, tied...), 1, 0)
+	ids := func(keep func(g *gatehouse.Generation) bool) []string {
+		out := []string{}
+		for _, i := range order {
+			if keep(gens[i]) {
+				out = append(out, gens[i].ID)
+			}
+		}
+		return out
+	}
+	all := func(*gatehouse.Generation) bool { return true }
+	since, until := base.Add(time.Hour), base.Add(3*time.Hour)
+	for _, c := range []struct {
+		name string
+		s    gatehouse.GenerationSearch
+		want []string
+	}{
+		{"everything", gatehouse.GenerationSearch{}, ids(all)},
+		{"a key", gatehouse.GenerationSearch{KeyHash: kA.Hash}, ids(func(g *gatehouse.Generation) bool { return g.KeyHash == kA.Hash })},
+		{"another organization's key", gatehouse.GenerationSearch{KeyHash: kX.Hash}, []string{}},
+		{"a model", gatehouse.GenerationSearch{Model: "other/mini"}, ids(func(g *gatehouse.Generation) bool { return g.Model == "other/mini" })},
+		{"a member's keys", gatehouse.GenerationSearch{CreatorUserID: &ana.ID}, ids(func(g *gatehouse.Generation) bool { return g.KeyHash != kB.Hash })},
+		{"a member without keys", gatehouse.GenerationSearch{CreatorUserID: &bob.ID}, []string{}},
+		{"a range", gatehouse.GenerationSearch{Since: &since, Until: &until},
+			ids(func(g *gatehouse.Generation) bool { return !g.CreatedAt.Before(since) && g.CreatedAt.Before(until) })},
+		{"a range by the nanosecond", gatehouse.GenerationSearch{Since: new(since.Add(time.Nanosecond))},
+			ids(func(g *gatehouse.Generation) bool { return g.CreatedAt.After(since) })},
+		{"all at once", gatehouse.GenerationSearch{KeyHash: kA.Hash, Model: "acme/chat", CreatorUserID: &ana.ID, Until: &until}, []string{gens[0].ID}},
+	} {
+		got := f.searchLedger(t, c.s, 2)
+		wantEqual(t, c.name, c.want, got)
+	}
+	// The fields of a call are read back whole.
+	page, err := f.store.SearchGenerations(f.ctx, f.org.ID, gatehouse.GenerationSearch{Limit: 1})
+	ok(t, err)
+	if g := page.Generations[0]; g.ID != gens[5].ID || g.KeyHash != kA.Hash || g.Model != "acme/chat" || g.Provider != "p" ||
+		g.PromptTokens != 1 || g.CompletionTokens != 2 || g.Cost != cents(1) || !g.CreatedAt.Equal(calls[5].at) || g.WorkspaceID != kA.WorkspaceID {
+		t.Errorf("first call %+v, want %+v", g, gens[5])
+	}
+	// A deleted key's calls stay in the ledger, but are no member's.
+	ok(t, f.store.DeleteKey(f.ctx, f.org.ID, kC.Hash))
+	wantEqual(t, "after deleting a key", ids(func(g *gatehouse.Generation) bool { return g.KeyHash == kA.Hash }),
+		f.searchLedger(t, gatehouse.GenerationSearch{CreatorUserID: &ana.ID}, 2))
+	wantEqual(t, "a deleted key's calls", ids(func(g *gatehouse.Generation) bool { return g.KeyHash == kC.Hash }),
+		f.searchLedger(t, gatehouse.GenerationSearch{KeyHash: kC.Hash}, 10))
+
+	for _, bad := range []gatehouse.GenerationSearch{
+		{KeyHash: "abc"}, {Limit: -1}, {Limit: gatehouse.MaxPageSize + 1}, {Since: &until, Until: &since}, {Since: &since, Until: &since},
+	} {
+		_, err := f.store.SearchGenerations(f.ctx, f.org.ID, bad)
+		wantCode(t, err, gatehouse.EINVALID)
+	}
+}
+
+// searchLedger follows the cursors of a search, pages of size n, and returns
+// the ids of every call it found.
+func (f *fixture) searchLedger(t *testing.T, s gatehouse.GenerationSearch, n int) []string {
+	t.Helper()
+	s.Limit = n
+	out := []string{}
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatal("the cursors do not end")
+		}
+		page, err := f.store.SearchGenerations(f.ctx, f.org.ID, s)
+		ok(t, err)
+		for _, g := range page.Generations {
+			out = append(out, g.ID)
+		}
+		if page.Next == nil {
+			return out
+		}
+		c, err := gatehouse.ParseGenerationCursor(page.Next.String())
+		ok(t, err)
+		s.After = c
+	}
+}
