@@ -23,6 +23,8 @@ type KeySearch struct {
 	HashPrefix string
 	// CreatorUserID keeps only the keys this member created.
 	CreatorUserID *string
+	// WorkspaceID keeps only the keys of one workspace (its id).
+	WorkspaceID string
 	// After is where the page starts: the cursor of the previous page.
 	After *KeyCursor
 	// Limit is the page's size: 1..MaxKeysPerList, default MaxKeysPerList.

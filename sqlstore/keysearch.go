@@ -12,7 +12,8 @@ import (
 // 0017_key_search.sql): the list newest first walks api_keys_org_list (a
 // member's keys, api_keys_creator_list) backwards from the cursor; a name
 // search walks api_keys_name_search over the folded names that start with
-// the prefix; a hash search walks the primary key. Nothing is counted or
+// the prefix; a hash search walks the primary key; a workspace's keys
+// newest first walk api_keys_workspace_list. Nothing is counted or
 // skipped, so a page deep in millions of keys costs what the first does.
 func (s *Store) SearchKeys(ctx context.Context, orgID string, q gatehouse.KeySearch) (_ *gatehouse.KeyPage, err error) {
 	defer wrap(&err, "SearchKeys")
@@ -22,6 +23,9 @@ func (s *Store) SearchKeys(ctx context.Context, orgID string, q gatehouse.KeySea
 	where, args := `organization_id = ? AND management = FALSE`, []any{orgID}
 	if q.CreatorUserID != nil {
 		where, args = where+` AND creator_user_id = ?`, append(args, *q.CreatorUserID)
+	}
+	if q.WorkspaceID != "" {
+		where, args = where+` AND workspace_id = ?`, append(args, q.WorkspaceID)
 	}
 	var order string
 	switch fold := s.d.FoldedKeyName(); {
@@ -50,6 +54,11 @@ func (s *Store) SearchKeys(ctx context.Context, orgID string, q gatehouse.KeySea
 		where, args = where+` AND `+fold+` < ?`, append(args, prefix+"\U0010FFFF")
 		order = fold + `, hash`
 	default:
+		if q.WorkspaceID != "" {
+			// A workspace's keys newest first: api_keys_workspace_list,
+			// not the organization's list filtered (see the hash search).
+			where = strings.Replace(where, `organization_id = ?`, `organization_id || '' = ?`, 1)
+		}
 		if q.After != nil {
 			where, args = where+` AND (created_at, hash) < (?, ?)`, append(args, ms(q.After.CreatedAt), q.After.Hash)
 		}

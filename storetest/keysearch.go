@@ -14,6 +14,7 @@ func testKeySearch(t *testing.T, open Opener) {
 	runSubtests(t, open, []subtest{
 		{"ListNewestFirst", testKeySearchList},
 		{"Creator", testKeySearchCreator},
+		{"Workspace", testKeySearchWorkspace},
 		{"NamePrefix", testKeySearchName},
 		{"HashPrefix", testKeySearchHash},
 		{"Invalid", testKeySearchInvalid},
@@ -105,6 +106,29 @@ func testKeySearchCreator(t *testing.T, open Opener) {
 	wantEqual(t, "ada's keys", []string{"k4", "k2", "k0"}, f.searchAll(t, f.org.ID, gatehouse.KeySearch{CreatorUserID: &ada.ID}, 2))
 	wantEqual(t, "bob's keys named k", []string{"k1"}, f.searchAll(t, f.org.ID, gatehouse.KeySearch{CreatorUserID: &bob.ID, NamePrefix: "K"}, 2))
 	wantEqual(t, "a stranger's keys", []string(nil), f.searchAll(t, f.org.ID, gatehouse.KeySearch{CreatorUserID: strp("user_nobody")}, 2))
+}
+
+// testKeySearchWorkspace: a workspace's keys, newest first, alone or with
+// a creator or a name prefix; another organization's workspace holds none
+// of the organization's keys.
+func testKeySearchWorkspace(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	team := f.newWorkspace(t, f.org.ID, "team")
+	ada := f.newMember(t, f.org.ID, "ada@example.com")
+	for i, c := range []gatehouse.KeyCreate{
+		{WorkspaceID: "team", CreatorUserID: &ada.ID}, {}, {WorkspaceID: "team"}, {CreatorUserID: &ada.ID}, {WorkspaceID: "team", CreatorUserID: &ada.ID},
+	} {
+		f.clock.Add(time.Millisecond)
+		c.Name = "k" + string(rune('0'+i))
+		f.newKey(t, f.org.ID, c)
+	}
+	other := f.newOrg(t, "Other")
+	theirs := f.newWorkspace(t, other.ID, "theirs")
+	f.newKey(t, other.ID, gatehouse.KeyCreate{Name: "k9", WorkspaceID: "theirs"})
+	wantEqual(t, "team's keys", []string{"k4", "k2", "k0"}, f.searchAll(t, f.org.ID, gatehouse.KeySearch{WorkspaceID: team.ID}, 2))
+	wantEqual(t, "ada's keys in team", []string{"k4", "k0"}, f.searchAll(t, f.org.ID, gatehouse.KeySearch{WorkspaceID: team.ID, CreatorUserID: &ada.ID}, 1))
+	wantEqual(t, "team's keys named K", []string{"k0", "k2", "k4"}, f.searchAll(t, f.org.ID, gatehouse.KeySearch{WorkspaceID: team.ID, NamePrefix: "K"}, 2))
+	wantEqual(t, "another organization's workspace", []string(nil), f.searchAll(t, f.org.ID, gatehouse.KeySearch{WorkspaceID: theirs.ID}, 2))
 }
 
 func testKeySearchName(t *testing.T, open Opener) {
