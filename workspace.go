@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,6 +66,13 @@ var serverTools = []string{
 	"openrouter:shell", "openrouter:subagent", "openrouter:tool_search", "openrouter:web_fetch",
 	"openrouter:web_search",
 }
+
+// ProviderSorts returns the values a workspace's default_provider_sort
+// takes.
+func ProviderSorts() []string { return slices.Clone(providerSorts) }
+
+// ServerTools returns the server tools a workspace may disable.
+func ServerTools() []string { return slices.Clone(serverTools) }
 
 // WorkspaceUpdate holds the fields of a workspace create or update; unset
 // fields stay unchanged.

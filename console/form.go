@@ -48,8 +48,10 @@ func (f *form) get(name string) string { return strings.TrimSpace(f.Values.Get(n
 
 // withError records err on the form: an EINVALID error that names a field
 // (the domain's FieldError) goes next to that field, as the domain says
-// it; any other EINVALID or ECONFLICT error is the form's. Other errors
-// are not the form's to show: withError returns them.
+// it (an error of an entry, such as tools[2] or config.headers.X, next to
+// the field of the list, naming the entry); any other EINVALID or
+// ECONFLICT error is the form's. Other errors are not the form's to show:
+// withError returns them.
 func (f *form) withError(err error, fields ...string) error {
 	e, ok := errors.AsType[*gatehouse.Error](err)
 	if !ok || e.Code != gatehouse.EINVALID && e.Code != gatehouse.ECONFLICT {
@@ -57,8 +59,12 @@ func (f *form) withError(err error, fields ...string) error {
 	}
 	name, _ := e.Metadata["field"].(string)
 	for _, field := range fields {
-		if field == name {
+		switch {
+		case field == name:
 			f.Errors[name] = strings.TrimPrefix(e.Message, name+": ")
+			return nil
+		case strings.HasPrefix(name, field+"[") || strings.HasPrefix(name, field+"."): // an entry of a list or map
+			f.Errors[field] = e.Message
 			return nil
 		}
 	}

@@ -31,6 +31,16 @@ func (s *Server) register() {
 	s.admin("POST /members/{id}/remove", s.removeMember)
 	s.admin("POST /invitations/{id}/revoke", s.revokeInvitation)
 
+	s.admin("GET /workspaces", s.workspaces)
+	s.admin("POST /workspaces", s.createWorkspace)
+	s.admin("GET /workspaces/{id}", s.workspace)
+	s.admin("POST /workspaces/{id}", s.updateWorkspace)
+	s.admin("POST /workspaces/{id}/delete", s.deleteWorkspace)
+	s.admin("POST /workspaces/{id}/budgets", s.setWorkspaceBudget)
+	s.admin("POST /workspaces/{id}/budgets/{interval}/delete", s.clearWorkspaceBudget)
+	s.admin("POST /workspaces/{id}/members/add", s.addWorkspaceMembers)
+	s.admin("POST /workspaces/{id}/members/remove", s.removeWorkspaceMembers)
+
 	s.page("GET /auth", s.authorizePage)
 	s.page("POST /auth", s.authorize)
 }
@@ -45,5 +55,6 @@ type navItem struct {
 var nav = []navItem{
 	{path: "/", label: "Overview"},
 	{path: "/keys", label: "Keys"},
+	{path: "/workspaces", label: "Workspaces", adminOnly: true},
 	{path: "/members", label: "Members", adminOnly: true},
 }
