@@ -92,6 +92,8 @@ var notices = map[string]string{
 	"budgetcleared":  "The budget is cleared.",
 	"membersadded":   "The members are added.",
 	"membersremoved": "The members are removed.",
+	"assigned":       "Assigned: the guardrail governs them now.",
+	"unassigned":     "Taken from under the guardrail.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }

@@ -41,6 +41,16 @@ func (s *Server) register() {
 	s.admin("POST /workspaces/{id}/members/add", s.addWorkspaceMembers)
 	s.admin("POST /workspaces/{id}/members/remove", s.removeWorkspaceMembers)
 
+	s.admin("GET /guardrails", s.guardrails)
+	s.admin("POST /guardrails", s.createGuardrail)
+	s.admin("GET /guardrails/{id}", s.guardrail)
+	s.admin("POST /guardrails/{id}", s.updateGuardrail)
+	s.admin("POST /guardrails/{id}/delete", s.deleteGuardrail)
+	s.admin("POST /guardrails/{id}/keys/assign", s.assignGuardrailKeys)
+	s.admin("POST /guardrails/{id}/keys/unassign", s.unassignGuardrailKeys)
+	s.admin("POST /guardrails/{id}/members/assign", s.assignGuardrailMembers)
+	s.admin("POST /guardrails/{id}/members/unassign", s.unassignGuardrailMembers)
+
 	s.page("GET /auth", s.authorizePage)
 	s.page("POST /auth", s.authorize)
 }
@@ -56,5 +66,6 @@ var nav = []navItem{
 	{path: "/", label: "Overview"},
 	{path: "/keys", label: "Keys"},
 	{path: "/workspaces", label: "Workspaces", adminOnly: true},
+	{path: "/guardrails", label: "Guardrails", adminOnly: true},
 	{path: "/members", label: "Members", adminOnly: true},
 }
