@@ -28,19 +28,24 @@ var funcs = template.FuncMap{
 	"checks":       newChecks,
 }
 
-// usd shows an amount of US dollars: cents for amounts of a cent or more,
-// and up to six decimals below (what a few tokens cost).
+// usd shows an amount of US dollars: cents from a dollar up, up to four
+// decimals below, and up to six below a cent (what a few tokens cost).
 func usd(m gatehouse.Money) string {
 	neg := m < 0
 	if neg {
 		m = -m
 	}
+	if m > 0 && m < 1000 {
+		return "< $0.000001" // less than six decimals show
+	}
 	whole, frac, _ := strings.Cut(m.String(), ".")
 	switch {
 	case len(frac) < 2:
 		frac += strings.Repeat("0", 2-len(frac))
-	case m >= gatehouse.Money(gatehouse.NanosPerUSD/100):
+	case m >= gatehouse.Money(gatehouse.NanosPerUSD):
 		frac = frac[:2]
+	case m >= gatehouse.Money(gatehouse.NanosPerUSD/100):
+		frac = frac[:min(len(frac), 4)]
 	default:
 		frac = frac[:min(len(frac), 6)]
 	}

@@ -35,8 +35,9 @@ import (
 // env is a real Gatehouse server as cmd/gatehouse wires it (the API, the
 // gateway and the console on one handler) over a fresh SQLite store behind
 // the key cache, listening on the loopback. Its clock is the test's; its
-// one model, fake/echo, is served by cmd/fakellm ($0.001 per prompt token,
-// $0.002 per completion token, as in the README's quick start).
+// models, fake/echo ($0.001 per prompt token, $0.002 per completion token,
+// as in the README's quick start), fake/echo-mini (a fifth of that) and
+// fake/echo-pro (five times), are served by cmd/fakellm.
 type env struct {
 	t      testing.TB
 	URL    string
@@ -58,6 +59,12 @@ func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
 }
 
 func (c *clock) Add(d time.Duration) {
@@ -130,8 +137,11 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 func (e *env) dataPlane(db *sqlite.DB, logger *slog.Logger) httpapi.DataPlane {
 	base := startFakeLLM(e.t)
 	catalog, err := gatehouse.NewCatalog([]*gatehouse.Provider{{ID: "fake", BaseURL: base + "/v1", Timeout: 30 * time.Second,
-		Models: []*gatehouse.Model{{ID: "echo", Name: "Echo", PromptPrice: gatehouse.USD(1000), CompletionPrice: gatehouse.USD(2000),
-			MaxCompletionTokens: 100}}}})
+		Models: []*gatehouse.Model{
+			{ID: "echo", Name: "Echo", PromptPrice: gatehouse.USD(1000), CompletionPrice: gatehouse.USD(2000), MaxCompletionTokens: 100},
+			{ID: "echo-mini", Name: "Echo Mini", PromptPrice: gatehouse.USD(200), CompletionPrice: gatehouse.USD(400), MaxCompletionTokens: 100},
+			{ID: "echo-pro", Name: "Echo Pro", PromptPrice: gatehouse.USD(5000), CompletionPrice: gatehouse.USD(10000), MaxCompletionTokens: 100},
+		}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -227,11 +237,17 @@ func (e *env) api(method, path, key string, body, out any) int {
 	return resp.StatusCode
 }
 
-// chat makes a real chat completion through the gateway with a key, and
-// waits until the ledger has it. It returns the status.
+// chat makes a real chat completion of fake/echo through the gateway with
+// a key, and waits until the ledger has it. It returns the status.
 func (e *env) chat(key, prompt string) int {
 	e.t.Helper()
-	status := e.api("POST", "/chat/completions", key, map[string]any{"model": "fake/echo",
+	return e.chatWith(key, "fake/echo", prompt)
+}
+
+// chatWith is chat with another model.
+func (e *env) chatWith(key, model, prompt string) int {
+	e.t.Helper()
+	status := e.api("POST", "/chat/completions", key, map[string]any{"model": model,
 		"messages": []map[string]string{{"role": "user", "content": prompt}}}, nil)
 	if err := e.ledger.Sync(context.Background()); err != nil {
 		e.t.Fatal(err)

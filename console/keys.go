@@ -127,12 +127,15 @@ func workspaceNames(ws []*gatehouse.Workspace) map[string]string {
 	return out
 }
 
+// workspaceOptions are the choices of a workspace: the default one first
+// (its value "", however it is named), then the others in order.
 func workspaceOptions(ws []*gatehouse.Workspace) []option {
-	out := make([]option, len(ws))
-	for i, w := range ws {
-		out[i] = option{Value: w.ID, Label: w.Name}
+	out := make([]option, 0, len(ws))
+	for _, w := range ws {
 		if w.IsDefault {
-			out[i].Value = "" // the default workspace, however it is named
+			out = append([]option{{Value: "", Label: w.Name}}, out...)
+		} else {
+			out = append(out, option{Value: w.ID, Label: w.Name})
 		}
 	}
 	return out

@@ -132,7 +132,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var room [11]slog.Attr // every attribute below: no growing on the heap
 	attrs := append(room[:0],
 		slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
-		slog.String("path", redactPath(r.URL.Path)), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
+		slog.String("path", redactPath(r)), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
 		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.String("remote", s.clientIP(r)),
 	)
 	if clientID != "" {
@@ -183,10 +183,15 @@ func logsError(err error) bool {
 	return errorStatus(err) >= 500 || errors.As(err, &ue) || errors.As(err, &e) && e.Err != nil
 }
 
-// redactPath hides a plaintext key that a client put in a URL by mistake
-// (such as /keys/sk-gh-v1-… instead of the key's hash), so it never reaches
-// the log.
-func redactPath(path string) string {
+// redactPath returns the request's path for the log, without the secrets
+// a path may hold: the {token} of a route (the web console's invitation
+// links), and a plaintext key that a client put in a URL by mistake (such
+// as /keys/sk-gh-v1-… instead of the key's hash).
+func redactPath(r *http.Request) string {
+	path := r.URL.Path
+	if token := r.PathValue("token"); token != "" {
+		path = strings.ReplaceAll(path, token, "[redacted]")
+	}
 	if !strings.Contains(path, "sk-") {
 		return path
 	}
