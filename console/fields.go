@@ -11,6 +11,9 @@ package console
 // is "on" (what a ticked box sends).
 func (fd field) Checked() bool { return fd.Value == "on" }
 
+// NeededIf returns the field marked required when required is true.
+func (fd field) NeededIf(required bool) field { fd.Required = fd.Required || required; return fd }
+
 // checkGroup is a group of checkboxes of one name, each an option (its
 // Selected: ticked).
 type checkGroup struct {

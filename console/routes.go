@@ -51,6 +51,13 @@ func (s *Server) register() {
 	s.admin("POST /guardrails/{id}/members/assign", s.assignGuardrailMembers)
 	s.admin("POST /guardrails/{id}/members/unassign", s.unassignGuardrailMembers)
 
+	s.admin("GET /destinations", s.destinations)
+	s.admin("GET /destinations/new", s.newDestination)
+	s.admin("POST /destinations", s.createDestination)
+	s.admin("GET /destinations/{id}", s.destination)
+	s.admin("POST /destinations/{id}", s.updateDestination)
+	s.admin("POST /destinations/{id}/delete", s.deleteDestination)
+
 	s.page("GET /auth", s.authorizePage)
 	s.page("POST /auth", s.authorize)
 }
@@ -67,5 +74,6 @@ var nav = []navItem{
 	{path: "/keys", label: "Keys"},
 	{path: "/workspaces", label: "Workspaces", adminOnly: true},
 	{path: "/guardrails", label: "Guardrails", adminOnly: true},
+	{path: "/destinations", label: "Destinations", adminOnly: true},
 	{path: "/members", label: "Members", adminOnly: true},
 }

@@ -207,7 +207,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler.SetAnalyticsTimeout(cfg.AnalyticsTimeout)
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
-	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now, console.Options{Proxies: cfg.TrustedProxies})
+	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now, console.Options{Proxies: cfg.TrustedProxies, Destinations: handler.Destinations()})
 	web.Routes(handler.Handle)
 	handler.HandleNotFound(web.NotFound())
 	var metrics http.Handler
