@@ -128,6 +128,32 @@ const (
 	ResourceInvitation      = "invitation" // ids are hashes of link tokens
 )
 
+// AuditOperations returns every operation the audit log records, in the
+// order of their declaration (by resource).
+func AuditOperations() []string {
+	return []string{
+		OpOrganizationCreate, OpMemberCreate, OpMemberDelete, OpWorkspaceCreate, OpWorkspaceUpdate,
+		OpWorkspaceDelete, OpWorkspaceMembersAdd, OpWorkspaceMembersRemove, OpKeyCreate, OpKeyUpdate,
+		OpKeyDelete, OpManagementKeyCreate, OpAuthCodeCreate, OpAuthCodeExchange, OpGuardrailCreate,
+		OpGuardrailUpdate, OpGuardrailDelete, OpGuardrailKeysAssign, OpGuardrailKeysUnassign,
+		OpGuardrailMembersAssign, OpGuardrailMembersUnassign, OpDestinationCreate, OpDestinationUpdate,
+		OpDestinationDelete, OpGenerationFeedback, OpPresetCreate, OpPresetVersionCreate, OpBYOKKeyCreate,
+		OpBYOKKeyUpdate, OpBYOKKeyDelete, OpWorkspaceBudgetSet, OpWorkspaceBudgetDelete, OpCreditsGrant,
+		OpManagementKeyUpdate, OpManagementKeyDelete, OpMemberUpdate, OpMemberPasswordReset,
+		OpSessionCreate, OpSessionDelete, OpSessionsDelete, OpInvitationCreate, OpInvitationDelete,
+		OpInvitationAccept,
+	}
+}
+
+// AuditResourceTypes returns every resource type of the audit log.
+func AuditResourceTypes() []string {
+	return []string{
+		ResourceOrganization, ResourceMember, ResourceWorkspace, ResourceKey, ResourceManagementKey,
+		ResourceAuthCode, ResourceGuardrail, ResourceDestination, ResourceGeneration, ResourcePreset,
+		ResourceBYOKKey, ResourceWorkspaceBudget, ResourceCreditGrant, ResourceSession, ResourceInvitation,
+	}
+}
+
 // AuditEntry is a row of the audit log: a management change that
 // succeeded, appended in the transaction that made it.
 type AuditEntry struct {

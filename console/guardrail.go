@@ -240,11 +240,11 @@ func (s *Server) resolveKeys(ctx context.Context, sess *gatehouse.Session, field
 	return hashes, nil
 }
 
-// keysNamed returns up to two keys that ref names: by its plaintext or a
-// hash prefix, else by its exact name.
+// keysNamed returns up to two keys of the session's scope that ref names:
+// by its plaintext or a hash prefix, else by its exact name.
 func (s *Server) keysNamed(ctx context.Context, sess *gatehouse.Session, ref string) ([]*gatehouse.Key, error) {
 	search := gatehouse.ParseKeyQuery(ref)
-	search.Limit = 2
+	search.Limit, search.CreatorUserID = 2, sess.KeyScope()
 	if search.HashPrefix == "" {
 		search.Limit = gatehouse.MaxKeysPerList // the keys whose name starts so, among which the exact name
 	}

@@ -58,6 +58,9 @@ func (s *Server) register() {
 	s.admin("POST /destinations/{id}", s.updateDestination)
 	s.admin("POST /destinations/{id}/delete", s.deleteDestination)
 
+	s.admin("GET /audit", s.auditLog)
+	s.page("GET /activity", s.activity)
+
 	s.page("GET /auth", s.authorizePage)
 	s.page("POST /auth", s.authorize)
 }
@@ -72,8 +75,10 @@ type navItem struct {
 var nav = []navItem{
 	{path: "/", label: "Overview"},
 	{path: "/keys", label: "Keys"},
+	{path: "/activity", label: "Activity"},
 	{path: "/workspaces", label: "Workspaces", adminOnly: true},
 	{path: "/guardrails", label: "Guardrails", adminOnly: true},
 	{path: "/destinations", label: "Destinations", adminOnly: true},
 	{path: "/members", label: "Members", adminOnly: true},
+	{path: "/audit", label: "Audit log", adminOnly: true},
 }

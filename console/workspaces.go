@@ -52,10 +52,7 @@ func offsetParam(r *http.Request) int {
 // offset (of shown items, of total) of a list at path with the query q.
 func pageLinks(path string, q url.Values, offset, shown, total, size int) (prev, next string) {
 	link := func(at int) string {
-		v := url.Values{}
-		for k, vs := range q {
-			v[k] = vs
-		}
+		v := cloneValues(q)
 		if at > 0 {
 			v.Set("offset", strconv.Itoa(at))
 		}
