@@ -120,6 +120,16 @@ type Invitation struct {
 // InvitationTTL is how long an invitation or reset link stays usable.
 const InvitationTTL = 7 * 24 * time.Hour
 
+// InvitationPath is the path under the public URL of the console's page of
+// a link: InvitationPath + token.
+const InvitationPath = "/invite/"
+
+// InvitationURL returns the link of a token under the public URL where
+// browsers reach the server (such as https://gatehouse.example.com).
+func InvitationURL(publicURL, token string) string {
+	return strings.TrimRight(publicURL, "/") + InvitationPath + token
+}
+
 // InvitationCreate holds the fields of a new invitation.
 type InvitationCreate struct {
 	Email string

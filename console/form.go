@@ -31,16 +31,27 @@ func newForm(w http.ResponseWriter, r *http.Request) (*form, error) {
 	if r.Method != http.MethodPost {
 		return f, nil
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, gatehouse.Errorf(gatehouse.ETOOLARGE, "The form is larger than %d KiB.", maxFormBytes>>10)
-		}
-		return nil, gatehouse.Errorf(gatehouse.EINVALID, "The form could not be read.")
+	if err := parseForm(w, r); err != nil {
+		return nil, err
 	}
 	f.Values = r.PostForm
 	return f, nil
+}
+
+// parseForm reads the body of a form into r.PostForm, at most
+// maxFormBytes of it; a second call reads nothing more.
+func parseForm(w http.ResponseWriter, r *http.Request) error {
+	if r.PostForm != nil {
+		return nil
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			return gatehouse.Errorf(gatehouse.ETOOLARGE, "The form is larger than %d KiB.", maxFormBytes>>10)
+		}
+		return gatehouse.Errorf(gatehouse.EINVALID, "The form could not be read.")
+	}
+	return nil
 }
 
 // get returns a field's value without surrounding spaces.

@@ -123,3 +123,20 @@ func TestBrowserSessionExpiry(t *testing.T) {
 	b.signInWithKey()
 	b.must(b.path() == "/keys?q=x", "back after signing in again: %s", b.path())
 }
+
+// TestBrowserSignOutEverywhere: a member signed in on two browsers signs
+// out everywhere from one; the other's session is over too.
+func TestBrowserSignOutEverywhere(t *testing.T) {
+	e := newEnv(t)
+	e.member("ada@example.com", "", adaPassword)
+	laptop, phone := e.newBrowser(t), e.newBrowser(t)
+	laptop.signIn("ada@example.com", adaPassword)
+	phone.signIn("ada@example.com", adaPassword)
+	laptop.submit(`a[href="/account"]`)
+	laptop.must(strings.Contains(laptop.text("main"), "ada@example.com"), "the account page does not name her")
+	laptop.screenshot("account")
+	laptop.submit(`form[action="/sign-out/everywhere"] button`)
+	laptop.must(strings.Contains(laptop.text("main"), "signed out everywhere"), "no notice: %s", laptop.path())
+	phone.visit("/keys")
+	phone.must(strings.HasPrefix(phone.path(), "/sign-in"), "the other browser is still signed in: %s", phone.path())
+}

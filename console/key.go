@@ -69,11 +69,7 @@ func (s *Server) keyPage(w http.ResponseWriter, r *http.Request, sess *gatehouse
 	ctx := r.Context()
 	d := activityDays(s.now())
 	filters := []gatehouse.AnalyticsFilter{{Field: "api_key_id", Operator: "eq", Values: []string{k.Hash}}}
-	t, err := s.totals(ctx, sess, d, filters)
-	if err != nil {
-		return err
-	}
-	c, err := s.splitChart(ctx, sess, d, "model", t.spend, filters, sameNames)
+	t, c, err := s.usageByModel(ctx, sess, d, filters)
 	if err != nil {
 		return err
 	}

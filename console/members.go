@@ -73,7 +73,16 @@ func (s *Server) invite(w http.ResponseWriter, r *http.Request, sess *gatehouse.
 		}
 		return s.membersPage(w, r, sess, http.StatusBadRequest, f, "", "")
 	}
-	return s.membersPage(w, r, sess, http.StatusCreated, emptyForm(), s.origin(r)+"/invite/"+token, inv.Email)
+	return s.membersPage(w, r, sess, http.StatusCreated, emptyForm(), s.link(r, token), inv.Email)
+}
+
+// link is the URL of an invitation or reset link's token.
+func (s *Server) link(r *http.Request, token string) string {
+	base := s.opts.PublicURL
+	if base == "" {
+		base = s.origin(r)
+	}
+	return gatehouse.InvitationURL(base, token)
 }
 
 // changeRole makes a member an admin or a member.
@@ -96,7 +105,7 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request, sess *gat
 	if err != nil {
 		return s.membersFailed(w, r, sess, err)
 	}
-	return s.membersPage(w, r, sess, http.StatusCreated, emptyForm(), s.origin(r)+"/invite/"+token, inv.Email)
+	return s.membersPage(w, r, sess, http.StatusCreated, emptyForm(), s.link(r, token), inv.Email)
 }
 
 // removeMember removes a member from the organization once the form's

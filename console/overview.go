@@ -46,11 +46,11 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *gatehous
 	ctx, now := r.Context(), s.now()
 	d := activityDays(now)
 	filters := scopeFilters(sess)
-	t, err := s.totals(ctx, sess, d, filters)
+	t, byModel, err := s.usageByModel(ctx, sess, d, filters)
 	if err != nil {
 		return err
 	}
-	data := overviewData{Empty: true}
+	data := overviewData{Empty: true, ByModel: byModel}
 	for _, p := range []struct {
 		label string
 		i     gatehouse.Interval
@@ -62,9 +62,6 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *gatehous
 		data.Empty = data.Empty && m == 0
 	}
 	if data.ByKey, err = s.splitChart(ctx, sess, d, "api_key_id", t.spend, filters, s.keyNames(ctx, sess)); err != nil {
-		return err
-	}
-	if data.ByModel, err = s.splitChart(ctx, sess, d, "model", t.spend, filters, sameNames); err != nil {
 		return err
 	}
 	if err := s.limits(ctx, sess, now, &data); err != nil {
@@ -88,12 +85,18 @@ func (s *Server) limits(ctx context.Context, sess *gatehouse.Session, now time.T
 		}
 		return nil
 	}
-	credits, err := s.store.FindCredits(ctx, sess.OrganizationID)
-	if err != nil {
+	// Credits exist once granted; without, FindCredits would sum the
+	// whole ledger for a figure the overview does not show.
+	if _, grants, err := s.store.FindCreditGrants(ctx, sess.OrganizationID, gatehouse.Page{Limit: 1}); err != nil {
 		return err
-	}
-	if credits.Total != nil {
-		data.Credits = credits
+	} else if grants > 0 {
+		credits, err := s.store.FindCredits(ctx, sess.OrganizationID)
+		if err != nil {
+			return err
+		}
+		if credits.Total != nil {
+			data.Credits = credits
+		}
 	}
 	return s.budgets(ctx, sess, data)
 }

@@ -10,6 +10,7 @@ func (s *Server) register() {
 	s.handle("GET /sign-in", s.signInPage)
 	s.handle("POST /sign-in", s.signInWithPassword)
 	s.handle("POST /sign-in/key", s.signInWithKey)
+	s.page("GET /account", s.account)
 	s.page("POST /sign-out", s.signOut)
 	s.page("POST /sign-out/everywhere", s.signOutEverywhere)
 	s.handle("GET /invite/{token}", s.invitationPage)

@@ -179,3 +179,15 @@ func TestSignInNext(t *testing.T) {
 		}
 	}
 }
+
+// TestFormTooLarge: a form above the console's bound is refused with 413
+// before its token is even looked at, and changes nothing.
+func TestFormTooLarge(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signInWithKey()
+	resp := c.post("/keys", url.Values{"name": {strings.Repeat("n", 70<<10)}})
+	c.wantStatus(resp, http.StatusRequestEntityTooLarge)
+	resp = c.do("POST", "/sign-in", url.Values{"email": {strings.Repeat("e", 70<<10)}}, "Origin", e.URL)
+	c.wantStatus(resp, http.StatusRequestEntityTooLarge)
+}

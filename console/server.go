@@ -24,6 +24,8 @@ type Server struct {
 	pages    *pages
 	mux      *http.ServeMux
 	routes   []route
+	// past caches the usage of completed days (see pastCache).
+	past *pastCache
 }
 
 // Options are the console's settings.
@@ -36,6 +38,10 @@ type Options struct {
 	// (httpapi.Server.Destinations: its egress policy, its trace
 	// publisher); nil: the default egress policy, and no publisher.
 	Destinations *gatehouse.Destinations
+	// PublicURL is where browsers reach the server (GATEHOUSE_PUBLIC_URL),
+	// the base of the invitation and reset links the console shows; ""
+	// takes the origin the admin's browser used.
+	PublicURL string
 }
 
 // route is one registered route.
@@ -53,7 +59,7 @@ func New(store gatehouse.Store, accounts *gatehouse.Accounts, signIns ratelimit.
 		opts.Destinations = &gatehouse.Destinations{Store: store, Egress: &egress.Policy{}}
 	}
 	s := &Server{store: store, accounts: accounts, signIns: signIns, logger: logger, now: now, opts: opts,
-		pages: mustParsePages(), mux: http.NewServeMux()}
+		pages: mustParsePages(), mux: http.NewServeMux(), past: newPastCache()}
 	s.register()
 	s.mux.Handle("/", s.wrap(s.notFound))
 	return s

@@ -38,6 +38,9 @@ func (s *Server) page(pattern string, h sessionHandler) {
 			return errSignedOut
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := parseForm(w, r); err != nil {
+				return err
+			}
 			if err := checkCSRFToken(r, sess.CSRFToken); err != nil {
 				return err
 			}
@@ -108,7 +111,7 @@ var errForgery = gatehouse.Errorf(gatehouse.EFORBIDDEN,
 func checkCSRFToken(r *http.Request, want string) error {
 	got := r.Header.Get("X-CSRF-Token")
 	if got == "" {
-		got = r.PostFormValue("csrf")
+		got = r.PostForm.Get("csrf") // parsed, within its bound, by parseForm
 	}
 	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 		return errForgery

@@ -91,6 +91,11 @@ func (s *Server) signInFailed(w http.ResponseWriter, r *http.Request, f *form, n
 	return s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", signInData{Form: f, Next: next, KeyOpen: withKey})
 }
 
+// account shows the session and the ways to end it.
+func (s *Server) account(w http.ResponseWriter, r *http.Request, sess *gatehouse.Session) error {
+	return s.render(w, r, sess, http.StatusOK, "account", "Your session", nil)
+}
+
 // signOut ends this session.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request, sess *gatehouse.Session) error {
 	if err := s.store.DeleteSession(r.Context(), sess.ID); err != nil {

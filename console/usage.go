@@ -1,8 +1,10 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"gatehouse"
@@ -75,30 +77,101 @@ func scopeFilters(sess *gatehouse.Session, more ...gatehouse.AnalyticsFilter) []
 	return more
 }
 
-// query runs an analytics query over the window, checked and defaulted as
-// the API's are.
-func (s *Server) query(ctx context.Context, orgID string, d days, q gatehouse.AnalyticsQuery) (*gatehouse.AnalyticsResult, error) {
-	q.Start, q.End = d.first, d.first.AddDate(0, 0, d.n)
-	if _, err := q.Resolve(s.now()); err != nil {
-		return nil, err
-	}
-	return s.store.QueryAnalytics(ctx, orgID, &q)
+// window is the answer of a query over the window: the rows of its
+// completed days, and today's.
+type window struct {
+	past, today []gatehouse.AnalyticsRow
+	// truncated says that either was cut at the query's limit.
+	truncated bool
 }
 
-// totals reads the totals of each day of the window in scope.
-func (s *Server) totals(ctx context.Context, sess *gatehouse.Session, d days, filters []gatehouse.AnalyticsFilter) (*dailyTotals, error) {
-	res, err := s.query(ctx, sess.OrganizationID, d, gatehouse.AnalyticsQuery{Granularity: "day",
-		Metrics: []string{"total_usage", "request_count", "tokens_total"}, Filters: filters, Limit: d.n})
+// rows are the rows of the whole window, the past days' first.
+func (w *window) rows() []gatehouse.AnalyticsRow { return append(slices.Clip(w.past), w.today...) }
+
+// windowRows runs q (checked and defaulted as the API's queries are) over
+// the window: its completed days through the cache of past days (read once
+// a day, see pastCache), today from the ledger.
+func (s *Server) windowRows(ctx context.Context, orgID string, d days, q gatehouse.AnalyticsQuery) (*window, error) {
+	today := d.first.AddDate(0, 0, d.n-1)
+	past, live := q, q
+	past.Start, past.End = d.first, today
+	live.Start, live.End = today, today.AddDate(0, 0, 1)
+	for _, q := range []*gatehouse.AnalyticsQuery{&past, &live} {
+		if _, err := q.Resolve(s.now()); err != nil {
+			return nil, err
+		}
+	}
+	p, err := s.past.get(ctx, orgID, today, &past, s.store.QueryAnalytics)
 	if err != nil {
 		return nil, err
 	}
-	t := &dailyTotals{spend: make([]gatehouse.Money, d.n), requests: make([]int64, d.n), tokens: make([]int64, d.n)}
-	for _, r := range res.Rows {
-		if i := d.index(r.Bucket); i >= 0 {
-			t.spend[i], t.requests[i], t.tokens[i] = gatehouse.Money(r.Values[0].N), r.Values[1].N, r.Values[2].N
+	l, err := s.store.QueryAnalytics(ctx, orgID, &live)
+	if err != nil {
+		return nil, err
+	}
+	return &window{past: p.Rows, today: l.Rows, truncated: p.Truncated || l.Truncated}, nil
+}
+
+// usageByModel reads the window's usage in scope split by model and day:
+// the totals of each day, and the chart of its spend by model.
+func (s *Server) usageByModel(ctx context.Context, sess *gatehouse.Session, d days, filters []gatehouse.AnalyticsFilter) (*dailyTotals, *chart, error) {
+	w, err := s.windowRows(ctx, sess.OrganizationID, d, gatehouse.AnalyticsQuery{Granularity: "day",
+		Dimensions: []string{"model"}, Metrics: []string{"total_usage", "request_count", "tokens_total"},
+		Filters: filters, Limit: gatehouse.MaxAnalyticsLimit})
+	if err != nil {
+		return nil, nil, err
+	}
+	truncated := w.truncated
+	if truncated { // more models than an answer holds: the totals apart, then the chart as the keys'
+		if w, err = s.windowRows(ctx, sess.OrganizationID, d, gatehouse.AnalyticsQuery{Granularity: "day",
+			Metrics: []string{"total_usage", "request_count", "tokens_total"}, Filters: filters, Limit: d.n}); err != nil {
+			return nil, nil, err
 		}
 	}
-	return t, nil
+	rows := w.rows()
+	t := &dailyTotals{spend: make([]gatehouse.Money, d.n), requests: make([]int64, d.n), tokens: make([]int64, d.n)}
+	for _, r := range rows {
+		if i := d.index(r.Bucket); i >= 0 {
+			t.spend[i] += gatehouse.Money(r.Values[0].N)
+			t.requests[i] += r.Values[1].N
+			t.tokens[i] += r.Values[2].N
+		}
+	}
+	if truncated {
+		c, err := s.splitChart(ctx, sess, d, "model", t.spend, filters, sameNames)
+		return t, c, err
+	}
+	return t, buildChart(newChart(d), d, top(sumBy(rows), chartSeries), nil, rows, t.spend), nil
+}
+
+func newChart(d days) *chart { return &chart{Labels: d.labels(), Series: []series{}, Money: true} }
+
+// sumBy sums the spend (the first value) of rows by their first dimension.
+func sumBy(rows []gatehouse.AnalyticsRow) map[string]gatehouse.Money {
+	out := map[string]gatehouse.Money{}
+	for _, r := range rows {
+		if r.Dimensions[0] != nil {
+			out[*r.Dimensions[0]] += gatehouse.Money(r.Values[0].N)
+		}
+	}
+	return out
+}
+
+// top returns the n values that spent most (and something), most first.
+func top(spent map[string]gatehouse.Money, n int) []string {
+	var values []string
+	for v, m := range spent {
+		if m > 0 {
+			values = append(values, v)
+		}
+	}
+	slices.SortFunc(values, func(a, b string) int {
+		if c := cmp.Compare(spent[b], spent[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return values[:min(len(values), n)]
 }
 
 // since sums the days of the window from the one that starts at from.
@@ -109,34 +182,65 @@ func (t *dailyTotals) since(d days, from time.Time) (spend gatehouse.Money, requ
 	return spend, requests, tokens
 }
 
+// candidates is how many of the values that spent most, over the past days
+// and today apart, a chart split by a dimension chooses its series from.
+const candidates = 100
+
 // splitChart reads the daily spend split by a dimension (api_key_id or
 // model): the chartSeries values that spent most over the window apart,
-// the rest as "Others" (the day's total less theirs). name turns a value
-// into its label.
+// the rest as "Others" (the day's total less theirs). The series are chosen
+// among the past days' and today's top candidates, and a series' past days
+// are read for the past top candidates: a value outside them shows only
+// today's spend apart (its past is in Others). name turns values into
+// labels.
 func (s *Server) splitChart(ctx context.Context, sess *gatehouse.Session, d days, dim string, total []gatehouse.Money,
 	filters []gatehouse.AnalyticsFilter, name func(ctx context.Context, values []string) map[string]string) (*chart, error) {
-	top, err := s.query(ctx, sess.OrganizationID, d, gatehouse.AnalyticsQuery{Metrics: []string{"total_usage"},
-		Dimensions: []string{dim}, Filters: filters, OrderBy: "total_usage", Descending: true, Limit: chartSeries})
+	tops, err := s.windowRows(ctx, sess.OrganizationID, d, gatehouse.AnalyticsQuery{Metrics: []string{"total_usage"},
+		Dimensions: []string{dim}, Filters: filters, OrderBy: "total_usage", Descending: true, Limit: candidates})
 	if err != nil {
 		return nil, err
 	}
-	var values []string
-	for _, r := range top.Rows {
-		if r.Dimensions[0] != nil && r.Values[0].N > 0 {
-			values = append(values, *r.Dimensions[0])
-		}
-	}
-	c := &chart{Labels: d.labels(), Series: []series{}, Money: true}
+	values := top(sumBy(tops.rows()), chartSeries)
 	if len(values) == 0 {
-		return c, nil
+		return newChart(d), nil
 	}
-	byDay, err := s.query(ctx, sess.OrganizationID, d, gatehouse.AnalyticsQuery{Metrics: []string{"total_usage"},
-		Dimensions: []string{dim}, Granularity: "day", Limit: d.n * len(values),
-		Filters: append(slices.Clip(filters), gatehouse.AnalyticsFilter{Field: dim, Operator: "in", Values: values, List: true})})
+	rows, err := s.byDay(ctx, sess.OrganizationID, d, dim, filters, top(sumBy(tops.past), candidates), values)
 	if err != nil {
 		return nil, err
 	}
-	return buildChart(c, d, values, name(ctx, values), byDay.Rows, total), nil
+	return buildChart(newChart(d), d, values, name(ctx, values), rows, total), nil
+}
+
+// byDay reads the spend per day of the series values of dimension dim:
+// the past days for the past top candidates (cached), today for values.
+func (s *Server) byDay(ctx context.Context, orgID string, d days, dim string, filters []gatehouse.AnalyticsFilter, pastTop, values []string) ([]gatehouse.AnalyticsRow, error) {
+	today := d.first.AddDate(0, 0, d.n-1)
+	in := func(vs []string) []gatehouse.AnalyticsFilter {
+		return append(slices.Clip(filters), gatehouse.AnalyticsFilter{Field: dim, Operator: "in", Values: vs, List: true})
+	}
+	var rows []gatehouse.AnalyticsRow
+	if len(pastTop) > 0 {
+		past := gatehouse.AnalyticsQuery{Metrics: []string{"total_usage"}, Dimensions: []string{dim}, Granularity: "day",
+			Start: d.first, End: today, Filters: in(pastTop), Limit: gatehouse.MaxAnalyticsLimit}
+		if _, err := past.Resolve(s.now()); err != nil {
+			return nil, err
+		}
+		p, err := s.past.get(ctx, orgID, today, &past, s.store.QueryAnalytics)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, p.Rows...)
+	}
+	live := gatehouse.AnalyticsQuery{Metrics: []string{"total_usage"}, Dimensions: []string{dim}, Granularity: "day",
+		Start: today, End: today.AddDate(0, 0, 1), Filters: in(values), Limit: gatehouse.MaxAnalyticsLimit}
+	if _, err := live.Resolve(s.now()); err != nil {
+		return nil, err
+	}
+	l, err := s.store.QueryAnalytics(ctx, orgID, &live)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, l.Rows...), nil
 }
 
 // buildChart lays the rows out as one series per value, in values' order,

@@ -7,7 +7,8 @@ import (
 	"gatehouse"
 )
 
-// auditActorJSON is who made a change: the key and its user.
+// auditActorJSON is who made a change: the key and its user, or a member
+// signed in to the console (no key).
 type auditActorJSON struct {
 	KeyHash *string `json:"key_hash"` // null for a member signed in to the web console
 	UserID  *string `json:"user_id"`

@@ -30,6 +30,7 @@ const (
 type matrixIDs struct {
 	keyHash, workspace, guardrail, destination, member, code, preset, byok string
 	generation                                                             string // a generation of keyHash, with content
+	invitation                                                             string // a pending invitation's id
 }
 
 // matrixOp is one operation of the router with real ids filled in.
@@ -131,7 +132,12 @@ func matrixOps(ids matrixIDs) []matrixOp {
 
 		op("GET /api/v1/organization/members", mgmtOnly, ok, "", nil),
 		op("POST /api/v1/organization/members", mgmtOnly, created, "", map[string]any{"email": "matrix@example.com"}),
+		op("PATCH /api/v1/organization/members/{user_id}", mgmtOnly, ok, ids.member, map[string]any{"role": "org:admin"}),
 		late(op("DELETE /api/v1/organization/members/{user_id}", mgmtOnly, ok, ids.member, nil), 5),
+		op("POST /api/v1/organization/members/{user_id}/password-reset", mgmtOnly, created, ids.member, nil),
+		op("GET /api/v1/organization/invitations", mgmtOnly, ok, "", nil),
+		op("POST /api/v1/organization/invitations", mgmtOnly, created, "", map[string]any{"email": "invitee@example.com"}),
+		late(op("DELETE /api/v1/organization/invitations/{id}", mgmtOnly, ok, ids.invitation, nil), 1),
 
 		op("GET /api/v1/audit-log", mgmtOnly, ok, "", nil),
 
@@ -243,6 +249,14 @@ func (e *testEnv) matrixFixture() *matrixFixture {
 		want(e.t, http.StatusCreated).decode(e.t, &b)
 	f.ids.byok = b.Data.ID
 	f.ids.code = "ghc_not-a-code"
+	var inv struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	e.do("POST", "/api/v1/organization/invitations", e.mgmt, map[string]any{"email": "invited@example.com"}).
+		want(e.t, http.StatusCreated).decode(e.t, &inv)
+	f.ids.invitation = inv.Data.ID
 	e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{"is_observability_io_logging_enabled": true}).
 		want(e.t, http.StatusOK)
 	f.ids.generation = e.storeGeneration(f.ids.keyHash)
@@ -387,7 +401,8 @@ func TestAuthenticationMatrix(t *testing.T) {
 			}
 			// B's lists hold none of A's rows.
 			secrets := []string{e.org.ID, f.ids.keyHash, f.ids.workspace, f.defaultWorkspace, f.ids.guardrail,
-				f.ids.destination, f.ids.byok, f.ids.member, "member@example.com", "ws-a", gatehouse.HashKey(e.mgmt), f.ids.preset}
+				f.ids.destination, f.ids.byok, f.ids.member, "member@example.com", "ws-a", gatehouse.HashKey(e.mgmt), f.ids.preset,
+				f.ids.invitation, "invited@example.com"}
 			for _, o := range ops {
 				if o.byID || o.access != mgmtOnly || !strings.HasPrefix(o.pattern, "GET ") {
 					continue

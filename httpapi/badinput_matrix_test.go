@@ -131,6 +131,8 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		"POST /api/v1/organization/members": {
 			"id": "user_matrix", "email": "matrix@example.com", "first_name": "Mat", "last_name": "Rix", "role": "org:member",
 		},
+		"PATCH /api/v1/organization/members/{user_id}": {"role": "org:admin"},
+		"POST /api/v1/organization/invitations":        {"email": "invitee@example.com", "role": "org:admin"},
 
 		"POST /api/v1/generation/feedback": {"generation_id": f.ids.generation, "category": "incorrect_response",
 			"comment": "wrong\tanswer\nsee ticket 12"},
@@ -780,6 +782,8 @@ func mxPathIDCases(params openapi3.Parameters, pattern string, f *matrixFixture,
 			return f.ids.workspace
 		case strings.Contains(pattern, "/destinations/"):
 			return f.ids.destination
+		case strings.Contains(pattern, "/invitations/"):
+			return f.ids.invitation
 		}
 		return map[string]string{"hash": f.ids.keyHash, "id": f.ids.guardrail, "user_id": f.ids.member}[name]
 	}

@@ -78,7 +78,12 @@ func (s *Server) routes(metrics http.Handler) {
 
 	m.HandleFunc("GET "+v1+"/organization/members", s.management(s.listMembers()))
 	m.HandleFunc("POST "+v1+"/organization/members", s.management(s.addMember))
+	m.HandleFunc("PATCH "+v1+"/organization/members/{user_id}", s.management(s.updateMember))
 	m.HandleFunc("DELETE "+v1+"/organization/members/{user_id}", s.management(s.removeMember))
+	m.HandleFunc("POST "+v1+"/organization/members/{user_id}/password-reset", s.management(s.resetPassword))
+	m.HandleFunc("GET "+v1+"/organization/invitations", s.management(s.listInvitations()))
+	m.HandleFunc("POST "+v1+"/organization/invitations", s.management(s.createInvitation))
+	m.HandleFunc("DELETE "+v1+"/organization/invitations/{id}", s.management(s.deleteInvitation))
 
 	m.HandleFunc("GET "+v1+"/audit-log", s.management(s.listAuditLog()))
 

@@ -57,6 +57,8 @@ type Server struct {
 	// console), and frontendRoutes are the patterns it registered (Handle).
 	frontend       http.Handler
 	frontendRoutes map[string]bool
+	// publicURL is the base of the links the API hands out (SetPublicURL).
+	publicURL string
 }
 
 // NewHandler returns the handler of the whole API. limiter bounds request
@@ -80,6 +82,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
 		BYOKKeys: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
 	s.SetContentRetention(gatehouse.DefaultContentRetention)
+	s.SetPublicURL(DefaultPublicURL)
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s
 }

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ type resTenant struct {
 	defKey      string // key hash in the default workspace
 	guardrail   string // in ws, with key and member assigned
 	destination string // in ws
+	invitation  string // a pending invitation's id
 }
 
 // newTenant fills an organization whose management key is mgmt.
@@ -50,13 +52,15 @@ func (e *testEnv) newTenant(name, orgID, mgmt, slug string) resTenant {
 		want(e.t, http.StatusOK)
 	tn.destination = e.createDestination(mgmt, map[string]any{"name": name + " sink", "type": "langfuse", "workspace_id": tn.ws,
 		"config": map[string]any{"publicKey": "pk-" + slug, "secretKey": "sk-lf-" + slug + "-0123456789"}})["id"].(string)
+	tn.invitation = e.invite(mgmt, slug+"-invitee@example.com", "").ID
 	return tn
 }
 
 // ids are every identifier of the tenant that another must never see.
 func (tn resTenant) ids() []string {
 	return []string{tn.orgID, tn.def, tn.defGuard, tn.ws, tn.member, tn.other, tn.key, tn.defKey, tn.guardrail, tn.destination,
-		tn.name + " key", tn.name + " guardrail", tn.name + " sink", tn.slug + "-member@example.com"}
+		tn.name + " key", tn.name + " guardrail", tn.name + " sink", tn.slug + "-member@example.com",
+		tn.invitation, tn.slug + "-invitee@example.com"}
 }
 
 // TestTenancy checks that one organization's management key can neither
@@ -140,7 +144,13 @@ func (e *testEnv) tenancyByID(t *testing.T, attacker, victim resTenant) {
 		op{"DELETE", d, nil},
 		op{"DELETE", d, map[string]any{}},
 		op{"DELETE", "/api/v1/organization/members/" + victim.member, nil},
-		op{"DELETE", "/api/v1/organization/members/" + victim.other, nil})
+		op{"DELETE", "/api/v1/organization/members/" + victim.other, nil},
+		op{"DELETE", "/api/v1/organization/invitations/" + victim.invitation, nil})
+	for _, user := range []string{victim.member, victim.other} {
+		ops = append(ops,
+			op{"PATCH", "/api/v1/organization/members/" + user, map[string]any{"role": "org:admin"}},
+			op{"POST", "/api/v1/organization/members/" + user + "/password-reset", nil})
+	}
 
 	e.unchanged("foreign ids", func() {
 		for _, o := range ops {
@@ -168,7 +178,7 @@ func (e *testEnv) tenancyLists(t *testing.T, attacker, victim resTenant) {
 			"/api/v1/workspaces/" + attacker.slug + "/members", "/api/v1/guardrails", "/api/v1/guardrails?workspace_id=" + attacker.ws,
 			"/api/v1/guardrails/assignments/keys", "/api/v1/guardrails/assignments/members",
 			"/api/v1/observability/destinations", "/api/v1/observability/destinations?workspace_id=" + attacker.ws,
-			"/api/v1/organization/members", "/api/v1/key",
+			"/api/v1/organization/members", "/api/v1/organization/invitations", "/api/v1/key",
 		} {
 			r := e.do("GET", path, attacker.mgmt, nil).want(t, http.StatusOK)
 			for _, id := range victim.ids() {
@@ -273,6 +283,18 @@ func TestTenancySharedUserID(t *testing.T) {
 		}
 	}
 	e.createKey(e.mgmt, map[string]any{"name": "k", "creator_user_id": "user_shared", "workspace_id": wsA})
+
+	// B's role change and password reset of its user_shared leave A's, and
+	// A's console session of it, alone.
+	_, sessionA, err := e.db.CreateSession(context.Background(), gatehouse.SessionCreate{OrganizationID: e.org.ID, UserID: new("user_shared")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.do("PATCH", "/api/v1/organization/members/user_shared", mgmtB, map[string]any{"role": "org:admin"}).want(t, http.StatusOK)
+	e.do("POST", "/api/v1/organization/members/user_shared/password-reset", mgmtB, nil).want(t, http.StatusCreated)
+	if s, err := e.db.FindSession(context.Background(), sessionA); err != nil || s.Role != gatehouse.RoleMember {
+		t.Errorf("A's session after B's changes: %+v, %v", s, err)
+	}
 
 	// B's member has no key, so B can remove it; A's member and its
 	// membership, assignment and key stay.

@@ -30,3 +30,9 @@ func KeyUpdateArgs(k *gatehouse.Key) []any { return keyUpdateArgs(k) }
 func AuditArgs(ctx context.Context, orgID string, now time.Time, rec gatehouse.AuditRecord) []any {
 	return auditArgs(gatehouse.NewAuditEntry(ctx, orgID, now, rec))
 }
+
+// KeySearchQuery is the SQL (from FROM on) and the arguments of a key
+// search (validated), for the engines' tests of its query plans.
+func KeySearchQuery(d Dialect, orgID string, q gatehouse.KeySearch) (string, []any) {
+	return keySearchQuery(d, orgID, q)
+}

@@ -75,8 +75,12 @@ func (s *Store) CreateInvitation(ctx context.Context, orgID string, c gatehouse.
 		if err != nil {
 			return nil, err
 		}
+		details := map[string]any{"role": v.Role, "replaced": replaced}
+		if v.UserID != nil {
+			details["user_id"] = *v.UserID
+		}
 		return v, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpInvitationCreate, ResourceType: gatehouse.ResourceInvitation,
-			ResourceIDs: []string{v.ID}, Details: map[string]any{"role": v.Role, "user_id": v.UserID, "replaced": replaced}})
+			ResourceIDs: []string{v.ID}, Details: details})
 	})
 	if err != nil {
 		return nil, "", err

@@ -31,6 +31,7 @@ func testAccounts(t *testing.T, open Opener) {
 		{"SignInWithKey", testAccountSignInWithKey},
 		{"MemberRole", testAccountMemberRole},
 		{"Tenancy", testAccountTenancy},
+		{"Races", testAccountRaces},
 	})
 }
 

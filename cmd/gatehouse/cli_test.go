@@ -189,6 +189,11 @@ func TestHelp(t *testing.T) {
 		{[]string{"credits", "--help"}, "credits grant"},
 		{[]string{"credits", "grant", "--help"}, "-amount"},
 		{[]string{"credits", "show", "-h"}, "-org"},
+		{[]string{"members", "--help"}, "members invite"},
+		{[]string{"members", "invite", "--help"}, "-public-url"},
+		{[]string{"members", "list", "-h"}, "-org"},
+		{[]string{"serve", "--help"}, "-public-url"},
+		{[]string{"--help"}, "GATEHOUSE_PUBLIC_URL"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -68,6 +70,10 @@ type Config struct {
 	// entries (GATEHOUSE_LEDGER_RETENTION, GATEHOUSE_AUDIT_RETENTION);
 	// zero keeps them.
 	Retention gatehouse.Retention
+	// PublicURL is where browsers reach this server, the base of the
+	// console links it hands out (invitations, password resets); ""
+	// derives it from the listen address (see publicURL).
+	PublicURL string
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -106,6 +112,7 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	str("GATEHOUSE_PPROF_ADDR", &c.PprofAddr)
 	str("GATEHOUSE_METRICS_ADDR", &c.MetricsAddr)
 	str("GATEHOUSE_METERING_COMMIT", &c.MeteringCommit)
+	str("GATEHOUSE_PUBLIC_URL", &c.PublicURL)
 	if v := getenv("GATEHOUSE_EGRESS_ALLOW"); v != "" {
 		p, err := egress.Parse(v)
 		if err != nil {
@@ -214,12 +221,51 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("GATEHOUSE_LOG_FORMAT=%q: want json, text or auto", c.LogFormat)
 	}
+	return checkPublicURL(c.PublicURL)
+}
+
+// checkPublicURL accepts "" (derived) or an absolute http(s) URL without a
+// query or fragment, such as https://gatehouse.example.com or
+// https://example.com/gatehouse.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#") {
+		return fmt.Errorf("GATEHOUSE_PUBLIC_URL=%q: want the http:// or https:// URL where browsers reach this server, "+
+			"such as https://gatehouse.example.com (no query, fragment or user)", s)
+	}
 	return nil
+}
+
+// publicURL returns the configured public URL without a trailing slash,
+// or the one derived from the address the server listens on: http:// and
+// that address, with a wildcard host (0.0.0.0, ::, none) read as
+// 127.0.0.1, as a browser on this machine reaches it.
+func (c *Config) publicURL(listening string) string {
+	if c.PublicURL != "" {
+		return strings.TrimRight(c.PublicURL, "/")
+	}
+	host, port, err := net.SplitHostPort(listening)
+	if err != nil {
+		return httpapi.DefaultPublicURL
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || err == nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // isPostgres reports whether the database URL selects PostgreSQL.
 func (c *Config) isPostgres() bool {
 	return strings.HasPrefix(c.DatabaseURL, "postgres://") || strings.HasPrefix(c.DatabaseURL, "postgresql://")
+}
+
+// publicURLFlag adds --public-url to a flag set.
+func publicURLFlag(fs *flag.FlagSet, c *Config) {
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "URL where browsers reach the server, the base of console links (env GATEHOUSE_PUBLIC_URL; default from --addr)")
 }
 
 // databaseFlag adds --database to a flag set.

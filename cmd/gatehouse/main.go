@@ -58,7 +58,7 @@ func (e usageError) Error() string { return e.msg + " (run gatehouse --help)" }
 const usage = `Gatehouse: a model gateway and its management API.
 
 Usage:
-  gatehouse [serve] [--addr ADDR] [--database URL] [--providers FILE]
+  gatehouse [serve] [--addr ADDR] [--database URL] [--providers FILE] [--public-url URL]
       Serve the API and the gateway. The default command.
   gatehouse orgs create --name NAME [--database URL]
       Create an organization; prints its id as the last line.
@@ -73,6 +73,11 @@ Usage:
       the new total as the last line.
   gatehouse credits show --org ID [--database URL]
       Show an organization's credits, what it spent against them, and its grants.
+  gatehouse members invite --org ID --email EMAIL [--role admin|member] [--public-url URL] [--database URL]
+      Invite someone to the web console: prints the link (valid once, for 7 days) as the
+      last line, where they set their password. No server or mail server is needed.
+  gatehouse members list --org ID [--database URL]
+      List an organization's members: id, role, whether they have a console password, email.
   gatehouse migrate-data --from SQLITE_PATH --to POSTGRES_URL
       Copy every row of a SQLite database into an empty PostgreSQL database.
   gatehouse rotate-secret-key [--new-key KEY] [--skip-unreadable] [--database URL]
@@ -92,6 +97,8 @@ Usage:
 
 Environment (flags override):
   GATEHOUSE_ADDR                      listen address (default 127.0.0.1:8080)
+  GATEHOUSE_PUBLIC_URL                URL where browsers reach the server, the base of console links
+                                      (default http:// and the listen address, 0.0.0.0 read as 127.0.0.1)
   GATEHOUSE_DATABASE_URL              SQLite file path or postgres:// URL (default ./gatehouse.db); no other scheme
   GATEHOUSE_DB_TIMEOUT                bound on each database operation (PostgreSQL; default 5s)
   GATEHOUSE_REDIS_URL                 redis:// URL: rate limits shared by every instance
@@ -135,6 +142,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return mgmtKeysCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "credits":
 		return creditsCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "members":
+		return membersCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate-data":
 		return migrateDataCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "rotate-secret-key":

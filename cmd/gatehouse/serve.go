@@ -59,6 +59,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer lns.close() // those not handed to a server
+	// The console's links use the port bound, when it was 0.
+	cfg.PublicURL = cfg.publicURL(lns.api.Addr().String())
 	unlock, err := lockServe(cfg)
 	if err != nil {
 		return err
@@ -108,6 +110,7 @@ func serveConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env GATEHOUSE_ADDR)")
 	databaseFlag(fs, &cfg)
 	fs.StringVar(&cfg.ProvidersFile, "providers", cfg.ProvidersFile, "YAML file of the providers and models to serve (env GATEHOUSE_PROVIDERS_FILE)")
+	publicURLFlag(fs, &cfg)
 	if err := parseFlags(fs, args); err != nil {
 		return cfg, err
 	}
@@ -207,7 +210,9 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler.SetAnalyticsTimeout(cfg.AnalyticsTimeout)
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
-	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now, console.Options{Proxies: cfg.TrustedProxies, Destinations: handler.Destinations()})
+	handler.SetPublicURL(cfg.PublicURL)
+	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now,
+		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations()})
 	web.Routes(handler.Handle)
 	handler.HandleNotFound(web.NotFound())
 	var metrics http.Handler
@@ -634,7 +639,7 @@ func bootstrap(ctx context.Context, cfg Config, store gatehouse.Store, logger *s
 			"Use it as: Authorization: Bearer <key>, or sign in with it to the web console at %s\n"+
 			"More keys: gatehouse mgmt-keys create --org %s\n"+
 			"(A lost key is replaced the same way; gatehouse orgs list shows the organizations.)\n\n",
-			org.Name, org.ID, url, b.Key, strings.TrimSuffix(url, "api/v1"), org.ID)
+			org.Name, org.ID, url, b.Key, cfg.PublicURL+"/", org.ID)
 	}, nil
 }
 

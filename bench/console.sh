@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Times the server-side render of the web console's pages on an
+# organization of a million keys: seeds a fresh database with `gatehouse
+# bench-seed --keys 1000000` (and a ledger of calls), then runs
+# bench/console, which renders each page through the real handlers.
+#
+#   bash bench/console.sh [sqlite|postgres]
+#
+# PostgreSQL uses a fresh database on GATEHOUSE_TEST_POSTGRES_URL's server,
+# dropped at the end. With BENCH_WORK=DIR the database is kept in DIR (its
+# URL in DIR/database for PostgreSQL), so that a later run with the same
+# BENCH_WORK measures it again without seeding it again. Settings:
+# BENCH_KEYS (1000000), BENCH_MEMBERS (1000), BENCH_GENERATIONS (300000),
+# BENCH_GENERATION_DAYS (90), BENCH_RUNS (20), BENCH_OUT (also write the
+# table to this file).
+set -euo pipefail
+
+engine=${1:-sqlite}
+keys=${BENCH_KEYS:-1000000}
+members=${BENCH_MEMBERS:-1000}
+generations=${BENCH_GENERATIONS:-300000}
+days=${BENCH_GENERATION_DAYS:-90}
+runs=${BENCH_RUNS:-20}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+keep=${BENCH_WORK:-}
+work=${keep:-$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-console-XXXXXX")}
+mkdir -p "$work"
+database=
+
+cleanup() {
+	if [[ -n $keep ]]; then
+		return
+	fi
+	if [[ $engine == postgres && -n $database ]]; then
+		"$work/pgdb" drop "$database" || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+cd "$repo"
+go build -o "$work/gatehouse" ./cmd/gatehouse
+go build -o "$work/console" ./bench/console
+case $engine in
+sqlite)
+	database=$work/gatehouse.db
+	;;
+postgres)
+	: "${GATEHOUSE_TEST_POSTGRES_URL:?set GATEHOUSE_TEST_POSTGRES_URL to a PostgreSQL server}"
+	go build -o "$work/pgdb" ./bench/pgdb
+	if [[ -s $work/database ]]; then
+		database=$(cat "$work/database")
+	else
+		database=$("$work/pgdb" create "$GATEHOUSE_TEST_POSTGRES_URL" gatehouse_console)
+		echo "$database" >"$work/database"
+	fi
+	;;
+*)
+	echo "usage: bash bench/console.sh [sqlite|postgres]" >&2
+	exit 2
+	;;
+esac
+
+if [[ -s $work/manifest.json ]]; then
+	echo "== measuring the database seeded in $work again" >&2
+else
+	echo "== seeding $keys keys and $generations calls over $days days ($engine)" >&2
+	start=$(date +%s)
+	"$work/gatehouse" bench-seed --database "$database" --keys "$keys" --members "$members" \
+		--generations "$generations" --generation-days "$days" --manifest "$work/manifest.json" 2>&1 | grep -v '^  ' >&2
+	echo "== seeded in $(($(date +%s) - start)) s" >&2
+fi
+
+echo "($engine, $keys keys, $members members, $generations calls over $days days; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo
+"$work/console" -database "$database" -manifest "$work/manifest.json" -runs "$runs" ${BENCH_OUT:+-out "$BENCH_OUT"}
