@@ -2,20 +2,34 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
 
 	"gatehouse"
 )
 
 // SearchGenerations pages through an organization's ledger newest first
-// (see gatehouse.GenerationSearch): a walk of generations_org (a key's
-// calls, generations_key) backwards from the cursor, reading rows until
-// the page is full. Nothing is counted or skipped.
+// (see gatehouse.GenerationSearch), without counting or skipping:
+//
+//   - the whole organization's calls (of a model, in a range) walk
+//     generations_org backwards from the cursor until the page is full;
+//   - a key's calls walk generations_key (organization_id || ” keeps the
+//     planner off generations_org, which it would walk to the key's first
+//     call: half a second for a quiet key at 300,000 calls);
+//   - a member's keys' calls read generations_key for each key, which
+//     yields them in no common order: a first read of the index alone
+//     finds the creation time of the page's last call, so that only the
+//     page's rows are read and sorted whole (7,500 calls of a member: 4 ms
+//     instead of 140).
 func (s *Store) SearchGenerations(ctx context.Context, orgID string, q gatehouse.GenerationSearch) (_ *gatehouse.GenerationPage, err error) {
 	defer wrap(&err, "SearchGenerations")
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
+	byKeys := q.KeyHash != "" || q.CreatorUserID != nil
 	where, args := `organization_id = ?`, []any{orgID}
+	if byKeys {
+		where = `organization_id || '' = ?`
+	}
 	if q.KeyHash != "" {
 		where, args = where+` AND key_hash = ?`, append(args, q.KeyHash)
 	}
@@ -32,8 +46,20 @@ func (s *Store) SearchGenerations(ctx context.Context, orgID string, q gatehouse
 	if q.Until != nil {
 		where, args = where+` AND created_at < ?`, append(args, ceilMS(*q.Until))
 	}
-	if q.After != nil {
-		where, args = where+` AND (created_at, id) < (?, ?)`, append(args, ms(q.After.CreatedAt), q.After.ID)
+	if q.CreatorUserID != nil && q.KeyHash == "" {
+		// The page's oldest instant, from the index alone: that of the
+		// Limit+1-th call before the cursor's instant (the calls of that
+		// instant past the cursor come first, and are newer).
+		inner, innerArgs := where, slices.Clone(args)
+		if q.After != nil {
+			inner, innerArgs = inner+` AND created_at < ?`, append(innerArgs, ms(q.After.CreatedAt))
+		}
+		where, args = where+` AND created_at >= COALESCE((SELECT min(created_at) FROM (SELECT created_at FROM generations WHERE `+inner+`
+			ORDER BY created_at DESC LIMIT ?) page), 0)`, append(append(args, innerArgs...), q.Limit+1)
+	}
+	if q.After != nil { // the first bound seeks in either index, the second breaks the ties
+		where, args = where+` AND created_at <= ? AND (created_at, id) < (?, ?)`,
+			append(args, ms(q.After.CreatedAt), ms(q.After.CreatedAt), q.After.ID)
 	}
 	gens, err := view(ctx, s, func(tx *Tx) ([]*gatehouse.Generation, error) {
 		rows, err := tx.Query(ctx, `SELECT `+generationColumns+` FROM generations WHERE `+where+`

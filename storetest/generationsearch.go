@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -74,8 +75,9 @@ func testGenerationSearch(t *testing.T, open Opener) {
 			ids(func(g *gatehouse.Generation) bool { return g.CreatedAt.After(since) })},
 		{"all at once", gatehouse.GenerationSearch{KeyHash: kA.Hash, Model: "acme/chat", CreatorUserID: &ana.ID, Until: &until}, []string{gens[0].ID}},
 	} {
-		got := f.searchLedger(t, c.s, 2)
-		wantEqual(t, c.name, c.want, got)
+		for _, size := range []int{1, 2, 10} { // pages that end inside the millisecond of three calls, and one page
+			wantEqual(t, fmt.Sprintf("%s, pages of %d", c.name, size), c.want, f.searchLedger(t, c.s, size))
+		}
 	}
 	// The fields of a call are read back whole.
 	page, err := f.store.SearchGenerations(f.ctx, f.org.ID, gatehouse.GenerationSearch{Limit: 1})
