@@ -12,8 +12,9 @@ import (
 //
 //   - the whole organization's calls (of a model, in a range) walk
 //     generations_org backwards from the cursor until the page is full;
-//   - a key's calls walk generations_key (organization_id || ” keeps the
-//     planner off generations_org, which it would walk to the key's first
+//   - a key's calls walk generations_key (the organization's condition
+//     is written so that no index serves it, which keeps the planner off
+//     generations_org: it would walk that to the key's first
 //     call: half a second for a quiet key at 300,000 calls);
 //   - a member's keys' calls read generations_key for each key, which
 //     yields them in no common order: a first read of the index alone
