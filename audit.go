@@ -3,6 +3,7 @@ package gatehouse
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -211,12 +212,48 @@ type AuditFilter struct {
 	ResourceType string
 	ResourceID   string
 	Page         Page
+	// After is where a page of SearchAuditEntries starts: the cursor of
+	// the previous page (FindAuditEntries pages by Page.Offset instead).
+	After *AuditCursor
+}
+
+// AuditCursor is the position after the last entry of a page, newest
+// first.
+type AuditCursor struct {
+	At time.Time
+	ID string
+}
+
+// AuditPage is a page of SearchAuditEntries; Next is nil on the last.
+type AuditPage struct {
+	Entries []*AuditEntry
+	Next    *AuditCursor
+}
+
+// String encodes the cursor for a URL: milliseconds and the entry's id.
+func (c *AuditCursor) String() string {
+	return strconv.FormatInt(c.At.UnixMilli(), 10) + "." + c.ID
+}
+
+// ParseAuditCursor decodes a cursor that String encoded. EINVALID.
+func ParseAuditCursor(s string) (*AuditCursor, error) {
+	msPart, id, ok := strings.Cut(s, ".")
+	ms, err := strconv.ParseInt(msPart, 10, 64)
+	if !ok || err != nil || id == "" || len(id) > 64 {
+		return nil, FieldError("after", "is not a cursor of the audit log: start again from the first page")
+	}
+	return &AuditCursor{At: time.UnixMilli(ms).UTC(), ID: id}, nil
 }
 
 // AuditService reads the audit log.
 type AuditService interface {
 	// FindAuditEntries lists entries newest first, with their total.
 	FindAuditEntries(ctx context.Context, orgID string, filter AuditFilter) ([]*AuditEntry, int, error)
+	// SearchAuditEntries returns a page of entries newest first, from
+	// filter.After, of filter.Page.Limit entries (default DefaultPageSize):
+	// one index walk a page, nothing counted or skipped, however long the
+	// log. EINVALID for an offset or a limit out of 1..MaxPageSize.
+	SearchAuditEntries(ctx context.Context, orgID string, filter AuditFilter) (*AuditPage, error)
 }
 
 // ChangedFields returns the JSON names of the fields an update struct sets

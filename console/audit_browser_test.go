@@ -52,10 +52,10 @@ func TestBrowserAuditLog(t *testing.T) {
 		b.must(b.status() == http.StatusOK, "%v: status %d", v, b.status())
 	}
 	filter(url.Values{"operation": {"workspace.create"}})
-	b.must(b.text("#entries") == "1 change, newest first" && strings.Contains(b.text("tbody"), "ada@example.com (console)") &&
+	b.must(b.count("tbody tr") == 1 && strings.Contains(b.text("tbody"), "ada@example.com (console)") &&
 		b.has(`tbody a[href="/workspaces/`+ws.ID+`"]`), "workspace.create: %s", b.text("main"))
 	filter(url.Values{"resource_type": {"destination"}})
-	b.must(b.text("#entries") == "1 change, newest first" && strings.Contains(b.text("tbody"), "destination.create") &&
+	b.must(b.count("tbody tr") == 1 && strings.Contains(b.text("tbody"), "destination.create") &&
 		strings.Contains(b.text("tbody"), "ada@example.com"), "destinations: %s", b.text("main"))
 	b.must(!strings.Contains(b.html(), "phc_secret"), "a secret in the audit log")
 	filter(url.Values{"actor": {"ADA@example.com"}})
@@ -65,18 +65,18 @@ func TestBrowserAuditLog(t *testing.T) {
 	b.must(!strings.Contains(b.text("tbody"), "key.create"), "Ada's changes hold the key's: %s", b.text("tbody"))
 	b.must(b.value("#f-actor") == "ADA@example.com", "the filter is not shown back")
 	filter(url.Values{"actor": {admin.ID}, "operation": {"guardrail.create"}})
-	b.must(b.text("#entries") == "1 change, newest first", "by user id: %s", b.text("main"))
+	b.must(b.count("tbody tr") == 1, "by user id: %s", b.text("main"))
 
 	// The API's changes, by the management key: 55, in pages of 50.
 	today := e.clock.Now().UTC().Format("2006-01-02")
 	filter(url.Values{"actor": {gatehouse.HashKey(e.mgmt)}, "operation": {"key.create"}, "since": {today}, "until": {today}})
-	b.must(b.text("#entries") == "55 changes, newest first" && b.count("tbody tr") == 50, "the keys' creations: %s", b.text("#entries"))
+	b.must(b.count("tbody tr") == 50 && b.has(`a[rel="next"]`), "the keys' creations: %d rows", b.count("tbody tr"))
 	b.must(strings.Contains(b.text("tbody tr"), "management key “first”") && strings.Contains(b.text("tbody tr"), "workspace_id: "),
 		"the actor and details: %s", b.text("tbody tr"))
 	b.both("audit")
 	b.wide()
 	b.submit(`a[rel="next"]`)
-	b.must(b.count("tbody tr") == 5 && b.has(`a[rel="prev"]`) && !b.has(`a[rel="next"]`), "the second page: %d rows", b.count("tbody tr"))
+	b.must(b.count("tbody tr") == 5 && b.has(`nav.pager a[href^="/audit?"]`) && !b.has(`a[rel="next"]`), "the second page: %d rows", b.count("tbody tr"))
 	b.must(strings.Contains(b.text("tbody"), "batch-00") || b.has(`a[href^="/keys/"]`), "the oldest keys: %s", b.text("tbody"))
 
 	tomorrow := e.clock.Now().UTC().Add(24 * time.Hour).Format("2006-01-02")

@@ -22,8 +22,9 @@ type auditData struct {
 	Operations []option
 	Resources  []option
 	Entries    []auditRow
-	Total      int
-	Prev, Next string
+	// Next is the link to the next page, "" on the last; First the link
+	// to the first page when this is not it.
+	Next, First string
 }
 
 // auditRow is an entry as the page shows it.
@@ -44,8 +45,9 @@ type resourceLink struct {
 
 // auditLog shows the organization's audit log, newest first, filtered by
 // actor (an email, a user id or a key hash), operation, resource type and
-// UTC days, a page at a time: the same filters as the API's GET
-// /audit-log, read by the same store call.
+// UTC days, a page at a time by cursor: the filters of the API's GET
+// /audit-log, read by SearchAuditEntries (which neither counts nor skips,
+// so that a page costs what the first does in millions of entries).
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request, sess *gatehouse.Session) error {
 	ctx := r.Context()
 	q := r.URL.Query()
@@ -64,17 +66,28 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request, sess *gatehous
 		}
 		return s.render(w, r, sess, http.StatusBadRequest, "audit", "Audit log", data)
 	}
-	offset := offsetParam(r)
-	filter.Page = gatehouse.Page{Offset: offset, Limit: auditPageSize}
-	entries, total, err := s.store.FindAuditEntries(ctx, sess.OrganizationID, filter)
+	filter.Page.Limit = auditPageSize
+	if after := q.Get("after"); after != "" {
+		if filter.After, err = gatehouse.ParseAuditCursor(after); err != nil {
+			return err
+		}
+		data.First = "/audit"
+		if len(f.Values) > 0 {
+			data.First += "?" + f.Values.Encode()
+		}
+	}
+	page, err := s.store.SearchAuditEntries(ctx, sess.OrganizationID, filter)
 	if err != nil {
 		return err
 	}
-	if data.Entries, err = s.auditRows(ctx, sess, entries); err != nil {
+	if data.Entries, err = s.auditRows(ctx, sess, page.Entries); err != nil {
 		return err
 	}
-	data.Total = total
-	data.Prev, data.Next = pageLinks("/audit", f.Values, offset, len(entries), total, auditPageSize)
+	if page.Next != nil {
+		v := cloneValues(f.Values)
+		v.Set("after", page.Next.String())
+		data.Next = "/audit?" + v.Encode()
+	}
 	return s.render(w, r, sess, http.StatusOK, "audit", "Audit log", data)
 }
 

@@ -26,6 +26,26 @@ func (s *Store) SearchGenerations(ctx context.Context, orgID string, q gatehouse
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
+	query, args := generationSearchQuery(orgID, q)
+	gens, err := view(ctx, s, func(tx *Tx) ([]*gatehouse.Generation, error) {
+		rows, err := tx.Query(ctx, `SELECT `+generationColumns+query, args...)
+		return collect(rows, err, scanGeneration)
+	})
+	if err != nil {
+		return nil, err
+	}
+	page := &gatehouse.GenerationPage{Generations: gens}
+	if len(gens) > q.Limit {
+		last := gens[q.Limit-1]
+		page.Generations, page.Next = gens[:q.Limit], &gatehouse.GenerationCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	return page, nil
+}
+
+// generationSearchQuery is the SQL of a search (validated), from FROM on,
+// and its arguments (one more row than the page, to tell whether another
+// follows). The sqlite package's tests check the index each shape walks.
+func generationSearchQuery(orgID string, q gatehouse.GenerationSearch) (string, []any) {
 	byKeys := q.KeyHash != "" || q.CreatorUserID != nil
 	where, args := `organization_id = ?`, []any{orgID}
 	if byKeys {
@@ -62,18 +82,5 @@ func (s *Store) SearchGenerations(ctx context.Context, orgID string, q gatehouse
 		where, args = where+` AND created_at <= ? AND (created_at, id) < (?, ?)`,
 			append(args, ms(q.After.CreatedAt), ms(q.After.CreatedAt), q.After.ID)
 	}
-	gens, err := view(ctx, s, func(tx *Tx) ([]*gatehouse.Generation, error) {
-		rows, err := tx.Query(ctx, `SELECT `+generationColumns+` FROM generations WHERE `+where+`
-			ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, q.Limit+1)...)
-		return collect(rows, err, scanGeneration)
-	})
-	if err != nil {
-		return nil, err
-	}
-	page := &gatehouse.GenerationPage{Generations: gens}
-	if len(gens) > q.Limit {
-		last := gens[q.Limit-1]
-		page.Generations, page.Next = gens[:q.Limit], &gatehouse.GenerationCursor{CreatedAt: last.CreatedAt, ID: last.ID}
-	}
-	return page, nil
+	return ` FROM generations WHERE ` + where + ` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, q.Limit+1)
 }
