@@ -32,22 +32,26 @@ func TestLedgerAndAuditSearchPlans(t *testing.T) {
 	member, key := "user_a", strings.Repeat("a", 64)
 	since := time.UnixMilli(1)
 	later := &gatehouse.GenerationCursor{CreatedAt: time.UnixMilli(5), ID: "gen-x"}
+	day := int64(20000)
 	for _, tc := range []struct {
 		name   string
 		q      gatehouse.GenerationSearch
+		day    *int64
 		index  string
 		sorted string // the sort the plan may hold, "" for none
 	}{
-		{"everything", gatehouse.GenerationSearch{}, "generations_org", ""},
-		{"everything, later page", gatehouse.GenerationSearch{After: later}, "generations_org", ""},
-		{"a model in a range", gatehouse.GenerationSearch{Model: "m/x", Since: &since}, "generations_org", ""},
-		{"a key", gatehouse.GenerationSearch{KeyHash: key}, "generations_key", "LAST TERM OF ORDER BY"},
-		{"a key, later page", gatehouse.GenerationSearch{KeyHash: key, After: later}, "generations_key", "LAST TERM OF ORDER BY"},
-		{"a member's keys", gatehouse.GenerationSearch{CreatorUserID: &member}, "generations_key", "ORDER BY"},
-		{"a member's keys, later page", gatehouse.GenerationSearch{CreatorUserID: &member, After: later, Model: "m/x"}, "generations_key", "ORDER BY"},
+		{"everything", gatehouse.GenerationSearch{}, nil, "generations_org", ""},
+		{"everything, later page", gatehouse.GenerationSearch{After: later}, nil, "generations_org", ""},
+		{"a range", gatehouse.GenerationSearch{Since: &since}, nil, "generations_org", ""},
+		{"a model, a day", gatehouse.GenerationSearch{Model: "m/x"}, &day, "generations_daily", "ORDER BY"},
+		{"a model, a day, later page", gatehouse.GenerationSearch{Model: "m/x", After: later, Since: &since}, &day, "generations_daily", "ORDER BY"},
+		{"a key", gatehouse.GenerationSearch{KeyHash: key}, nil, "generations_key", "LAST TERM OF ORDER BY"},
+		{"a key, later page", gatehouse.GenerationSearch{KeyHash: key, After: later}, nil, "generations_key", "LAST TERM OF ORDER BY"},
+		{"a member's keys", gatehouse.GenerationSearch{CreatorUserID: &member}, nil, "generations_key", "ORDER BY"},
+		{"a member's keys, later page", gatehouse.GenerationSearch{CreatorUserID: &member, After: later, Model: "m/x"}, nil, "generations_key", "ORDER BY"},
 	} {
 		tc.q.Limit = 50
-		query, args := sqlstore.GenerationSearchQuery("org", tc.q)
+		query, args := sqlstore.GenerationSearchQuery("org", tc.q, tc.day)
 		checkPlan(t, db, tc.name, "SELECT id"+query, args, []string{tc.index}, tc.sorted)
 	}
 	after := &gatehouse.AuditCursor{At: time.UnixMilli(5), ID: "x"}

@@ -38,9 +38,10 @@ func KeySearchQuery(d Dialect, orgID string, q gatehouse.KeySearch) (string, []a
 }
 
 // GenerationSearchQuery is the SQL (from FROM on) and the arguments of a
-// search of the ledger (validated), for the engines' tests of its plans.
-func GenerationSearchQuery(orgID string, q gatehouse.GenerationSearch) (string, []any) {
-	return generationSearchQuery(orgID, q)
+// search of the ledger (validated), of one UTC day's calls when day is
+// set (a search by model), for the engines' tests of its plans.
+func GenerationSearchQuery(orgID string, q gatehouse.GenerationSearch, day *int64) (string, []any) {
+	return generationSearchQuery(orgID, q, day, q.Limit+1)
 }
 
 // AuditSearchQuery is the SQL and the arguments of a page of the audit

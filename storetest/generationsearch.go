@@ -30,6 +30,7 @@ func testGenerationSearch(t *testing.T, open Opener) {
 		{at: base.Add(2 * time.Hour), key: kB, model: "acme/chat"},
 		{at: base.Add(3 * time.Hour), key: kA, model: "acme/chat"},
 		{at: base.Add(time.Hour), key: kX, model: "acme/chat"}, // another organization's
+		{at: base.Add(-75 * time.Hour), key: kB, model: "other/mini"}, // days before the others: a model's calls are read a day at a time
 	}
 	var gens []*gatehouse.Generation
 	for _, c := range calls {
@@ -46,7 +47,7 @@ func testGenerationSearch(t *testing.T, open Opener) {
 			}
 		}
 	}
-	order = append(append(order, tied...), 1, 0)
+	order = append(append(order, tied...), 1, 0, 7)
 	ids := func(keep func(g *gatehouse.Generation) bool) []string {
 		out := []string{}
 		for _, i := range order {
@@ -67,6 +68,11 @@ func testGenerationSearch(t *testing.T, open Opener) {
 		{"a key", gatehouse.GenerationSearch{KeyHash: kA.Hash}, ids(func(g *gatehouse.Generation) bool { return g.KeyHash == kA.Hash })},
 		{"another organization's key", gatehouse.GenerationSearch{KeyHash: kX.Hash}, []string{}},
 		{"a model", gatehouse.GenerationSearch{Model: "other/mini"}, ids(func(g *gatehouse.Generation) bool { return g.Model == "other/mini" })},
+		{"a model in a range", gatehouse.GenerationSearch{Model: "other/mini", Until: &until},
+			ids(func(g *gatehouse.Generation) bool { return g.Model == "other/mini" && g.CreatedAt.Before(until) })},
+		{"a model since a day", gatehouse.GenerationSearch{Model: "acme/chat", Since: new(base.Add(-24 * time.Hour))},
+			ids(func(g *gatehouse.Generation) bool { return g.Model == "acme/chat" })},
+		{"a model that made no call", gatehouse.GenerationSearch{Model: "none/such"}, []string{}},
 		{"a member's keys", gatehouse.GenerationSearch{CreatorUserID: &ana.ID}, ids(func(g *gatehouse.Generation) bool { return g.KeyHash != kB.Hash })},
 		{"a member without keys", gatehouse.GenerationSearch{CreatorUserID: &bob.ID}, []string{}},
 		{"a range", gatehouse.GenerationSearch{Since: &since, Until: &until},

@@ -228,6 +228,7 @@ func (b *bench) adminPages() []page {
 		{"audit log, an actor", "admin", "/audit?actor=" + gatehouse.HashKey(b.m.ManagementKey)},
 		{"audit log, a day", "admin", "/audit?since=" + b.day + "&until=" + b.day},
 		{"activity, a quiet key", "admin", "/activity?key=" + b.m.KeyHashes[5][:12]},
+		{"activity, a model that made no call", "admin", "/activity?model=none/such"},
 	}
 	if len(b.m.Workspaces) > 0 {
 		out = append(out, page{"a workspace (its members, budgets)", "admin", "/workspaces/" + b.m.Workspaces[0].ID})

@@ -38,7 +38,7 @@ func TestRun(t *testing.T) {
 	if err := run([]string{"-database", path, "-manifest", manifest, "-runs", "1"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), " ms |\n"); n != 38 {
-		t.Errorf("%d pages rendered, want 38:\n%s", n, out.String())
+	if n := strings.Count(out.String(), " ms |\n"); n != 39 {
+		t.Errorf("%d pages rendered, want 39:\n%s", n, out.String())
 	}
 }
