@@ -29,7 +29,7 @@ func testGenerationSearch(t *testing.T, open Opener) {
 		{at: base.Add(2 * time.Hour), key: kA, model: "other/mini"}, // the same millisecond
 		{at: base.Add(2 * time.Hour), key: kB, model: "acme/chat"},
 		{at: base.Add(3 * time.Hour), key: kA, model: "acme/chat"},
-		{at: base.Add(time.Hour), key: kX, model: "acme/chat"}, // another organization's
+		{at: base.Add(time.Hour), key: kX, model: "acme/chat"},        // another organization's
 		{at: base.Add(-75 * time.Hour), key: kB, model: "other/mini"}, // days before the others: a model's calls are read a day at a time
 	}
 	var gens []*gatehouse.Generation
