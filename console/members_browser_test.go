@@ -33,6 +33,8 @@ func TestBrowserInvitation(t *testing.T) {
 	grace.fill(map[string]string{"#f-password": "too short", "#f-password_again": "too short"})
 	grace.submit(`main form button[type="submit"]`)
 	grace.must(grace.text("#e-password") != "", "a short password is not refused next to its field")
+	focused := get(grace, chromedp.Evaluate[string](`document.activeElement.id + " " + document.activeElement.getAttribute("aria-describedby")`))
+	grace.must(focused == "f-password e-password", "the field in error does not have the focus, described by its error: %q", focused)
 	grace.screenshot("invitation-refused")
 	grace.fill(map[string]string{"#f-password": "a long enough secret", "#f-password_again": "a long enough secret"})
 	grace.submit(`main form button[type="submit"]`)

@@ -34,6 +34,11 @@
     sel.addRange(range);
   }
 
+  // A form shown again with errors puts the focus on the first field in
+  // error, whose message its aria-describedby names.
+  var invalid = document.querySelector('[aria-invalid="true"]');
+  if (invalid) invalid.focus();
+
   // Forms with data-confirm ask before they are sent.
   document.querySelectorAll("form[data-confirm]").forEach(function (form) {
     form.addEventListener("submit", function (event) {
