@@ -25,6 +25,31 @@ func TestBrowserDestinations(t *testing.T) {
 
 	b.visit("/destinations")
 	b.must(b.contains("No destination in this workspace yet."), "an empty list: %s", b.text("main"))
+	hookID := webhookDestination(t, e, b)
+	langfuseDestination(t, e, b)
+
+	b.visit("/destinations")
+	b.must(b.contains("Hooks") && b.contains("Webhook") && b.contains("Traces (US)") && b.contains("Langfuse") && b.contains("50%"), "the list: %s", b.text("main"))
+	b.both("destinations")
+	b.wide()
+
+	// The webhook is deleted (softly, as the API deletes).
+	b.visit("/destinations/" + hookID)
+	b.tick("#f-confirm")
+	b.submit(`form[action$="/delete"] button.danger`)
+	b.must(strings.HasPrefix(b.path(), "/destinations?done=deleted") && !b.contains("Hooks"), "after deleting: %s", b.text("main"))
+	if _, err := e.store.FindDestination(ctx, e.org.ID, hookID); gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
+		t.Errorf("the deleted webhook: %v", err)
+	}
+	b.visit("/destinations/" + hookID)
+	b.must(b.status() == http.StatusNotFound, "a deleted destination's page: %d", b.status())
+}
+
+// webhookDestination adds a webhook from the list's choice of a type: a
+// loopback address is refused next to its field, and the header's secret
+// is not shown back; then with a method and headers. It returns its id.
+func webhookDestination(t *testing.T, e *env, b *browser) string {
+	ctx := context.Background()
 	b.fill(map[string]string{"#type": "webhook"})
 	b.submit(`#choose-type button`)
 	b.must(strings.HasPrefix(b.path(), "/destinations/new?") && b.text("h1") == "New Webhook destination", "the webhook form: %s", b.path())
@@ -51,8 +76,15 @@ func TestBrowserDestinations(t *testing.T) {
 	}
 	b.must(!strings.Contains(b.html(), "hook-secret"), "the webhook's page shows its header's secret")
 	b.must(b.value("#f-headers") == "Authorization: ********\nX-Team: ********", "the headers shown: %q", b.value("#f-headers"))
+	return hookID
+}
 
-	// Langfuse: two keys, one of them secret, and a default base URL.
+// langfuseDestination adds a Langfuse destination (two keys, one of them
+// secret, and a default base URL), edits it leaving the secret empty (it
+// is kept), and moves it to another base URL, which needs the secret
+// again.
+func langfuseDestination(t *testing.T, e *env, b *browser) {
+	ctx := context.Background()
 	b.visit("/destinations")
 	b.fill(map[string]string{"#type": "langfuse"})
 	b.submit(`#choose-type button`)
@@ -93,20 +125,4 @@ func TestBrowserDestinations(t *testing.T) {
 	if lf, _ = e.store.FindDestination(ctx, e.org.ID, lfID); lf.Config.Values["secretKey"] != lfSecret2 || lf.Config.Values["baseUrl"] != "https://eu.cloud.langfuse.com" {
 		t.Errorf("after moving: %+v", lf.Config.Values)
 	}
-
-	b.visit("/destinations")
-	b.must(b.contains("Hooks") && b.contains("Webhook") && b.contains("Traces (US)") && b.contains("Langfuse") && b.contains("50%"), "the list: %s", b.text("main"))
-	b.both("destinations")
-	b.wide()
-
-	// The webhook is deleted (softly, as the API deletes).
-	b.visit("/destinations/" + hookID)
-	b.tick("#f-confirm")
-	b.submit(`form[action$="/delete"] button.danger`)
-	b.must(strings.HasPrefix(b.path(), "/destinations?done=deleted") && !b.contains("Hooks"), "after deleting: %s", b.text("main"))
-	if _, err := e.store.FindDestination(ctx, e.org.ID, hookID); gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
-		t.Errorf("the deleted webhook: %v", err)
-	}
-	b.visit("/destinations/" + hookID)
-	b.must(b.status() == http.StatusNotFound, "a deleted destination's page: %d", b.status())
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"gatehouse"
-
-	"github.com/chromedp/chromedp"
 )
 
 // TestBrowserWorkspaces: an admin creates a workspace, edits its
@@ -37,8 +35,15 @@ func TestBrowserWorkspaces(t *testing.T) {
 		t.Fatalf("the workspace made from the name's slug: %v", err)
 	}
 	b.must(b.path() == "/workspaces/"+ws.ID+"?done=created", "after creating: %s", b.path())
+	workspaceSettings(t, e, b, ws)
+	workspaceMembers(t, e, b, ws, ann, bob)
+	workspaceBudgetsAndDeletion(t, e, b, ws)
+}
 
-	// Settings: the fields the API's PATCH takes.
+// workspaceSettings changes the fields the API's PATCH takes, and sees a
+// wrong one refused next to its field.
+func workspaceSettings(t *testing.T, e *env, b *browser, ws *gatehouse.Workspace) {
+	ctx := context.Background()
 	b.fill(map[string]string{"#f-description": "Alpha's workspace", "#f-default_text_model": "fake/echo",
 		"#f-default_provider_sort": "latency", "#f-io_logging_sampling_rate": "0.5"})
 	b.tick(`input[name="disabled_server_tools"][value="openrouter:web_search"]`)
@@ -55,9 +60,15 @@ func TestBrowserWorkspaces(t *testing.T) {
 	b.submit(`form[action="/workspaces/` + ws.ID + `"] button[type="submit"]`)
 	b.must(b.status() == http.StatusBadRequest && strings.Contains(b.text("#e-io_logging_sampling_rate"), "between 0.0001 and 1"),
 		"a sampling rate of 2: %d %s", b.status(), b.text("main"))
+}
 
-	// Bulk add: emails in any case and ids, one line or several; a name
-	// that is nobody's refuses the whole form.
+// workspaceMembers adds Ann and Bob in bulk (emails in any case and ids,
+// one line or several; a name that is nobody's refuses the whole form),
+// tries to remove both while Ann holds an active key there (refused, the
+// page naming her and linking to her keys there), disables the key from
+// that link, and removes both.
+func workspaceMembers(t *testing.T, e *env, b *browser, ws *gatehouse.Workspace, ann, bob *gatehouse.Member) {
+	ctx := context.Background()
 	b.visit("/workspaces/" + ws.ID)
 	b.fill(map[string]string{"#f-members": "ANN@example.com\nnobody@example.com"})
 	b.submit(`form[action$="/members/add"] button`)
@@ -92,8 +103,13 @@ func TestBrowserWorkspaces(t *testing.T) {
 	b.tick(`input[name="user"][value="` + bob.ID + `"]`)
 	b.submit(`#remove-members button`)
 	b.must(b.contains("The members are removed.") && !b.has(`#remove-members`), "after removing: %s", b.text("main"))
+}
 
-	// Budgets: set, refused out of order, cleared.
+// workspaceBudgetsAndDeletion sets a budget, is refused one out of order,
+// clears it; is refused the deletion while an active key is there (the
+// page says why), then deletes the workspace.
+func workspaceBudgetsAndDeletion(t *testing.T, e *env, b *browser, ws *gatehouse.Workspace) {
+	ctx := context.Background()
 	b.fill(map[string]string{"#f-interval": "daily", "#f-limit_usd": "5"})
 	b.submit(`form[action$="/budgets"] button`)
 	b.must(b.contains("The budget is set.") && b.contains("$5.00"), "after setting a budget: %s", b.text("#budgets ~ *"))
@@ -128,7 +144,6 @@ func TestBrowserWorkspaces(t *testing.T) {
 	b.submit(`form[action$="/delete"] button.danger`)
 	b.must(b.path() == "/workspaces?done=deleted" && !b.contains("Team Alpha"), "after deleting: %s %s", b.path(), b.text("main"))
 	b.both("workspaces")
-	b.run(chromedp.Evaluate[chromedp.Void](`0`))
 }
 
 func deref(p *string) string {

@@ -2,61 +2,76 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"gatehouse"
 )
 
+// searchLedger is a ledger for the tests of SearchGenerations: Ana's
+// keys kA and kC, kB of nobody, kX of another organization, and their
+// calls (gens), three of them in one millisecond.
+type searchLedger struct {
+	*fixture
+	ana, bob       *gatehouse.Member
+	kA, kB, kC, kX *gatehouse.Key
+	base           time.Time
+	calls          []ledgerCall
+	gens           []*gatehouse.Generation
+	order          []int // of gens, newest first (within a millisecond, the greatest id first)
+}
+
+func newSearchLedger(t *testing.T, open Opener) *searchLedger {
+	f := newFixture(t, open)
+	f.clock.Set(time.Date(2028, 1, 1, 0, 0, 0, 0, time.UTC))
+	l := &searchLedger{fixture: f, base: time.Date(2028, 2, 1, 12, 0, 0, 0, time.UTC)}
+	l.ana, l.bob = f.newMember(t, f.org.ID, "ana@example.com"), f.newMember(t, f.org.ID, "bob@example.com")
+	l.kA = f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "a", CreatorUserID: &l.ana.ID})
+	l.kB = f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "b"})
+	l.kC = f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "c", CreatorUserID: &l.ana.ID})
+	l.kX = f.newKey(t, f.newOrg(t, "Other").ID, gatehouse.KeyCreate{Name: "x"})
+	base := l.base
+	l.calls = []ledgerCall{
+		{at: base, key: l.kA, model: "acme/chat"},
+		{at: base.Add(time.Hour), key: l.kB, model: "acme/chat"},
+		{at: base.Add(2 * time.Hour), key: l.kC, model: "other/mini"},
+		{at: base.Add(2 * time.Hour), key: l.kA, model: "other/mini"}, // the same millisecond
+		{at: base.Add(2 * time.Hour), key: l.kB, model: "acme/chat"},
+		{at: base.Add(3 * time.Hour), key: l.kA, model: "acme/chat"},
+		{at: base.Add(time.Hour), key: l.kX, model: "acme/chat"},        // another organization's
+		{at: base.Add(-75 * time.Hour), key: l.kB, model: "other/mini"}, // days before the others: a model's calls are read a day at a time
+	}
+	for _, c := range l.calls {
+		c.provider, c.prompt, c.compl, c.cost = "p", 1, 2, cents(1)
+		l.gens = append(l.gens, f.record(t, c))
+	}
+	tied := []int{2, 3, 4}
+	slices.SortFunc(tied, func(a, b int) int { return strings.Compare(l.gens[b].ID, l.gens[a].ID) })
+	l.order = append(append([]int{5}, tied...), 1, 0, 7)
+	return l
+}
+
+// ids are the ids of the calls keep keeps, newest first.
+func (l *searchLedger) ids(keep func(g *gatehouse.Generation) bool) []string {
+	out := []string{}
+	for _, i := range l.order {
+		if keep(l.gens[i]) {
+			out = append(out, l.gens[i].ID)
+		}
+	}
+	return out
+}
+
 // testGenerationSearch checks SearchGenerations: the ledger newest first,
 // each filter, cursors that walk every call once (calls of one millisecond
 // included), a member's keys only, the organization's calls only, and
 // searches that are refused.
 func testGenerationSearch(t *testing.T, open Opener) {
-	f := newFixture(t, open)
-	f.clock.Set(time.Date(2028, 1, 1, 0, 0, 0, 0, time.UTC))
-	ana := f.newMember(t, f.org.ID, "ana@example.com")
-	bob := f.newMember(t, f.org.ID, "bob@example.com")
-	kA := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "a", CreatorUserID: &ana.ID})
-	kB := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "b"})
-	kC := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "c", CreatorUserID: &ana.ID})
-	kX := f.newKey(t, f.newOrg(t, "Other").ID, gatehouse.KeyCreate{Name: "x"})
-	base := time.Date(2028, 2, 1, 12, 0, 0, 0, time.UTC)
-	calls := []ledgerCall{
-		{at: base, key: kA, model: "acme/chat"},
-		{at: base.Add(time.Hour), key: kB, model: "acme/chat"},
-		{at: base.Add(2 * time.Hour), key: kC, model: "other/mini"},
-		{at: base.Add(2 * time.Hour), key: kA, model: "other/mini"}, // the same millisecond
-		{at: base.Add(2 * time.Hour), key: kB, model: "acme/chat"},
-		{at: base.Add(3 * time.Hour), key: kA, model: "acme/chat"},
-		{at: base.Add(time.Hour), key: kX, model: "acme/chat"},        // another organization's
-		{at: base.Add(-75 * time.Hour), key: kB, model: "other/mini"}, // days before the others: a model's calls are read a day at a time
-	}
-	var gens []*gatehouse.Generation
-	for _, c := range calls {
-		c.provider, c.prompt, c.compl, c.cost = "p", 1, 2, cents(1)
-		gens = append(gens, f.record(t, c))
-	}
-	// Newest first; within one millisecond, the greatest id first.
-	order := []int{5}
-	tied := []int{2, 3, 4}
-	for i := range tied {
-		for j := i + 1; j < len(tied); j++ {
-			if gens[tied[j]].ID > gens[tied[i]].ID {
-				tied[i], tied[j] = tied[j], tied[i]
-			}
-		}
-	}
-	order = append(append(order, tied...), 1, 0, 7)
-	ids := func(keep func(g *gatehouse.Generation) bool) []string {
-		out := []string{}
-		for _, i := range order {
-			if keep(gens[i]) {
-				out = append(out, gens[i].ID)
-			}
-		}
-		return out
-	}
+	l := newSearchLedger(t, open)
+	f, ids, gens, calls, base := l.fixture, l.ids, l.gens, l.calls, l.base
+	ana, bob, kA, kB, kC, kX := l.ana, l.bob, l.kA, l.kB, l.kC, l.kX
 	all := func(*gatehouse.Generation) bool { return true }
 	since, until := base.Add(time.Hour), base.Add(3*time.Hour)
 	for _, c := range []struct {
