@@ -217,6 +217,19 @@ type AuditFilter struct {
 	After *AuditCursor
 }
 
+// Validate checks the filter's text: each must be UTF-8 without NUL (no
+// entry holds other text). EINVALID naming the field.
+func (f *AuditFilter) Validate() error {
+	for _, t := range []struct{ name, v string }{
+		{"actor", f.Actor}, {"operation", f.Operation}, {"resource_type", f.ResourceType}, {"resource_id", f.ResourceID},
+	} {
+		if !IsPlainText(t.v) {
+			return FieldError(t.name, "must be UTF-8 text without NUL characters")
+		}
+	}
+	return nil
+}
+
 // AuditCursor is the position after the last entry of a page, newest
 // first.
 type AuditCursor struct {
@@ -252,7 +265,8 @@ type AuditService interface {
 	// SearchAuditEntries returns a page of entries newest first, from
 	// filter.After, of filter.Page.Limit entries (default DefaultPageSize):
 	// one index walk a page, nothing counted or skipped, however long the
-	// log. EINVALID for an offset or a limit out of 1..MaxPageSize.
+	// log. EINVALID for an offset or a limit out of 1..MaxPageSize, or a
+	// filter that Validate refuses.
 	SearchAuditEntries(ctx context.Context, orgID string, filter AuditFilter) (*AuditPage, error)
 }
 

@@ -51,6 +51,9 @@ func (s *GenerationSearch) Validate() error {
 	if s.KeyHash != "" && !IsKeyHash(s.KeyHash) {
 		return FieldError("key", "must be a key hash (64 lowercase hex characters)")
 	}
+	if !IsPlainText(s.Model) {
+		return FieldError("model", "must be UTF-8 text without NUL characters")
+	}
 	if len(s.Model) > MaxModelSlugLength {
 		return FieldError("model", "must be a model slug of at most %d characters", MaxModelSlugLength)
 	}

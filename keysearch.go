@@ -70,6 +70,9 @@ func (s *KeySearch) Validate() error {
 	case s.Limit < 0 || s.Limit > MaxKeysPerList:
 		return FieldError("limit", "must be from 1 to %d", MaxKeysPerList)
 	}
+	if !IsPlainText(s.NamePrefix) {
+		return FieldError("q", "must be UTF-8 text without NUL characters")
+	}
 	if len(s.NamePrefix) > 4*MaxNameLength {
 		return FieldError("q", "must be at most %d characters", MaxNameLength)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,8 @@ type form struct {
 func emptyForm() *form { return &form{Values: url.Values{}, Errors: map[string]string{}} }
 
 // newForm reads the form of a POST (at most maxFormBytes), or starts an
-// empty one.
+// empty one. A form that holds text that is not UTF-8, or a NUL, is
+// refused (EINVALID) before any of it reaches the store.
 func newForm(w http.ResponseWriter, r *http.Request) (*form, error) {
 	f := emptyForm()
 	if r.Method != http.MethodPost {
@@ -33,6 +35,11 @@ func newForm(w http.ResponseWriter, r *http.Request) (*form, error) {
 	}
 	if err := parseForm(w, r); err != nil {
 		return nil, err
+	}
+	for name, vs := range r.PostForm { // what no text column holds, and no browser sends
+		if !gatehouse.IsPlainText(name) || slices.ContainsFunc(vs, func(v string) bool { return !gatehouse.IsPlainText(v) }) {
+			return nil, gatehouse.Errorf(gatehouse.EINVALID, "The form holds text that is not UTF-8, or a NUL character.")
+		}
 	}
 	f.Values = r.PostForm
 	return f, nil

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"net/url"
+	"slices"
 
 	"gatehouse"
 )
@@ -27,16 +28,15 @@ func (s *Server) keyFilters(ctx context.Context, sess *gatehouse.Session, q url.
 		f.WorkspaceID, f.Workspace, search.WorkspaceID = ws.ID, ws.Name, ws.ID
 	}
 	if id := q.Get("member"); id != "" && sess.IsAdmin() {
-		f.UserID, f.Member, search.CreatorUserID = id, id, &id
 		members, err := s.store.FindMembersByRef(ctx, sess.OrganizationID, []string{id})
 		if err != nil {
 			return f, err
 		}
-		for _, m := range members {
-			if m.ID == id {
-				f.Member = m.Email
-			}
+		i := slices.IndexFunc(members, func(m *gatehouse.Member) bool { return m.ID == id })
+		if i < 0 {
+			return f, gatehouse.Errorf(gatehouse.ENOTFOUND, "There is no such member.")
 		}
+		f.UserID, f.Member, search.CreatorUserID = id, members[i].Email, &id
 	}
 	return f, nil
 }

@@ -28,6 +28,9 @@ func (s *Store) FindAuditEntries(ctx context.Context, orgID string, f gatehouse.
 // each, and the pages merged.
 func (s *Store) SearchAuditEntries(ctx context.Context, orgID string, f gatehouse.AuditFilter) (_ *gatehouse.AuditPage, err error) {
 	defer wrap(&err, "SearchAuditEntries")
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
 	limit := f.Page.Limit
 	switch {
 	case f.Page.Offset != 0:

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"gatehouse"
@@ -150,6 +151,8 @@ func (s *Store) FindMembersByRef(ctx context.Context, orgID string, refs []strin
 	if len(refs) > gatehouse.MaxBulkIDs {
 		return nil, gatehouse.FieldError("members", "must name at most %d members (got %d)", gatehouse.MaxBulkIDs, len(refs))
 	}
+	// A ref that no text column can hold names nobody.
+	refs = slices.DeleteFunc(slices.Clone(refs), func(r string) bool { return !gatehouse.IsPlainText(r) })
 	if len(refs) == 0 {
 		return []*gatehouse.Member{}, nil
 	}

@@ -502,6 +502,10 @@ func testAuditPages(t *testing.T, open Opener) {
 		_, err := f.store.SearchAuditEntries(f.ctx, f.org.ID, gatehouse.AuditFilter{Page: bad})
 		wantCode(t, err, gatehouse.EINVALID)
 	}
+	for _, bad := range []gatehouse.AuditFilter{{Actor: "a\x00b"}, {Operation: "\xff"}, {ResourceType: "\x00"}, {ResourceID: "x\xffy"}} {
+		_, err := f.store.SearchAuditEntries(f.ctx, f.org.ID, bad)
+		wantCode(t, err, gatehouse.EINVALID)
+	}
 	other, err := f.store.SearchAuditEntries(f.ctx, f.newOrg(t, "Other").ID, gatehouse.AuditFilter{})
 	ok(t, err)
 	if len(other.Entries) != 1 || other.Entries[0].Operation != gatehouse.OpOrganizationCreate || other.Next != nil {

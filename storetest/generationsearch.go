@@ -115,7 +115,7 @@ func testGenerationSearch(t *testing.T, open Opener) {
 		f.searchLedger(t, gatehouse.GenerationSearch{KeyHash: kC.Hash}, 10))
 
 	for _, bad := range []gatehouse.GenerationSearch{
-		{KeyHash: "abc"}, {Limit: -1}, {Limit: gatehouse.MaxPageSize + 1}, {Since: &until, Until: &since}, {Since: &since, Until: &since},
+		{KeyHash: "abc"}, {Model: "a\x00b"}, {Model: "\xff"}, {Limit: -1}, {Limit: gatehouse.MaxPageSize + 1}, {Since: &until, Until: &since}, {Since: &since, Until: &since},
 	} {
 		_, err := f.store.SearchGenerations(f.ctx, f.org.ID, bad)
 		wantCode(t, err, gatehouse.EINVALID)

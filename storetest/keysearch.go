@@ -194,6 +194,7 @@ func testKeySearchInvalid(t *testing.T, open Opener) {
 		{Limit: -1}, {Limit: gatehouse.MaxKeysPerList + 1},
 		{HashPrefix: "abc"}, {HashPrefix: "ABCDEF12"}, {HashPrefix: "xyzxyzxyz"},
 		{NamePrefix: strings.Repeat("n", 4*gatehouse.MaxNameLength+1)},
+		{NamePrefix: "a\x00b"}, {NamePrefix: "\xff"}, // no name holds them (PostgreSQL would fail the query)
 	} {
 		_, err := f.store.SearchKeys(f.ctx, f.org.ID, s)
 		wantCode(t, err, gatehouse.EINVALID)

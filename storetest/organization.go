@@ -215,6 +215,7 @@ func testOrgFindMembersByRef(t *testing.T, open Opener) {
 		{"unknown", []string{"nobody@example.com", "user_nobody"}, []string{}},
 		{"another organization's", []string{"dora@example.com"}, []string{}},
 		{"a pattern", []string{"%@example.com", "_nn@example.com"}, []string{}},
+		{"text no column holds", []string{"ann@example.com\x00", "\xff", bob.ID}, []string{bob.ID}},
 	} {
 		got, err := f.store.FindMembersByRef(f.ctx, f.org.ID, c.refs)
 		ok(t, err)
