@@ -173,7 +173,7 @@ func guardrailUpdate(g *gatehouse.Guardrail, f *form) (gatehouse.GuardrailUpdate
 	if byok := f.get("include_byok_in_budgets") == "on"; byok != g.IncludeBYOKInBudgets {
 		u.IncludeBYOKInBudgets = gatehouse.Val(byok)
 	}
-	if regions := f.Values["allowed_data_regions"]; !slices.Equal(regions, g.AllowedDataRegions) {
+	if regions := f.Values["allowed_data_regions"]; !sameSet(regions, g.AllowedDataRegions) {
 		u.AllowedDataRegions = patchOf(nilIfEmpty(regions))
 	}
 	return u, nil

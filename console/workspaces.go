@@ -223,7 +223,7 @@ func workspaceUpdate(ws *gatehouse.Workspace, f *form) (gatehouse.WorkspaceUpdat
 			*t.dst = patchOf(optional(v))
 		}
 	}
-	if tools := f.Values["disabled_server_tools"]; !slices.Equal(tools, ws.DisabledServerTools) && (len(tools) > 0 || len(ws.DisabledServerTools) > 0) {
+	if tools := f.Values["disabled_server_tools"]; !sameSet(tools, ws.DisabledServerTools) {
 		u.DisabledServerTools = gatehouse.Val(tools)
 	}
 	ids, err := parseInts("io_logging_api_key_ids", f.get("io_logging_api_key_ids"))
@@ -250,6 +250,12 @@ func workspaceUpdate(ws *gatehouse.Workspace, f *form) (gatehouse.WorkspaceUpdat
 		}
 	}
 	return u, nil
+}
+
+// sameSet reports whether a and b hold the same strings, in any order
+// (the boxes of a form come in the page's order, not the stored one's).
+func sameSet(a, b []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
 // optional is nil for "", else v.
