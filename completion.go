@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -20,6 +21,9 @@ type Provider struct {
 	APIKeyEnv string
 	APIKey    string
 	BYOK      bool // usage through it counts as BYOK usage
+	// Responses says the provider serves the OpenAI Responses API too, at
+	// BaseURL + /responses: only then does POST /responses reach it.
+	Responses bool
 	Timeout   time.Duration
 	Models    []*Model
 	ProviderInfo
@@ -280,7 +284,12 @@ type Reservation struct {
 	// store clears them once they are written, so that they are given
 	// back once.
 	Returns []LeaseReturn
-	lease   *lease // the lease it was admitted against, in memory
+	// Unheld marks a reservation admitted in memory that is never written
+	// as a hold: a whole answer's, which reaches its client only once its
+	// settle is written (see Meter.Settle). Its settle writes the charge
+	// alone, from the key, chain and budgets it carries.
+	Unheld bool
+	lease  *lease // the lease it was admitted against, in memory
 }
 
 // LeaseReturn gives back Amount of the lease ID.
@@ -326,7 +335,14 @@ type Generation struct {
 }
 
 // NewGenerationID returns a fresh generation id.
-func NewGenerationID() string { return "gen-" + randomToken(15) }
+//
+// It begins with the second it was made, as OpenRouter's do
+// (gen-1764324000-…): the ledger's primary key then grows at its end, so a
+// write of new generations touches the index's last pages, not pages all
+// over it.
+func NewGenerationID() string {
+	return "gen-" + strconv.FormatInt(time.Now().Unix(), 10) + "-" + randomToken(12)
+}
 
 // UsageService reserves, settles and records the spending of requests.
 type UsageService interface {
@@ -580,12 +596,19 @@ type EmbeddingCall struct {
 	Rewrite func(map[string]json.RawMessage)
 }
 
-// Upstream forwards chat completions and embeddings to providers. An error
-// before the answer started is an *UpstreamError; for a stream, an error
-// after it started means the stream broke off and the Completion holds
-// what arrived.
+// Upstream forwards chat completions, Responses API requests and
+// embeddings to providers. An error before the answer started is an
+// *UpstreamError; for a stream, an error after it started means the
+// stream broke off and the Completion holds what arrived.
 type Upstream interface {
 	Complete(ctx context.Context, call CompletionCall, w StreamWriter) (Completion, error)
+	// Respond forwards a Responses API request as Complete forwards a
+	// chat completion: call.Body is the checked request, MaxTokens its
+	// max_output_tokens. The Completion's prompt and completion tokens are
+	// the usage's input_tokens and output_tokens; Final is the whole
+	// answer, or the stream's last event (response.completed, .incomplete
+	// or .failed), held back; nil when none came.
+	Respond(ctx context.Context, call CompletionCall, w StreamWriter) (Completion, error)
 	// Embed forwards an embeddings request and reads the whole answer:
 	// its usage's prompt_tokens are the Completion's PromptTokens (an
 	// embedding has no completion), and Final is the rewritten answer.

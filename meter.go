@@ -101,7 +101,7 @@ type MeteredCall struct {
 	Stream    bool
 	SessionID *string
 	// Messages are the request's messages (a JSON array), for the content
-	// kept of the call.
+	// kept of the call and its trace; nil: the messages of Request.
 	Messages    json.RawMessage
 	Attribution Attribution
 }
@@ -239,7 +239,15 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	if err := m.Accounts.Admit(ctx, c.Key, chain, mt.Reservation); err != nil {
 		return nil, err
 	}
-	mt.held = m.Ledger.Hold(mt.Reservation)
+	if c.Stream {
+		mt.held = m.Ledger.Hold(mt.Reservation)
+	} else {
+		// A whole answer is delivered only once its settle is written
+		// (Settle waits for it), so a crash cannot lose the charge of an
+		// answer its client received: it needs no hold, and the ledger
+		// writes one row for it instead of a hold and then a settle.
+		mt.Reservation.Unheld = true
+	}
 	return mt, nil
 }
 
@@ -277,7 +285,9 @@ func reserveInDB(ctx context.Context, usage UsageService, ledger Ledger, r *Rese
 // publishes its trace. It runs to the end when ctx is cancelled. With a
 // Ledger it returns at once (the ledger writes behind); an error means the
 // call was served and is charged what it reserved once its reservation
-// expires.
+// expires; but for a reservation without a hold (Reservation.Unheld) Settle
+// waits until the charge is written, and an error means it was not: the
+// answer must not be delivered.
 func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr error) error {
 	gen, reserved := mt.Generation, mt.Reservation.Amount
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
@@ -322,11 +332,48 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 		} else if m.Leases != nil {
 			m.Leases.Settle(r, gen.Cost)
 		}
-		m.Ledger.Settle(r, gen, m.holdContent(gen, m.written(r)))
+		if r.Unheld {
+			if err := m.record(ctx, r, gen); err != nil {
+				return err
+			}
+		} else {
+			m.Ledger.Settle(r, gen, m.holdContent(gen, m.written(r)))
+		}
 	}
 	m.trace(mt, c, ended)
 	return nil
 }
+
+// record settles a reservation that has no hold and waits until its
+// charge is written. One that is not written in time may still be: the
+// call is then charged although its answer is not delivered, never the
+// reverse. (The accountant keeps the cost either way, erring on the side
+// of the limit.)
+func (m *Meter) record(ctx context.Context, r *Reservation, gen *Generation) error {
+	result := make(chan error, 1)
+	written := m.written(r)
+	m.Ledger.Settle(r, gen, m.holdContent(gen, func(err error) {
+		if written != nil {
+			written(err)
+		}
+		result <- err
+	}))
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
+	select {
+	case err := <-result:
+		if err != nil {
+			return WrapError(err, EUNAVAILABLE, "the database did not record the request's charge; retry shortly")
+		}
+		return nil
+	case <-ctx.Done():
+		return Errorf(EUNAVAILABLE, "the database did not record the request's charge in time; retry shortly")
+	}
+}
+
+// recordTimeout bounds the wait for a charge to be written before its answer
+// is delivered.
+const recordTimeout = 10 * time.Second
 
 // written returns what hears of a reservation's settle or release being
 // written: the accountant may then forget its accounts. (The ledger logs a
@@ -356,12 +403,16 @@ func (m *Meter) trace(mt *Metering, c Completion, ended time.Time) {
 	if m.Traces == nil {
 		return
 	}
-	var msgs struct {
-		Messages json.RawMessage `json:"messages"`
+	input := mt.call.Messages
+	if input == nil {
+		var msgs struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(mt.call.Request, &msgs)
+		input = msgs.Messages
 	}
-	_ = json.Unmarshal(mt.call.Request, &msgs)
 	m.Traces.Publish(&TraceEvent{Generation: mt.Generation, KeyName: mt.call.Key.Name, UserID: mt.call.Key.CreatorUserID,
-		StartedAt: mt.started, EndedAt: ended, Input: msgs.Messages, Output: c.Output})
+		StartedAt: mt.started, EndedAt: ended, Input: input, Output: c.Output})
 }
 
 // Release drops the reservation of a call that the provider never
@@ -369,6 +420,11 @@ func (m *Meter) trace(mt *Metering, c Completion, ended time.Time) {
 // An error leaves the reservation open, to be charged at what it reserved
 // once it expires.
 func (m *Meter) Release(ctx context.Context, mt *Metering) error {
+	if r := mt.Reservation; r.Unheld {
+		m.Accounts.Release(r) // nothing of it was written
+		m.Accounts.Written(r)
+		return nil
+	}
 	if m.Ledger != nil {
 		if m.Accounts != nil {
 			m.Accounts.Release(mt.Reservation)

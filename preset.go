@@ -222,17 +222,11 @@ func parsePresetRef(field, ref string) (string, int, error) {
 // gone. The model is the request's own, else the preset's. The result is a
 // request like any other: the caller checks it as such.
 func (u PresetUse) Apply(body map[string]json.RawMessage, v *PresetVersion) (map[string]json.RawMessage, error) {
-	out := maps.Clone(body)
-	delete(out, "preset")
-	set := func(k string) bool { raw, ok := out[k]; return ok && string(raw) != "null" }
-	switch model, ok := v.Config["model"]; {
-	case u.Model != "":
-		out["model"], _ = json.Marshal(u.Model)
-	case ok:
-		out["model"] = model
-	default:
-		return nil, FieldError(u.Field, "preset %q (version %d) names no model: name one in the request, such as provider/model@preset/%s", u.Slug, v.Version, u.Slug)
+	out, err := u.withModel(body, v)
+	if err != nil {
+		return nil, err
 	}
+	set := func(k string) bool { return isSet(out, k) }
 	capped := set("max_tokens") || set("max_completion_tokens")
 	for k, raw := range v.Config {
 		switch {
@@ -251,4 +245,26 @@ func (u PresetUse) Apply(body map[string]json.RawMessage, v *PresetVersion) (map
 		out["messages"], _ = json.Marshal(append([]json.RawMessage{system}, msgs...))
 	}
 	return out, nil
+}
+
+// withModel returns a copy of a request body without its preset field and
+// with the model it calls: the request's own, else the preset's.
+func (u PresetUse) withModel(body map[string]json.RawMessage, v *PresetVersion) (map[string]json.RawMessage, error) {
+	out := maps.Clone(body)
+	delete(out, "preset")
+	switch model, ok := v.Config["model"]; {
+	case u.Model != "":
+		out["model"], _ = json.Marshal(u.Model)
+	case ok:
+		out["model"] = model
+	default:
+		return nil, FieldError(u.Field, "preset %q (version %d) names no model: name one in the request, such as provider/model@preset/%s", u.Slug, v.Version, u.Slug)
+	}
+	return out, nil
+}
+
+// isSet reports whether a request sets a field: a null counts as unset.
+func isSet(body map[string]json.RawMessage, k string) bool {
+	raw, ok := body[k]
+	return ok && string(raw) != "null"
 }

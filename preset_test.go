@@ -312,3 +312,40 @@ func TestProviderPreferencesCheck(t *testing.T) {
 	wantField(t, "no preferences", none.Check("provider", m, p), "")
 	wantField(t, "no preferences", none.Validate("provider"), "")
 }
+
+func TestPresetApplyResponses(t *testing.T) {
+	v := &gatehouse.PresetVersion{Version: 2, SystemPrompt: new("Be brief."), Config: gatehouse.PresetConfig{
+		"model": json.RawMessage(`"acme/chat"`), "max_tokens": json.RawMessage(`50`), "temperature": json.RawMessage(`0.2`),
+		"reasoning_effort": json.RawMessage(`"high"`), "verbosity": json.RawMessage(`"low"`),
+		"response_format": json.RawMessage(`{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object"},"strict":true}}`),
+		"tools":           json.RawMessage(`[{"type":"function","function":{"name":"f","description":"d"}}]`),
+		"tool_choice":     json.RawMessage(`{"type":"function","function":{"name":"f"}}`),
+	}}
+	use := gatehouse.PresetUse{Slug: "p", Field: "model"}
+	for _, tc := range []struct {
+		name, request, want string
+	}{
+		{"the preset fills in, in the Responses form", `{"model":"@preset/p","input":"hi"}`,
+			`{"input":[{"content":"Be brief.","role":"system"},{"content":"hi","role":"user"}],"max_output_tokens":50,"model":"acme/chat","reasoning":{"effort":"high"},"temperature":0.2,"text":{"format":{"name":"a","schema":{"type":"object"},"strict":true,"type":"json_schema"},"verbosity":"low"},"tool_choice":{"name":"f","type":"function"},"tools":[{"description":"d","name":"f","parameters":null,"type":"function"}]}`},
+		{"the request wins, text field by field; input items keep their place", `{"model":"@preset/p","input":[{"role":"user","content":"x"}],"max_output_tokens":7,"text":{"verbosity":"high"},"reasoning":{"effort":"low"},"tools":[],"tool_choice":"none","temperature":null}`,
+			`{"input":[{"content":"Be brief.","role":"system"},{"role":"user","content":"x"}],"max_output_tokens":7,"model":"acme/chat","reasoning":{"effort":"low"},"temperature":0.2,"text":{"format":{"name":"a","schema":{"type":"object"},"strict":true,"type":"json_schema"},"verbosity":"high"},"tool_choice":"none","tools":[]}`},
+	} {
+		got, err := use.ApplyResponses(body(t, tc.request), v)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, compactJSON(t, got)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	for _, field := range []string{"stop", "seed", "logit_bias", "min_p"} {
+		chat := &gatehouse.PresetVersion{Version: 1, Config: gatehouse.PresetConfig{"model": json.RawMessage(`"acme/chat"`), field: json.RawMessage(`1`)}}
+		_, err := use.ApplyResponses(body(t, `{"model":"@preset/p","input":"hi"}`), chat)
+		wantField(t, field, err, "model")
+		if err != nil && !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v does not name it", field, err)
+		}
+	}
+	_, err := use.ApplyResponses(body(t, `{"model":"@preset/p","input":{}}`), v)
+	wantField(t, "input that is neither a string nor items", err, "input")
+}

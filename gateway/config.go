@@ -60,6 +60,7 @@ func (e *LineError) Error() string {
 //	    base_url: http://127.0.0.1:11434/v1   # absolute http(s) URL of an OpenAI-compatible API
 //	    api_key_env: LOCAL_API_KEY     # optional: the variable holding the provider's key; if named it must be set
 //	    byok: false                    # optional, default false: usage counts as byok_usage
+//	    responses: false               # optional, default false: it serves the OpenAI Responses API too (POST /responses)
 //	    timeout: 120s                  # optional, Go duration, default 2m
 //	    models:
 //	      - id: llama3.2               # the upstream's model name; clients address local/llama3.2
@@ -255,6 +256,7 @@ func (l *loader) provider(n *yaml.Node, what string) *gatehouse.Provider {
 		"base_url":    func(v *yaml.Node) { p.BaseURL = l.baseURL(v) },
 		"api_key_env": func(v *yaml.Node) { p.APIKeyEnv, p.APIKey = l.apiKey(v) },
 		"byok":        func(v *yaml.Node) { p.BYOK = l.boolean(v, "byok") },
+		"responses":   func(v *yaml.Node) { p.Responses = l.boolean(v, "responses") },
 		"timeout":     func(v *yaml.Node) { p.Timeout = l.duration(v, "timeout") },
 		"models":      func(v *yaml.Node) { modelsNode = v },
 	}), "id", "base_url", "models")
@@ -273,8 +275,8 @@ func (l *loader) baseURL(v *yaml.Node) string {
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		l.errorf(v, "base_url", "must be an absolute http or https URL of an OpenAI-compatible API, such as http://127.0.0.1:11434/v1")
-	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(u.Path, "/chat/completions"):
-		l.errorf(v, "base_url", "must be the API's base (such as https://api.openai.com/v1), without a query, a fragment or /chat/completions, which Gatehouse appends")
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(u.Path, "/chat/completions") || strings.HasSuffix(u.Path, "/responses"):
+		l.errorf(v, "base_url", "must be the API's base (such as https://api.openai.com/v1), without a query, a fragment, /chat/completions or /responses, which Gatehouse appends")
 	default:
 		return s
 	}

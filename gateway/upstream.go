@@ -1,8 +1,9 @@
 // Package gateway talks to the upstream providers: it forwards chat
-// completion requests to OpenAI-compatible APIs and reads their answers,
-// whole or streamed as server-sent events, extracting what metering needs
-// (the token usage) and rewriting what clients see (the generation id and
-// the model's slug). Client implements gatehouse.Upstream.
+// completion, Responses API and embeddings requests to OpenAI-compatible
+// APIs and reads their answers, whole or streamed as server-sent events,
+// extracting what metering needs (the token usage) and rewriting what
+// clients see (the generation id and the model's slug). Client implements
+// gatehouse.Upstream.
 package gateway
 
 import (
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 )
 
 // MaxResponseBytes bounds a non-streamed upstream answer.
@@ -50,23 +52,48 @@ func Deadline(p *gatehouse.Provider) time.Duration { return p.CallTimeout() }
 // Authorization header and nowhere else: an error answer that quotes it has
 // it redacted before anyone sees it.
 func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter) (gatehouse.Completion, error) {
+	return c.forward(ctx, call, w, chatAPI)
+}
+
+// api is what differs between the endpoints a model call goes to: the
+// path, the body the provider is sent, and how an answer and its events
+// are read.
+type api struct {
+	path  string
+	body  func(gatehouse.CompletionCall) ([]byte, error)
+	read  func(obj map[string]json.RawMessage) gatehouse.Completion // a whole answer
+	event eventReader
+}
+
+// chatAPI is the Chat Completions API.
+var chatAPI = api{path: "/chat/completions", body: prepareBody,
+	read: func(obj map[string]json.RawMessage) gatehouse.Completion { return inspect(obj, false) },
+	event: func(obj map[string]json.RawMessage) (gatehouse.Completion, bool) {
+		c := inspect(obj, true)
+		return c, c.UsageKnown
+	},
+}
+
+// forward makes a model call of an API and reads the answer, whole or
+// streamed.
+func (c *Client) forward(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter, a api) (gatehouse.Completion, error) {
 	p := call.Provider
 	ctx, cancel := context.WithTimeout(ctx, Deadline(p))
 	defer cancel()
-	body, err := prepareBody(call)
+	body, err := a.body(call)
 	if err != nil {
 		return gatehouse.Completion{}, err
 	}
-	resp, err := c.post(ctx, p, call.APIKey, "/chat/completions", body)
+	resp, err := c.post(ctx, p, call.APIKey, a.path, body)
 	if err != nil {
 		return gatehouse.Completion{}, err
 	}
 	defer resp.Body.Close()
 	if call.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		w.Start()
-		return stream(ctx, resp.Body, w, call.Rewrite)
+		return stream(ctx, resp.Body, w, call.Rewrite, a.event)
 	}
-	done, err := readCompletion(resp.Body, call.Rewrite)
+	done, err := readWhole(resp.Body, call.Rewrite, a.read)
 	if err != nil {
 		return done, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamBadAnswer, Provider: p.ID, ProviderStatus: resp.StatusCode,
 			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", p.ID, err)}
@@ -183,8 +210,9 @@ func redactKey(e *gatehouse.UpstreamError, key string) *gatehouse.UpstreamError 
 	return e
 }
 
-// readCompletion reads a whole (non-streamed) answer.
-func readCompletion(r io.Reader, rewrite func(map[string]json.RawMessage)) (gatehouse.Completion, error) {
+// readWhole reads a whole (non-streamed) answer: what metering needs of
+// it, as read says, and the answer rewritten.
+func readWhole(r io.Reader, rewrite func(map[string]json.RawMessage), read func(map[string]json.RawMessage) gatehouse.Completion) (gatehouse.Completion, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxResponseBytes+1))
 	if err != nil || len(raw) > MaxResponseBytes {
 		return gatehouse.Completion{}, errors.New("the answer could not be read")
@@ -193,7 +221,7 @@ func readCompletion(r io.Reader, rewrite func(map[string]json.RawMessage)) (gate
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return gatehouse.Completion{}, errors.New("the answer is not a JSON object")
 	}
-	c := inspect(obj, false)
+	c := read(obj)
 	rewrite(obj)
 	c.Final = obj
 	return c, nil
@@ -214,6 +242,16 @@ type chunk struct {
 	} `json:"usage"`
 }
 
+// decode reads the fields of a chunk from an answer's object, each by its
+// exact name, as the clients that read the answer do (not folding case, as
+// a decode of the whole object into the struct would); one that does not
+// read is left as it is.
+func (ch *chunk) decode(obj map[string]json.RawMessage) {
+	_ = json.Unmarshal(obj["id"], &ch.ID)
+	_ = json.Unmarshal(obj["choices"], &ch.Choices)
+	_ = json.Unmarshal(obj["usage"], &ch.Usage)
+}
+
 // text is the text of a message or a delta: its content, and its
 // reasoning under either name providers use.
 type text struct {
@@ -227,9 +265,8 @@ func (t *text) reasoning() string { return t.Reasoning + t.ReasoningContent }
 // inspect extracts id, usage, finish reason and text from an answer, or
 // from a stream chunk (delta).
 func inspect(obj map[string]json.RawMessage, delta bool) gatehouse.Completion {
-	raw, _ := json.Marshal(obj)
 	var ch chunk
-	_ = json.Unmarshal(raw, &ch)
+	ch.decode(obj)
 	c := gatehouse.Completion{UpstreamID: ch.ID}
 	if ch.Usage != nil {
 		c.PromptTokens, c.CompletionTokens, c.UsageKnown = ch.Usage.PromptTokens, ch.Usage.CompletionTokens, true
@@ -257,14 +294,21 @@ func truncate(s string) string {
 	return s
 }
 
+// eventReader returns what metering needs of one event of a stream (its
+// data, parsed), and whether it is the stream's final event, which is held
+// back.
+type eventReader func(obj map[string]json.RawMessage) (part gatehouse.Completion, final bool)
+
 // stream copies a streamed answer (server-sent events) to w event by event,
-// rewriting each chunk and flushing after each event. The last chunk that
-// carries usage is held back (Completion.Final), for the caller to add what
-// metering decides and send it. It returns what metering needs once the
-// stream ends; an error means it broke off (the client left, or the
-// upstream failed midway).
-func stream(ctx context.Context, body io.Reader, w gatehouse.StreamWriter, rewrite func(map[string]json.RawMessage)) (gatehouse.Completion, error) {
-	s := &streamState{w: w, rewrite: rewrite}
+// rewriting each event's data and flushing after each event. The last
+// final event (read says which: for chat, a chunk that carries usage) is
+// held back (Completion.Final), for the caller to add what metering
+// decides and send it; lines other than data (such as event: lines) pass
+// as they come. It returns what metering needs once the stream ends; an
+// error means it broke off (the client left, or the upstream failed
+// midway).
+func stream(ctx context.Context, body io.Reader, w gatehouse.StreamWriter, rewrite func(map[string]json.RawMessage), read eventReader) (gatehouse.Completion, error) {
+	s := &streamState{w: w, rewrite: rewrite, inspect: read}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
@@ -286,11 +330,12 @@ func stream(ctx context.Context, body io.Reader, w gatehouse.StreamWriter, rewri
 type streamState struct {
 	w       gatehouse.StreamWriter
 	rewrite func(map[string]json.RawMessage)
+	inspect eventReader
 	c       gatehouse.Completion
 	output  strings.Builder
 	reason  strings.Builder
-	// held is the last chunk with usage, not sent yet: the lines after it
-	// send it first, unless they are blank (its own end of event) or the
+	// held is the last final event's data, not sent yet: the lines after
+	// it send it first, unless they are blank (its own end of event) or the
 	// stream ends.
 	held map[string]json.RawMessage
 }
@@ -318,9 +363,7 @@ func (s *streamState) line(line string) error {
 			s.held = obj
 			return nil
 		}
-		if b, err := json.Marshal(obj); err == nil {
-			line = "data: " + string(b)
-		}
+		line = "data: " + string(jsonobj.Marshal(obj))
 	}
 	if err := s.sendHeld(); err != nil {
 		return err
@@ -334,10 +377,10 @@ func (s *streamState) line(line string) error {
 	return nil
 }
 
-// read takes what metering needs of a chunk and rewrites it; it reports
-// whether the chunk carries usage.
+// read takes what metering needs of an event and rewrites it; it reports
+// whether the event is final.
 func (s *streamState) read(obj map[string]json.RawMessage) bool {
-	part := inspect(obj, true)
+	part, final := s.inspect(obj)
 	if part.UsageKnown {
 		s.c.PromptTokens, s.c.CompletionTokens, s.c.UsageKnown = part.PromptTokens, part.CompletionTokens, true
 	}
@@ -354,7 +397,7 @@ func (s *streamState) read(obj map[string]json.RawMessage) bool {
 		s.reason.WriteString(part.Reasoning)
 	}
 	s.rewrite(obj)
-	return part.UsageKnown
+	return final
 }
 
 // sendHeld sends the held chunk, as an event of its own.
@@ -362,11 +405,8 @@ func (s *streamState) sendHeld() error {
 	if s.held == nil {
 		return nil
 	}
-	b, err := json.Marshal(s.held)
+	b := jsonobj.Marshal(s.held)
 	s.held = nil
-	if err != nil {
-		return nil
-	}
 	if _, err := io.WriteString(s.w, "data: "+string(b)+"\n\n"); err != nil {
 		return err
 	}

@@ -158,6 +158,8 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		// Regular keys only: a management key is refused before anything is read.
 		op("POST /api/v1/chat/completions", anyKey, http.StatusForbidden, "", map[string]any{
 			"model": "acme/chat", "messages": []map[string]any{{"role": "user", "content": "hi"}}}),
+		op("POST /api/v1/responses", anyKey, http.StatusForbidden, "", map[string]any{
+			"model": "acme/chat", "input": "hi"}),
 		op("POST /api/v1/embeddings", anyKey, http.StatusForbidden, "", map[string]any{
 			"model": "acme/embed", "input": "hi"}),
 		op("GET /api/v1/embeddings/models", openRead, ok, "", nil),

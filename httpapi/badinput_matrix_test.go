@@ -160,6 +160,22 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 				"schema": map[string]any{"type": "object"}}},
 			"messages": []any{map[string]any{"role": "user", "content": "hi"}}, "stream": false,
 		},
+		// Sent with the fixture's regular key: a model call's input is read
+		// before anything is reserved, so no refused case reaches a
+		// provider or the ledger.
+		"POST /api/v1/responses": {
+			"model": "acme/chat", "instructions": "Matrix prompt.", "stream": false, "max_output_tokens": 100, "max_tool_calls": 5,
+			"input": []any{map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "hi"}},
+				"id": "msg_1", "status": "completed", "phase": nil}},
+			"temperature": 0.5, "top_p": 0.9, "top_k": 40, "presence_penalty": 0.1, "frequency_penalty": 0.1, "top_logprobs": 2,
+			"tools": []any{map[string]any{"type": "function", "name": "get_weather", "description": "the weather",
+				"parameters": map[string]any{"type": "object"}, "strict": true}},
+			"tool_choice": map[string]any{"type": "function", "name": "get_weather"}, "parallel_tool_calls": true,
+			"text": map[string]any{"format": map[string]any{"type": "text"}}, "reasoning": map[string]any{"effort": "low"},
+			"truncation": "auto", "include": []any{"message.output_text.logprobs"}, "metadata": map[string]any{"k": "v"},
+			"user": "matrix-user", "safety_identifier": "s", "prompt_cache_key": "c", "session_id": "s-1",
+			"service_tier": "auto", "store": false, "background": false, "preset": nil, "provider": mxProvider(),
+		},
 		"POST /api/v1/presets/{slug}/responses": {
 			"max_output_tokens": 100, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "presence_penalty": 0.1,
 			"frequency_penalty": 0.1, "top_logprobs": 2, "instructions": "Matrix prompt.",
@@ -302,14 +318,17 @@ func TestBadInputMatrix(t *testing.T) {
 			if op.RequestBody == nil && !mxHasParams(params, "query") && !mxHasParams(params, "path") {
 				continue // nothing to get wrong but the credential (TestAuthenticationMatrix)
 			}
-			if o.success == http.StatusForbidden {
+			key, dataPlane := e.mgmt, o.success == http.StatusForbidden
+			if dataPlane && bodies[o.pattern] == nil {
 				continue // refuses the management key the cases are sent with (completions_test.go covers its input)
+			} else if dataPlane {
+				key = f.regular // a model call: its cases go with a regular key
 			}
 			t.Run(o.pattern, func(t *testing.T) {
 				t.Parallel()
 				e := e.sub(t)
-				cases := matrixCases(t, doc, o, op, params, f, bodies[o.pattern])
-				e.runBadCases(t, method, o.path, cases)
+				cases := matrixCases(t, doc, o, op, params, f, bodies[o.pattern], dataPlane)
+				e.runBadCases(t, key, method, o.path, cases)
 				mu.Lock()
 				counts[o.pattern] = len(cases)
 				mu.Unlock()
@@ -359,8 +378,9 @@ func TestBadInputMatrix(t *testing.T) {
 
 // matrixCases generates the refused cases of an operation: o with the
 // fixture's ids, base its valid body (nil when it takes none).
+// dataPlane is true for a model call, whose bodies may be 10 MiB.
 func matrixCases(t *testing.T, doc *openapi3.T, o matrixOp, op *openapi3.Operation, params openapi3.Parameters,
-	f *matrixFixture, base map[string]any) []badCase {
+	f *matrixFixture, base map[string]any, dataPlane bool) []badCase {
 	_, path, _ := strings.Cut(o.pattern, " ")
 	var cases []badCase
 	if op.RequestBody != nil {
@@ -368,7 +388,7 @@ func matrixCases(t *testing.T, doc *openapi3.T, o matrixOp, op *openapi3.Operati
 			t.Fatalf("%s takes a body: add a valid one to matrixBodies", o.pattern)
 		}
 		schema := op.RequestBody.Value.Content.Get("application/json").Schema.Value
-		cases = append(cases, mxBodyLevelCases(base, !op.RequestBody.Value.Required)...)
+		cases = append(cases, mxBodyLevelCases(base, !op.RequestBody.Value.Required, dataPlane)...)
 		g := &caseGen{base: base, overrides: matrixSchemaOverrides(doc, o.pattern), pattern: o.pattern}
 		g.object(schema, nil, base)
 		cases = append(cases, g.cases...)
@@ -389,7 +409,7 @@ func mxHasParams(params openapi3.Parameters, in string) bool {
 // runBadCases sends every case and checks its status, its message, and
 // that the database did not change: one snapshot before, compared after
 // each case.
-func (e *testEnv) runBadCases(t *testing.T, method, path string, cases []badCase) {
+func (e *testEnv) runBadCases(t *testing.T, key, method, path string, cases []badCase) {
 	t.Helper()
 	before := e.snapshot()
 	for _, c := range cases {
@@ -401,7 +421,7 @@ func (e *testEnv) runBadCases(t *testing.T, method, path string, cases []badCase
 		if c.body != nil {
 			body = *c.body
 		}
-		res := e.sendCase(method, p, body, c.ct)
+		res := e.sendCaseWith(key, method, p, body, c.ct)
 		if res.Status != c.status {
 			t.Errorf("%s: status %d, want %d; body %s", c.name, res.Status, c.status, truncateBody(res.Body))
 		} else {
@@ -425,6 +445,12 @@ func (e *testEnv) runBadCases(t *testing.T, method, path string, cases []badCase
 // application/json when there is a body, mxNoContentType for none.
 func (e *testEnv) sendCase(method, path string, body any, ct string) *response {
 	e.t.Helper()
+	return e.sendCaseWith(e.mgmt, method, path, body, ct)
+}
+
+// sendCaseWith is sendCase with another key.
+func (e *testEnv) sendCaseWith(key, method, path string, body any, ct string) *response {
+	e.t.Helper()
 	var text string
 	switch b := body.(type) {
 	case nil:
@@ -441,7 +467,7 @@ func (e *testEnv) sendCase(method, path string, body any, ct string) *response {
 	case body != nil:
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Authorization", "Bearer "+e.mgmt)
+	req.Header.Set("Authorization", "Bearer "+key)
 	return e.send(req)
 }
 
@@ -456,8 +482,9 @@ func mxMentionsField(msg, field string) bool {
 var mxIndexRE = regexp.MustCompile(`\[(\d+)\]`)
 
 // mxBodyLevelCases are the cases about the body as a whole. optional is true
-// when the operation accepts no body at all.
-func mxBodyLevelCases(base map[string]any, optional bool) []badCase {
+// when the operation accepts no body at all; dataPlane when it is a model
+// call, whose bodies may be 10 MiB.
+func mxBodyLevelCases(base map[string]any, optional, dataPlane bool) []badCase {
 	valid := mxMustJSON(base)
 	// With a known key, the syntax is the first fault. (With none, the
 	// unknown key is.)
@@ -493,6 +520,9 @@ func mxBodyLevelCases(base map[string]any, optional bool) []badCase {
 		// A missing Content-Type is JSON: the body is still checked.
 		{name: "no Content-Type, unknown field", body: mxRaw(mxMustJSON(mxWith(base, "matrix_unknown", 1))),
 			ct: mxNoContentType, status: 400, field: "matrix_unknown", substr: "unknown field"},
+	}
+	if dataPlane { // under 10 MiB, the pad is an unknown field
+		cases[len(cases)-3] = badCase{name: "1 MiB + 1 byte body", body: cases[len(cases)-3].body, status: 400, field: "pad"}
 	}
 	if !optional {
 		cases = append(cases, bad("empty body", ``, "request body is required"), bad("blank body", " \n\t", "request body is required"))

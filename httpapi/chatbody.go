@@ -148,7 +148,7 @@ func checkKeysOf(keys []string, known map[string]bool, folded, refused map[strin
 		if reason, ok := refused[k]; ok && where == "" {
 			return gatehouse.FieldError(k, "is not supported: %s", reason)
 		}
-		return gatehouse.FieldError(where+k, "is not a field Gatehouse forwards; remove it")
+		return gatehouse.FieldError(where+k, "unknown field: Gatehouse forwards only the fields it reads; remove it")
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 )
 
 // What the answers of the gateway add to the provider's, as OpenRouter's
@@ -103,7 +104,7 @@ func withCost(obj map[string]json.RawMessage, g *gatehouse.Generation, m *gateho
 	set("cost", usdOf(g.Cost))
 	set("is_byok", g.BYOK)
 	set("cost_details", details)
-	obj["usage"], _ = json.Marshal(usage)
+	obj["usage"] = jsonobj.Marshal(usage)
 }
 
 // tokenDetails keeps, of a provider's token details, the counts that are
@@ -118,8 +119,7 @@ func tokenDetails(raw json.RawMessage) json.RawMessage {
 			delete(d, k)
 		}
 	}
-	out, _ := json.Marshal(d)
-	return out
+	return jsonobj.Marshal(d)
 }
 
 // wholeNumber reports whether a JSON value is a whole number of tokens:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 )
 
 // DataPlane is what the OpenAI-compatible endpoints need: the configured
@@ -108,7 +109,8 @@ func parseChat(raw []byte) (chatRequest, map[string]json.RawMessage, error) {
 
 // chatCompletions serves POST /chat/completions: the meter enforces the
 // key's guardrails and limits and reserves the worst-case cost, the request
-// goes to the provider, and the meter settles the exact cost from its usage.
+// goes to the provider, and the meter settles the exact cost from its usage
+// (see serveModel).
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *principal) error {
 	if p.key.Management {
 		return gatehouse.Errorf(gatehouse.EFORBIDDEN, "management keys cannot call models; use a regular API key")
@@ -133,148 +135,50 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
-	m, err := s.meter.Reserve(r.Context(), gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
-		Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID,
-		Messages: req.Messages, Attribution: attribution})
-	if err != nil {
-		return err
-	}
-	gen := m.Generation
-	fp := &fingerprints{own: fingerprint(provider, model)}
-	sw := &streamWriter{w: w, held: func() error { return m.Held(r.Context()) }}
-	// A whole answer is paid for even if the client leaves before it comes:
-	// the provider works (and bills) either way, so the call outlives the
-	// client, bounded by the provider's timeout. A stream stops with its
-	// client, and is charged what was reserved unless its usage arrived.
-	callCtx := r.Context()
-	if !req.Stream {
-		callCtx = context.WithoutCancel(callCtx)
-	}
-	done, err := s.complete(callCtx, m, gatehouse.CompletionCall{
-		Provider: provider, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
-		Rewrite: func(obj map[string]json.RawMessage) {
-			obj["id"], _ = json.Marshal(gen.ID)
-			obj["model"], _ = json.Marshal(model.Slug())
-			obj["provider"], _ = json.Marshal(provider.ID)
-			normalizeAnswer(obj)
-			fp.stamp(obj)
+	form := &chatForm{fp: &fingerprints{own: fingerprint(provider, model)}, model: model, now: s.now}
+	return s.serveModel(w, r, modelCall{
+		metered: gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
+			Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID,
+			Messages: req.Messages, Attribution: attribution},
+		form: form,
+		send: func(ctx context.Context, m *gatehouse.Metering, sw *streamWriter) (gatehouse.Completion, error) {
+			gen := m.Generation
+			return s.forward(ctx, m, gatehouse.CompletionCall{
+				Provider: provider, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
+				Rewrite: func(obj map[string]json.RawMessage) {
+					obj["id"], _ = json.Marshal(gen.ID)
+					obj["model"], _ = json.Marshal(model.Slug())
+					obj["provider"], _ = json.Marshal(provider.ID)
+					normalizeAnswer(obj)
+					form.fp.stamp(obj)
+				},
+			}, sw, s.data.Upstream.Complete)
 		},
-	}, sw)
-	if err == nil && !sw.started {
-		// An answer reaches its client only once its reservation is
-		// durable: a crash after that cannot lose its charge.
-		heldCtx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), heldTimeout)
-		err = m.Held(heldCtx)
-		cancel()
-	}
-	if sw.heldErr != nil {
-		err = sw.heldErr
-	}
-	if err != nil && !sw.started {
-		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
-			s.logger.Warn("release failed; the reservation stays open and is charged what it reserved when it expires", "reservation_id", m.Reservation.ID, "error", rerr.Error())
-		}
-		return err
-	}
-	gone := !sw.started && r.Context().Err() != nil
-	if gone {
-		s.logger.Info("client cancelled before the answer; the answer was metered",
-			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID)
-		if rec, ok := w.(*recorder); ok {
-			rec.status, rec.wrote = statusClientClosed, true
-		}
-	}
-	return s.settleAndSend(w, r, m, model, done, err, sw, fp, gone)
+	})
 }
 
-// settleAndSend meters a call that was answered (callErr: a stream that
-// broke off) and sends what remains of its answer with the cost as
-// metered: the whole answer, or a stream's usage chunk (the provider's,
-// held back until now, or one of Gatehouse's) and [DONE]. Nothing is sent
-// to a client that left before a whole answer.
-func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gatehouse.Metering, model *gatehouse.Model,
-	done gatehouse.Completion, callErr error, sw *streamWriter, fp *fingerprints, gone bool) error {
-	gen := m.Generation
-	settleErr := s.meter.Settle(r.Context(), m, done, callErr)
-	charged := *gen // as settled: tokens and cost
-	if settleErr != nil {
-		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
-			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", settleErr.Error())
-		charged.Cost = m.Reservation.Amount
-	}
-	final := done.Final
-	switch {
-	case gone:
-		return nil
-	case !sw.started:
-		if final == nil {
-			final = map[string]json.RawMessage{} // never: a whole answer is read whole
-		}
-		withCost(final, &charged, model)
-		body, _ := json.Marshal(final)
-		return writeRaw(w, http.StatusOK, body)
-	}
+// chatForm is the form of a chat answer: usage in the Chat Completions
+// shape, and a stream of data-only chunks, every one with a
+// system_fingerprint.
+type chatForm struct {
+	fp    *fingerprints
+	model *gatehouse.Model
+	now   func() time.Time
+}
+
+func (f *chatForm) withCost(answer map[string]json.RawMessage, g *gatehouse.Generation) {
+	withCost(answer, g, f.model)
+}
+
+// lastEvent is the provider's usage chunk, or when it sent none a chunk of
+// Gatehouse's (no choices, just the usage), with the cost.
+func (f *chatForm) lastEvent(final map[string]json.RawMessage, g *gatehouse.Generation, _ error) string {
 	if final == nil {
-		final = lastChunk(gen, fp, s.now())
+		final = lastChunk(g, f.fp, f.now())
 	}
-	withCost(final, &charged, model)
-	if b, err := json.Marshal(final); err == nil {
-		_, _ = io.WriteString(w, "data: "+string(b)+"\n\n")
-	}
-	if done.Done {
-		// Held back until now, so a client that stops at [DONE] reads its usage.
-		_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	}
-	sw.Flush()
-	return nil
+	withCost(final, g, f.model)
+	return "data: " + string(jsonobj.Marshal(final)) + "\n\n"
 }
-
-// complete makes the call: with the provider's own key, or with the
-// workspace's BYOK keys that the metering chose (see withKeys).
-func (s *Server) complete(ctx context.Context, m *gatehouse.Metering, call gatehouse.CompletionCall, sw *streamWriter) (gatehouse.Completion, error) {
-	return s.withKeys(ctx, m, call.Provider, func(ctx context.Context, key gatehouse.Secret) (gatehouse.Completion, error) {
-		call.APIKey = key
-		return s.data.Upstream.Complete(ctx, call, sw)
-	}, func() bool { return sw.started })
-}
-
-// withKeys makes a call with the provider's own key (key ""), or with the
-// workspace's BYOK keys that the metering chose, one after the other while
-// the provider refuses the key it was sent (and nothing has reached the
-// client: started), all within the provider's timeout.
-func (s *Server) withKeys(ctx context.Context, m *gatehouse.Metering, provider *gatehouse.Provider,
-	call func(context.Context, gatehouse.Secret) (gatehouse.Completion, error), started func() bool) (gatehouse.Completion, error) {
-	if len(m.BYOKKeys) == 0 {
-		return call(ctx, "")
-	}
-	ctx, cancel := context.WithTimeout(ctx, provider.CallTimeout())
-	defer cancel()
-	for i := 0; ; i++ {
-		done, err := call(ctx, m.BYOKKeys[i].Key)
-		if i+1 == len(m.BYOKKeys) || started() || !gatehouse.BYOKKeyRefused(err) {
-			return done, err
-		}
-		s.logger.Info("the provider refused a BYOK key; trying the workspace's next one",
-			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", provider.ID,
-			"byok_key_id", m.BYOKKeys[i].ID, "error", err.Error())
-	}
-}
-
-// settled waits (briefly) until the settles written behind the request
-// path are in the database, so that a read of usage or of the ledger
-// counts every call answered before it. If the database is too slow, the
-// read goes ahead and shows what it has.
-func (s *Server) settled(ctx context.Context) {
-	_ = s.meter.Sync(ctx) // bounded by the ledger; immediate when nothing is pending
-}
-
-// heldTimeout bounds the wait for a reservation admitted in memory to be
-// written before its answer is delivered.
-const heldTimeout = 10 * time.Second
-
-// statusClientClosed is the status logged for a request whose client left
-// before its answer (nginx's 499); it is never sent.
-const statusClientClosed = 499
 
 // normalizeAnswer makes an answer object or stream chunk parse with the
 // official clients, whatever the provider's habits: a whole answer must have
@@ -292,55 +196,4 @@ func normalizeAnswer(obj map[string]json.RawMessage) {
 	if string(obj["system_fingerprint"]) == "null" && !whole {
 		delete(obj, "system_fingerprint")
 	}
-}
-
-// streamWriter sends a streamed answer: event-stream headers first, then
-// the events, flushed one by one.
-type streamWriter struct {
-	w       http.ResponseWriter
-	started bool
-	// held waits until the reservation is durable: the first event goes
-	// out only then. heldErr is why it is not; the stream is not sent.
-	held    func() error
-	heldErr error
-}
-
-func (s *streamWriter) Start() {
-	if s.heldErr = s.held(); s.heldErr != nil {
-		return
-	}
-	s.w.Header().Set("Content-Type", "text/event-stream")
-	s.w.Header().Set("Cache-Control", "no-cache")
-	s.w.Header().Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
-	s.started = true
-}
-
-func (s *streamWriter) Write(b []byte) (int, error) {
-	if s.heldErr != nil {
-		return 0, s.heldErr
-	}
-	return s.w.Write(b)
-}
-
-func (s *streamWriter) Flush() { _ = http.NewResponseController(s.w).Flush() }
-
-// providerAnomaly counts and logs a provider's answer that was not
-// charged in full: the key holder paid the reservation, the provider has
-// the excess to explain.
-func (s *Server) providerAnomaly(ctx context.Context, a gatehouse.Anomaly) {
-	g := a.Generation
-	s.metrics.anomalies.WithLabelValues(g.Provider, a.Kind).Inc()
-	s.logger.Warn("provider anomaly: reported usage costs more than was reserved; charged the reservation",
-		"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", g.ID, "provider", g.Provider, "model", g.Model,
-		"prompt_tokens", a.PromptTokens, "completion_tokens", a.CompletionTokens,
-		"cost", a.Cost.String(), "reserved", a.Reserved.String())
-}
-
-// writeRaw writes a JSON body as is.
-func writeRaw(w http.ResponseWriter, status int, body []byte) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, err := w.Write(body)
-	return err
 }

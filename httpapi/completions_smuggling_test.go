@@ -81,6 +81,11 @@ const honestChat = `{"model":"acme/exact","messages":[{"role":"user","content":"
 // chatConcurrently sends n chat completions at once over a real server,
 // request i with key(i) and body(i), and returns how many got each status.
 func (e *chatEnv) chatConcurrently(t *testing.T, n int, key, body func(i int) string) map[int]int {
+	return e.postConcurrently(t, n, "/api/v1/chat/completions", key, body)
+}
+
+// postConcurrently is chatConcurrently for the model endpoint at path.
+func (e *chatEnv) postConcurrently(t *testing.T, n int, path string, key, body func(i int) string) map[int]int {
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)
 	var wg sync.WaitGroup
@@ -88,7 +93,7 @@ func (e *chatEnv) chatConcurrently(t *testing.T, n int, key, body func(i int) st
 	statuses := map[int]int{}
 	for i := range n {
 		wg.Go(func() {
-			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/chat/completions", strings.NewReader(body(i)))
+			req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body(i)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer "+key(i))
 			res, err := srv.Client().Do(req)

@@ -36,6 +36,12 @@ type streamChunk struct {
 // against the document and the event-stream conventions.
 func (e *chatEnv) checkStreamHead(res *http.Response) {
 	e.t.Helper()
+	e.checkStreamHeadAt(res, "/api/v1/chat/completions")
+}
+
+// checkStreamHeadAt is checkStreamHead for the model endpoint at path.
+func (e *chatEnv) checkStreamHeadAt(res *http.Response, path string) {
+	e.t.Helper()
 	if res.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(res.Body)
 		e.t.Fatalf("status %d: %s", res.StatusCode, body)
@@ -47,7 +53,7 @@ func (e *chatEnv) checkStreamHead(res *http.Response) {
 		e.t.Errorf("Cache-Control %q", cc)
 	}
 	// The document describes the answer (the body of a stream is not JSON).
-	e.checker.check(e.t, httptest.NewRequest("POST", "/api/v1/chat/completions", nil), res.StatusCode, res.Header, nil)
+	e.checker.check(e.t, httptest.NewRequest("POST", path, nil), res.StatusCode, res.Header, nil)
 }
 
 func TestChatCompletionStream(t *testing.T) {
@@ -231,8 +237,14 @@ func TestChatCompletionClientDisconnect(t *testing.T) {
 // environment's handler and returns the response, its body open.
 func (e *chatEnv) sseClient(ctx context.Context, srv *httptest.Server, body any) *http.Response {
 	e.t.Helper()
+	return e.sseClientAt(ctx, srv, "/api/v1/chat/completions", body)
+}
+
+// sseClientAt is sseClient for the model endpoint at path.
+func (e *chatEnv) sseClientAt(ctx context.Context, srv *httptest.Server, path string, body any) *http.Response {
+	e.t.Helper()
 	data, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/v1/chat/completions", bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+path, bytes.NewReader(data))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -40,6 +40,7 @@ type fakeUpstream struct {
 	fingerprint      string         // the system_fingerprint of answers and chunks; "" sends none
 	reasoning        string         // reasoning text of the answer (the first chunk's, streamed)
 	tokenDetails     map[string]any // replaces the usage's token details, when set
+	noFinal          bool           // Responses streams end without their final event
 	// refuse answers a request whose bearer token is a key of it with the
 	// key's status and an error that quotes the token, as some providers do.
 	refuse map[string]int
@@ -82,8 +83,8 @@ func (u *fakeUpstream) callerLeft() { u.once.Do(func() { close(u.canceled) }) }
 
 func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
-	embeddings := r.URL.Path == "/v1/embeddings"
-	if (r.URL.Path != "/v1/chat/completions" && !embeddings) || json.NewDecoder(r.Body).Decode(&body) != nil {
+	embeddings, responses := r.URL.Path == "/v1/embeddings", r.URL.Path == "/v1/responses"
+	if (r.URL.Path != "/v1/chat/completions" && !embeddings && !responses) || json.NewDecoder(r.Body).Decode(&body) != nil {
 		http.Error(w, `{"error":{"message":"bad request to the fake upstream"}}`, http.StatusTeapot)
 		return
 	}
@@ -118,6 +119,10 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if embeddings {
 		u.embed(w, body)
+		return
+	}
+	if responses {
+		u.respond(w, r, body)
 		return
 	}
 	completion := u.completionTokens
@@ -232,11 +237,12 @@ const (
 // testCatalog returns the models of the tests: acme/chat (odd prices, so
 // costs round), acme/exact (prompts free, 100 completion tokens cost exactly
 // $0.10, so the worst case reserved is the real cost), and other/mini from a
-// BYOK provider. Every provider is the fake upstream at base.
+// BYOK provider. Every provider is the fake upstream at base; acme offers
+// the Responses API, other does not.
 func testCatalog(t testing.TB, base string, timeout time.Duration) *gatehouse.Catalog {
 	t.Helper()
 	c, err := gatehouse.NewCatalog([]*gatehouse.Provider{
-		{ID: "acme", BaseURL: base + "/v1", Timeout: timeout, Models: []*gatehouse.Model{
+		{ID: "acme", BaseURL: base + "/v1", Timeout: timeout, Responses: true, Models: []*gatehouse.Model{
 			{ID: "chat", Name: "Acme Chat", PromptPrice: chatPromptPrice, CompletionPrice: chatCompletionPrice,
 				MaxCompletionTokens: chatMaxTokens, ContextLength: 8192},
 			{ID: "exact", Name: "Acme Exact", CompletionPrice: gatehouse.USD(1000), MaxCompletionTokens: 100},
@@ -332,11 +338,20 @@ func (e *chatEnv) chat(key string, body any) *response {
 // chatWith is chat with more request headers.
 func (e *chatEnv) chatWith(key string, body any, headers map[string]string) *response {
 	e.t.Helper()
+	return e.postModel("/api/v1/chat/completions", key, body, headers)
+}
+
+// postModel sends a body (as JSON) to a model endpoint with key and more
+// request headers, through the handler, and checks the answer against the
+// OpenAPI document. Unlike do, it accepts 5xx answers: providers' failures
+// pass through.
+func (e *chatEnv) postModel(path, key string, body any, headers map[string]string) *response {
+	e.t.Helper()
 	data, err := json.Marshal(body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req := httptest.NewRequest("POST", "/api/v1/chat/completions", bytes.NewReader(data))
+	req := httptest.NewRequest("POST", path, bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)

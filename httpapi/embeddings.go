@@ -314,6 +314,9 @@ func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *pri
 func (s *Server) settleEmbeddings(w http.ResponseWriter, r *http.Request, m *gatehouse.Metering, model *gatehouse.Model, done gatehouse.Completion) error {
 	gen := m.Generation
 	settleErr := s.meter.Settle(r.Context(), m, done, nil)
+	if settleErr != nil && m.Reservation.Unheld {
+		return settleErr // its charge is not recorded: the answer is not delivered
+	}
 	charged := *gen
 	if settleErr != nil {
 		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",

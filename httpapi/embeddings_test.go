@@ -181,7 +181,7 @@ func TestEmbeddingsBadInput(t *testing.T) {
 		{`{"model":"acme/embed","input":[{"content":[{"type":"image_url","image_url":{"url":"https://x"}}]}]}`, "input[0].content[0]: only text content parts"},
 		{`{"model":"acme/embed","input":[{"content":[]}]}`, "input[0].content: must be a non-empty array"},
 		{`{"model":"acme/embed","input":[{"content":[{"type":"text","text":"a"}],"extra":1}]}`, "input[0].extra"},
-		{`{"model":"acme/embed","input":"a","foo":1}`, "foo: is not a field Gatehouse forwards"},
+		{`{"model":"acme/embed","input":"a","foo":1}`, "foo: unknown field"},
 		{`{"model":"acme/embed","Input":"a"}`, `Input: is not a field; field names are case-sensitive: did you mean "input"?`},
 		{`{"model":"acme/embed","input":"a","input":"b"}`, "input"},
 		{`{"model":"acme/embed","input":"a","messages":[]}`, "messages: is not supported"},

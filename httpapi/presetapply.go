@@ -29,9 +29,25 @@ type appliedPreset struct {
 // (the preset's system prompt included). A request without a preset is
 // returned unchanged, with a nil *appliedPreset.
 func (s *Server) usePreset(ctx context.Context, key *gatehouse.Key, req chatRequest, body map[string]json.RawMessage, raw []byte) (chatRequest, map[string]json.RawMessage, []byte, *appliedPreset, error) {
-	use, ok, err := gatehouse.ReadPresetUse(req.Model, req.Preset)
-	if err != nil || !ok {
+	applied, v, err := s.findPreset(ctx, key, req.Model, req.Preset)
+	if err != nil || applied == nil {
 		return req, body, raw, nil, err
+	}
+	merged, err := applied.use.Apply(body, v)
+	if err != nil {
+		return req, nil, nil, nil, applied.explain(err)
+	}
+	req, body, raw, err = reparse(applied, merged, parseChat)
+	return req, body, raw, applied, err
+}
+
+// findPreset looks up the preset version a request names in the key's
+// workspace; nil when it names none. An unknown preset or version is a 400
+// naming the field that names it.
+func (s *Server) findPreset(ctx context.Context, key *gatehouse.Key, model string, preset *string) (*appliedPreset, *gatehouse.PresetVersion, error) {
+	use, ok, err := gatehouse.ReadPresetUse(model, preset)
+	if err != nil || !ok {
+		return nil, nil, err
 	}
 	v, err := s.store.FindPresetVersion(ctx, key.OrganizationID, key.WorkspaceID, use.Slug, use.Version)
 	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
@@ -39,24 +55,28 @@ func (s *Server) usePreset(ctx context.Context, key *gatehouse.Key, req chatRequ
 		if use.Version != 0 {
 			msg = gatehouse.ErrorMessage(err)
 		}
-		return req, nil, nil, nil, gatehouse.FieldError(use.Field, "%s", msg).WithMetadata("preset", use.Slug)
+		return nil, nil, gatehouse.FieldError(use.Field, "%s", msg).WithMetadata("preset", use.Slug)
 	}
 	if err != nil {
-		return req, nil, nil, nil, err
+		return nil, nil, err
 	}
-	applied := &appliedPreset{use: use, version: v.Version}
-	merged, err := use.Apply(body, v)
+	return &appliedPreset{use: use, version: v.Version}, v, nil
+}
+
+// reparse encodes a request that a preset was applied to and checks it as
+// its endpoint checks any request (parse); a refusal says which preset was
+// applied.
+func reparse[R any](applied *appliedPreset, merged map[string]json.RawMessage, parse func([]byte) (R, map[string]json.RawMessage, error)) (R, map[string]json.RawMessage, []byte, error) {
+	var zero R
+	raw, err := json.Marshal(merged)
 	if err != nil {
-		return req, nil, nil, nil, applied.explain(err)
+		return zero, nil, nil, fmt.Errorf("encode the request with preset %q applied: %w", applied.use.Slug, err)
 	}
-	if raw, err = json.Marshal(merged); err != nil {
-		return req, nil, nil, nil, fmt.Errorf("encode the request with preset %q applied: %w", use.Slug, err)
-	}
-	req, body, err = parseChat(raw)
+	req, body, err := parse(raw)
 	if err != nil {
-		return req, nil, nil, nil, applied.explain(err)
+		return zero, nil, nil, applied.explain(err)
 	}
-	return req, body, raw, applied, nil
+	return req, body, raw, nil
 }
 
 // explain adds to a refusal of a request that a preset was applied to which

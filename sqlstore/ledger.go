@@ -26,7 +26,7 @@ type Ledger struct {
 
 	mu        sync.Mutex
 	queue     []ledgerOp
-	holds     int    // holds in queue: someone waits for them
+	waited    int    // ops in queue that someone waits for: holds and unheld settles
 	syncing   int    // Sync calls waiting
 	lingered  bool   // the queue has waited settleLinger for company
 	submitted uint64 // ops queued, ever
@@ -43,6 +43,7 @@ type Ledger struct {
 type ledgerOp struct {
 	hold    *gatehouse.Reservation
 	settle  Settlement
+	waited  bool               // someone waits for it: a hold, or the settle of an unheld reservation
 	keys    []string           // the keys it touches
 	budgets []gatehouse.Budget // the budgets it touches
 	result  func(error)
@@ -81,7 +82,7 @@ func (l *Ledger) LingerSettles() {
 func (l *Ledger) Hold(r *gatehouse.Reservation) <-chan error {
 	ch := make(chan error, 1)
 	op := opOf(r, func(err error) { ch <- err })
-	op.hold = r
+	op.hold, op.waited = r, true
 	l.submit(op)
 	return ch
 }
@@ -94,10 +95,14 @@ func opOf(r *gatehouse.Reservation, result func(error)) ledgerOp {
 }
 
 // Settle charges a reservation as g, behind; result (may be nil) hears
-// once it is written.
+// once it is written. The settle of an unheld reservation (its caller
+// waits for it) is written at once, with the charge alone.
 func (l *Ledger) Settle(r *gatehouse.Reservation, g *gatehouse.Generation, result func(error)) {
 	op := opOf(r, result)
 	op.settle.Generation = g
+	if r.Unheld {
+		op.settle.Unheld, op.waited = r, true
+	}
 	l.submit(op)
 }
 
@@ -123,8 +128,8 @@ func (l *Ledger) submit(op ledgerOp) {
 	default:
 		l.queue = append(l.queue, op)
 		l.submitted++
-		if op.hold != nil {
-			l.holds++
+		if op.waited {
+			l.waited++
 		}
 	}
 	l.mu.Unlock()
@@ -197,12 +202,13 @@ func (l *Ledger) Close(ctx context.Context) error {
 const settleLinger = 2 * time.Millisecond
 
 // steal takes up to max queued settles and releases (none while a hold
-// is queued: holds go first) for a transaction that writes them with its
-// own work; it must then call settled.
+// or an unheld settle is queued: those that someone waits for go first)
+// for a transaction that writes them with its own work; it must then call
+// settled.
 func (l *Ledger) steal(max int) []ledgerOp {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.holds > 0 {
+	if l.waited > 0 {
 		return nil
 	}
 	n := min(len(l.queue), max)
@@ -249,7 +255,7 @@ func (l *Ledger) run() {
 	defer close(l.stopped)
 	for {
 		l.mu.Lock()
-		if l.lingers && len(l.queue) > 0 && l.holds == 0 && l.syncing == 0 && !l.closed && !l.lingered {
+		if l.lingers && len(l.queue) > 0 && l.waited == 0 && l.syncing == 0 && !l.closed && !l.lingered {
 			l.lingered = true
 			l.mu.Unlock()
 			l.linger()
@@ -260,8 +266,8 @@ func (l *Ledger) run() {
 		batch := l.queue[:n:n]
 		l.queue = l.queue[n:]
 		for _, op := range batch {
-			if op.hold != nil {
-				l.holds--
+			if op.waited {
+				l.waited--
 			}
 		}
 		closed := l.closed
@@ -342,14 +348,14 @@ func (l *Ledger) retry(fn func(ctx context.Context) error) error {
 	}
 }
 
-// linger waits settleLinger, or less if a hold comes (someone waits for
-// it), Sync is called, or the ledger is closed.
+// linger waits settleLinger, or less if a hold or an unheld settle comes
+// (someone waits for it), Sync is called, or the ledger is closed.
 func (l *Ledger) linger() {
 	timer := time.NewTimer(settleLinger)
 	defer timer.Stop()
 	for {
 		l.mu.Lock()
-		urgent := l.holds > 0 || l.syncing > 0 || l.closed
+		urgent := l.waited > 0 || l.syncing > 0 || l.closed
 		l.mu.Unlock()
 		if urgent {
 			return

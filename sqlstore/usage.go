@@ -302,6 +302,10 @@ func (s *Store) settleOne(ctx context.Context, st Settlement) error {
 type Settlement struct {
 	ReservationID string
 	Generation    *gatehouse.Generation
+	// Unheld is the reservation when it was never written (it was admitted
+	// in memory for a whole answer): the charge is written from its key,
+	// chain and budgets, with no hold to end.
+	Unheld *gatehouse.Reservation
 }
 
 // charge is what a batch of settlements adds to one key's or budget's
@@ -325,41 +329,20 @@ func (c *charge) add(g *gatehouse.Generation) {
 // order, then budgets in order.
 func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, error) {
 	ids := make([]string, 0, len(ss))
+	var unheld []*gatehouse.Reservation
 	for _, st := range ss {
-		ids = append(ids, st.ReservationID)
-	}
-	cond, args := tx.in("reservation_id", ids)
-	rows, err := tx.Query(ctx, `SELECT reservation_id, key_hash FROM reservation_holds WHERE `+cond+` ORDER BY depth`, args...)
-	holds, err := collect(rows, err, scanPair)
-	if err != nil {
-		return nil, err
-	}
-	rows, err = tx.Query(ctx, `SELECT reservation_id, guardrail_id, subject FROM reservation_budgets WHERE `+cond, args...)
-	budgets, err := collect(rows, err, func(s Scanner) ([3]string, error) {
-		var b [3]string
-		return b, s.Scan(&b[0], &b[1], &b[2])
-	})
-	if err != nil {
-		return nil, err
-	}
-	cond, args = tx.in("id", ids)
-	rows, err = tx.Query(ctx, `DELETE FROM reservations WHERE `+cond+` RETURNING id, key_hash, COALESCE(lease_id, '')`, args...)
-	ended, err := collect(rows, err, func(s Scanner) ([3]string, error) {
-		var e [3]string
-		return e, s.Scan(&e[0], &e[1], &e[2])
-	})
-	if err != nil {
-		return nil, err
-	}
-	done := make(map[string]bool, len(ended))
-	keyOf := make(map[string]string, len(ended))
-	leaseOf := map[string]string{}
-	for _, e := range ended {
-		done[e[0]], keyOf[e[0]] = true, e[1]
-		if e[2] != "" {
-			leaseOf[e[0]] = e[2]
+		if st.Unheld != nil {
+			unheld = append(unheld, st.Unheld)
+		} else {
+			ids = append(ids, st.ReservationID)
 		}
 	}
+	e, err := tx.endHolds(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	endUnheld(unheld, e)
+	done, keyOf, leaseOf, holds, budgets := e.done, e.keyOf, e.leaseOf, e.holds, e.budgets
 	gens := make(map[string]*gatehouse.Generation, len(ss))
 	var ledger [][]any
 	keys := map[string]*charge{}
@@ -428,6 +411,75 @@ func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, err
 		}
 	}
 	return done, nil
+}
+
+// ended is what a batch of settlements ends: the reservations (done),
+// their keys, leases, the keys they hold against up their chains (pairs
+// of reservation and key, parent first) and their budgets (reservation,
+// guardrail, subject).
+type ended struct {
+	done           map[string]bool
+	keyOf, leaseOf map[string]string
+	holds          [][2]string
+	budgets        [][3]string
+}
+
+// endHolds deletes the reservations of ids that are still open, and
+// returns what they held against. One already ended (settled, released or
+// charged as expired, perhaps by another instance) is not in the result.
+func (tx *Tx) endHolds(ctx context.Context, ids []string) (*ended, error) {
+	e := &ended{done: map[string]bool{}, keyOf: map[string]string{}, leaseOf: map[string]string{}}
+	if len(ids) == 0 {
+		return e, nil
+	}
+	cond, args := tx.in("reservation_id", ids)
+	rows, err := tx.Query(ctx, `SELECT reservation_id, key_hash FROM reservation_holds WHERE `+cond+` ORDER BY depth`, args...)
+	if e.holds, err = collect(rows, err, scanPair); err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, `SELECT reservation_id, guardrail_id, subject FROM reservation_budgets WHERE `+cond, args...)
+	e.budgets, err = collect(rows, err, func(s Scanner) ([3]string, error) {
+		var b [3]string
+		return b, s.Scan(&b[0], &b[1], &b[2])
+	})
+	if err != nil {
+		return nil, err
+	}
+	cond, args = tx.in("id", ids)
+	rows, err = tx.Query(ctx, `DELETE FROM reservations WHERE `+cond+` RETURNING id, key_hash, COALESCE(lease_id, '')`, args...)
+	deleted, err := collect(rows, err, func(s Scanner) ([3]string, error) {
+		var d [3]string
+		return d, s.Scan(&d[0], &d[1], &d[2])
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range deleted {
+		e.done[d[0]], e.keyOf[d[0]] = true, d[1]
+		if d[2] != "" {
+			e.leaseOf[d[0]] = d[2]
+		}
+	}
+	return e, nil
+}
+
+// endUnheld adds to e the reservations that were never written, with the
+// chains and budgets they carry. The ledger keeps a call whose key was
+// deleted while it ran (it was served); the counters of a deleted key or
+// budget are not charged.
+func endUnheld(rs []*gatehouse.Reservation, e *ended) {
+	for _, r := range rs {
+		if e.done[r.ID] {
+			continue
+		}
+		e.done[r.ID], e.keyOf[r.ID] = true, r.KeyHash
+		for _, h := range r.Chain {
+			e.holds = append(e.holds, [2]string{r.ID, h})
+		}
+		for _, b := range r.Budgets {
+			e.budgets = append(e.budgets, [3]string{r.ID, b.GuardrailID, b.Subject})
+		}
+	}
 }
 
 // shrinkLease takes amount off a lease (no lower than nothing).

@@ -11,9 +11,12 @@
 // max_completion_tokens) cuts the answer to that many words, with
 // finish_reason "length". Any model name is accepted and echoed back; any
 // API key is accepted. It serves POST /v1/chat/completions,
-// POST /v1/embeddings (one small vector per input, prompt_tokens the words
-// of the texts, or the number of token ids) and GET /v1/models, and logs
-// one line per request. Its first log line names
+// POST /v1/responses (the same answer in OpenAI's Responses API, whole or
+// as its event stream, input_tokens the words of the instructions and the
+// input messages, max_output_tokens cutting the answer with status
+// incomplete), POST /v1/embeddings (one small vector per input,
+// prompt_tokens the words of the texts, or the number of token ids) and
+// GET /v1/models, and logs one line per request. Its first log line names
 // the address it listens on, so that --addr 127.0.0.1:0 takes any free port.
 package main
 
@@ -81,6 +84,7 @@ func newHandler(logger *log.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", chatCompletions)
 	mux.HandleFunc("POST /v1/embeddings", embeddings)
+	mux.HandleFunc("POST /v1/responses", responses)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 			map[string]any{"id": "echo", "object": "model", "created": 0, "owned_by": "fakellm"}}})

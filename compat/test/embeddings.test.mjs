@@ -18,7 +18,7 @@ import { after, describe, it } from "node:test";
 
 import * as operations from "@openrouter/sdk/models/operations";
 
-import { api, assertSdkSchema, call, client, createKey, errorClassFor, fails, freePort, models, record, startFakeLLM, useServer } from "./harness.mjs";
+import { api, assertSdkSchema, call, client, createKey, fails, failsAsGateway, freePort, models, startFakeLLM, useServer } from "./harness.mjs";
 
 // A provider that answers POST <base>/embeddings with the status its base
 // path names (/s503/v1 → 503), or never answers (/slow/v1).
@@ -62,25 +62,6 @@ after(() => {
   misbehaving.server?.close();
   if (fake.dir) fs.rmSync(fake.dir, { recursive: true, force: true });
 });
-
-// The gateway's refusals word their messages as OpenRouter's do ("Key
-// limit exceeded: ..."), not in the lower case of the management API's
-// (API.md §1): this is fails() without that rule.
-async function failsAsGateway(op, status, fn) {
-  const Class = errorClassFor(status);
-  let err;
-  try {
-    await fn();
-  } catch (e) {
-    err = e;
-  }
-  assert.ok(err instanceof Class, `${op}: want ${Class.name}, got ${err}`);
-  assert.equal(err.statusCode, status);
-  assert.equal(err.error?.code, status);
-  assert.ok(err.error.message.length > 0);
-  record(op, status);
-  return err;
-}
 
 async function userKey(body = {}) {
   const key = await createKey(ctx.org.sdk, body);

@@ -51,6 +51,7 @@ export const RESOURCE_TEST_FILES = [
   "budgets.test.mjs",
   "analytics.test.mjs",
   "embeddings.test.mjs",
+  "responses.test.mjs",
   "operations.test.mjs",
 ];
 
@@ -138,6 +139,11 @@ export const OPERATIONS = {
   // Embeddings (embeddings.test.mjs), beyond API.md §3 (issue #12).
   embeddingsGenerate: { call: "embeddings.generate", route: "POST /embeddings", success: 200, errors: [400, 401, 402, 403, 404, 408, 413, 429, 500, 502, 503, 524, 529], beyondApiMd: true },
   embeddingsListModels: { call: "embeddings.listModels", route: "GET /embeddings/models", success: 200, errors: [400, 500], beyondApiMd: true },
+  // The Responses API (responses.test.mjs), beyond API.md §3 (issue #12).
+  // beta.responses.send is the same function under its old name (its file
+  // re-exports responsesSend: aliasOf).
+  responsesSend: { call: "responses.send", route: "POST /responses", success: 200, errors: [400, 401, 402, 403, 404, 408, 413, 422, 429, 500, 502, 503, 524, 529], beyondApiMd: true },
+  betaResponsesSend: { call: "beta.responses.send", route: "POST /responses", success: 200, errors: [400, 401, 402, 403, 404, 408, 413, 422, 429, 500, 502, 503, 524, 529], beyondApiMd: true, aliasOf: "responsesSend" },
   creditsGetCredits: { call: "credits.getCredits", route: "GET /credits", success: 200, errors: [401, 403, 500], beyondApiMd: true },
   // Activity and analytics (analytics.test.mjs): beyond API.md §3 (issue #12).
   analyticsGetUserActivity: { call: "analytics.getUserActivity", route: "GET /activity", success: 200, errors: [400, 401, 403, 404, 500], beyondApiMd: true },
@@ -297,7 +303,8 @@ export async function gatehouseBinary() {
 // and a function that stops the server.
 // extraProviders (YAML list items, indented as under providers:) are
 // appended to the providers file, such as providers at other addresses.
-export async function startFakeLLM(dir, { extraProviders = "" } = {}) {
+// responses: true says the fake provider offers the Responses API too.
+export async function startFakeLLM(dir, { extraProviders = "", responses = false } = {}) {
   const bin = path.join(dir, "fakellm");
   await execFileP("go", ["build", "-o", bin, "./cmd/fakellm"], { cwd: REPO_ROOT });
   const port = await freePort();
@@ -314,6 +321,7 @@ export async function startFakeLLM(dir, { extraProviders = "" } = {}) {
   fs.writeFileSync(providers, `providers:
   - id: fake
     base_url: http://127.0.0.1:${port}/v1
+    responses: ${responses}
     models:
       - id: echo
         prompt_price: 1000
@@ -323,7 +331,7 @@ export async function startFakeLLM(dir, { extraProviders = "" } = {}) {
         prompt_price: 1000
         output_modalities: [embeddings]
 ${extraProviders}`);
-  return { providers, stop: () => proc.kill("SIGTERM") };
+  return { providers, port, stop: () => proc.kill("SIGTERM") };
 }
 
 export function freePort() {
@@ -621,6 +629,7 @@ const ERROR_CLASSES = {
   408: errors.RequestTimeoutResponseError,
   409: errors.ConflictResponseError,
   413: errors.PayloadTooLargeResponseError,
+  422: errors.UnprocessableEntityResponseError,
   429: errors.TooManyRequestsResponseError,
   500: errors.InternalServerResponseError,
   502: errors.BadGatewayResponseError,
@@ -670,6 +679,26 @@ export async function fails(op, status, fn, what = "") {
   record(op, status);
   assert.ok(!/^[A-Z][a-z]/.test(err.error.message), `${label}: error.message must be lower-case (API.md §1): ${err.error.message}`);
   assert.ok(!/\b(?:[A-Z][A-Za-z0-9]*|json|sql|strconv|runtime)\.[A-Za-z_]/.test(err.error.message), `${label}: error.message must not show internal (Go) names: ${err.error.message}`);
+  return err;
+}
+
+// fails for the gateway's refusals, which word their messages as
+// OpenRouter's do ("Key limit exceeded: ...", "Request blocked: ..."), not
+// in the lower case of the management API's (API.md §1): the typed error,
+// its status and code, a message; recorded.
+export async function failsAsGateway(op, status, fn) {
+  const Class = errorClassFor(status);
+  let err;
+  try {
+    await fn();
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof Class, `${op}: want ${Class.name}, got ${describeError(err)}`);
+  assert.equal(err.statusCode, status);
+  assert.equal(err.error?.code, status);
+  assert.ok(err.error.message.length > 0);
+  record(op, status);
   return err;
 }
 

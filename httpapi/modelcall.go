@@ -1,0 +1,226 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+
+	"gatehouse"
+	"gatehouse/internal/jsonobj"
+)
+
+// The metering sequence of a model call, the same for every endpoint that
+// forwards one (chat completions, responses): reserve the worst case, make
+// the call, wait until the reservation is durable before anything reaches
+// the client, release it when the provider failed, else settle the exact
+// cost and send the answer with it.
+
+// modelCall is one call of an OpenAI-compatible endpoint, read and
+// checked: what metering needs, how to make the call, and the form of its
+// answer.
+type modelCall struct {
+	metered gatehouse.MeteredCall
+	form    answerForm
+	// send makes the call once its worst case is reserved (m), writing a
+	// stream to sw.
+	send func(ctx context.Context, m *gatehouse.Metering, sw *streamWriter) (gatehouse.Completion, error)
+}
+
+// answerForm is what differs between the endpoints in sending an answer
+// with its cost.
+type answerForm interface {
+	// withCost sets the usage of a whole answer to what was metered.
+	withCost(answer map[string]json.RawMessage, g *gatehouse.Generation)
+	// lastEvent renders a stream's last event with the cost as metered:
+	// final, the provider's (held back), or when it is nil one of
+	// Gatehouse's; callErr, when not nil, is why the stream broke off.
+	lastEvent(final map[string]json.RawMessage, g *gatehouse.Generation, callErr error) string
+}
+
+// serveModel meters and makes a call: the meter enforces the key's
+// guardrails and limits and reserves the worst-case cost, the request goes
+// to the provider, and the meter settles the exact cost from its usage, or
+// releases the reservation when the provider failed.
+func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall) error {
+	m, err := s.meter.Reserve(r.Context(), c.metered)
+	if err != nil {
+		return err
+	}
+	sw := &streamWriter{w: w, held: func() error { return m.Held(r.Context()) }}
+	// A whole answer is paid for even if the client leaves before it comes:
+	// the provider works (and bills) either way, so the call outlives the
+	// client, bounded by the provider's timeout. A stream stops with its
+	// client, and is charged what was reserved unless its usage arrived.
+	callCtx := r.Context()
+	if !c.metered.Stream {
+		callCtx = context.WithoutCancel(callCtx)
+	}
+	done, err := c.send(callCtx, m, sw)
+	if err == nil && !sw.started {
+		// An answer reaches its client only once its reservation is
+		// durable (or, without a hold, once its charge is: Settle waits
+		// for that): a crash after that cannot lose its charge.
+		heldCtx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), heldTimeout)
+		err = m.Held(heldCtx)
+		cancel()
+	}
+	if sw.heldErr != nil {
+		err = sw.heldErr
+	}
+	if err != nil && !sw.started {
+		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
+			s.logger.Warn("release failed; the reservation stays open and is charged what it reserved when it expires", "reservation_id", m.Reservation.ID, "error", rerr.Error())
+		}
+		return err
+	}
+	gone := !sw.started && r.Context().Err() != nil
+	if gone {
+		s.logger.Info("client cancelled before the answer; the answer was metered",
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", m.Generation.ID)
+		if rec, ok := w.(*recorder); ok {
+			rec.status, rec.wrote = statusClientClosed, true
+		}
+	}
+	return s.settleAndSend(w, r, m, c.form, done, err, sw, gone)
+}
+
+// settleAndSend meters a call that was answered (callErr: a stream that
+// broke off) and sends what remains of its answer with the cost as
+// metered: the whole answer, or a stream's last event (the provider's,
+// held back until now, or one of Gatehouse's) and [DONE] when the provider
+// sent one. Nothing is sent to a client that left before a whole answer.
+func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gatehouse.Metering, form answerForm,
+	done gatehouse.Completion, callErr error, sw *streamWriter, gone bool) error {
+	gen := m.Generation
+	settleErr := s.meter.Settle(r.Context(), m, done, callErr)
+	if settleErr != nil && m.Reservation.Unheld {
+		return settleErr // its charge is not recorded: the answer is not delivered
+	}
+	charged := *gen // as settled: tokens and cost
+	if settleErr != nil {
+		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", settleErr.Error())
+		charged.Cost = m.Reservation.Amount
+	}
+	switch {
+	case gone:
+		return nil
+	case !sw.started:
+		final := done.Final
+		if final == nil {
+			final = map[string]json.RawMessage{} // never: a whole answer is read whole
+		}
+		form.withCost(final, &charged)
+		body := jsonobj.Marshal(final)
+		return writeRaw(w, http.StatusOK, body)
+	}
+	_, _ = io.WriteString(w, form.lastEvent(done.Final, &charged, callErr))
+	if done.Done {
+		// Held back until now, so a client that stops at [DONE] reads its usage.
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
+	sw.Flush()
+	return nil
+}
+
+// forward makes a call with the provider's own key, or with the
+// workspace's BYOK keys that the metering chose (see withKeys); send is
+// the upstream's method for the endpoint.
+func (s *Server) forward(ctx context.Context, m *gatehouse.Metering, call gatehouse.CompletionCall, sw *streamWriter,
+	send func(context.Context, gatehouse.CompletionCall, gatehouse.StreamWriter) (gatehouse.Completion, error)) (gatehouse.Completion, error) {
+	return s.withKeys(ctx, m, call.Provider, func(ctx context.Context, key gatehouse.Secret) (gatehouse.Completion, error) {
+		call.APIKey = key
+		return send(ctx, call, sw)
+	}, func() bool { return sw.started })
+}
+
+// withKeys makes a call with the provider's own key (key ""), or with the
+// workspace's BYOK keys that the metering chose, one after the other while
+// the provider refuses the key it was sent (and nothing has reached the
+// client: started), all within the provider's timeout.
+func (s *Server) withKeys(ctx context.Context, m *gatehouse.Metering, provider *gatehouse.Provider,
+	call func(context.Context, gatehouse.Secret) (gatehouse.Completion, error), started func() bool) (gatehouse.Completion, error) {
+	if len(m.BYOKKeys) == 0 {
+		return call(ctx, "")
+	}
+	ctx, cancel := context.WithTimeout(ctx, provider.CallTimeout())
+	defer cancel()
+	for i := 0; ; i++ {
+		done, err := call(ctx, m.BYOKKeys[i].Key)
+		if i+1 == len(m.BYOKKeys) || started() || !gatehouse.BYOKKeyRefused(err) {
+			return done, err
+		}
+		s.logger.Info("the provider refused a BYOK key; trying the workspace's next one",
+			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", provider.ID,
+			"byok_key_id", m.BYOKKeys[i].ID, "error", err.Error())
+	}
+}
+
+// settled waits (briefly) until the settles written behind the request
+// path are in the database, so that a read of usage or of the ledger
+// counts every call answered before it. If the database is too slow, the
+// read goes ahead and shows what it has.
+func (s *Server) settled(ctx context.Context) {
+	_ = s.meter.Sync(ctx) // bounded by the ledger; immediate when nothing is pending
+}
+
+// heldTimeout bounds the wait for a reservation admitted in memory to be
+// written before its answer is delivered.
+const heldTimeout = 10 * time.Second
+
+// statusClientClosed is the status logged for a request whose client left
+// before its answer (nginx's 499); it is never sent.
+const statusClientClosed = 499
+
+// streamWriter sends a streamed answer: event-stream headers first, then
+// the events, flushed one by one.
+type streamWriter struct {
+	w       http.ResponseWriter
+	started bool
+	// held waits until the reservation is durable: the first event goes
+	// out only then. heldErr is why it is not; the stream is not sent.
+	held    func() error
+	heldErr error
+}
+
+func (s *streamWriter) Start() {
+	if s.heldErr = s.held(); s.heldErr != nil {
+		return
+	}
+	s.w.Header().Set("Content-Type", "text/event-stream")
+	s.w.Header().Set("Cache-Control", "no-cache")
+	s.w.Header().Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
+	s.started = true
+}
+
+func (s *streamWriter) Write(b []byte) (int, error) {
+	if s.heldErr != nil {
+		return 0, s.heldErr
+	}
+	return s.w.Write(b)
+}
+
+func (s *streamWriter) Flush() { _ = http.NewResponseController(s.w).Flush() }
+
+// providerAnomaly counts and logs a provider's answer that was not
+// charged in full: the key holder paid the reservation, the provider has
+// the excess to explain.
+func (s *Server) providerAnomaly(ctx context.Context, a gatehouse.Anomaly) {
+	g := a.Generation
+	s.metrics.anomalies.WithLabelValues(g.Provider, a.Kind).Inc()
+	s.logger.Warn("provider anomaly: reported usage costs more than was reserved; charged the reservation",
+		"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", g.ID, "provider", g.Provider, "model", g.Model,
+		"prompt_tokens", a.PromptTokens, "completion_tokens", a.CompletionTokens,
+		"cost", a.Cost.String(), "reserved", a.Reserved.String())
+}
+
+// writeRaw writes a JSON body as is.
+func writeRaw(w http.ResponseWriter, status int, body []byte) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err := w.Write(body)
+	return err
+}
