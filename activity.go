@@ -81,4 +81,7 @@ type AnalyticsService interface {
 	// QueryAnalytics runs an analytics query (checked by Resolve) over the
 	// generations of the organization.
 	QueryAnalytics(ctx context.Context, orgID string, q *AnalyticsQuery) (*AnalyticsResult, error)
+	// SearchGenerations returns a page of the organization's ledger,
+	// newest first. EINVALID (see GenerationSearch.Validate).
+	SearchGenerations(ctx context.Context, orgID string, s GenerationSearch) (*GenerationPage, error)
 }

@@ -3,6 +3,7 @@ package gatehouse
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -128,6 +129,32 @@ const (
 	ResourceInvitation      = "invitation" // ids are hashes of link tokens
 )
 
+// AuditOperations returns every operation the audit log records, in the
+// order of their declaration (by resource).
+func AuditOperations() []string {
+	return []string{
+		OpOrganizationCreate, OpMemberCreate, OpMemberDelete, OpWorkspaceCreate, OpWorkspaceUpdate,
+		OpWorkspaceDelete, OpWorkspaceMembersAdd, OpWorkspaceMembersRemove, OpKeyCreate, OpKeyUpdate,
+		OpKeyDelete, OpManagementKeyCreate, OpAuthCodeCreate, OpAuthCodeExchange, OpGuardrailCreate,
+		OpGuardrailUpdate, OpGuardrailDelete, OpGuardrailKeysAssign, OpGuardrailKeysUnassign,
+		OpGuardrailMembersAssign, OpGuardrailMembersUnassign, OpDestinationCreate, OpDestinationUpdate,
+		OpDestinationDelete, OpGenerationFeedback, OpPresetCreate, OpPresetVersionCreate, OpBYOKKeyCreate,
+		OpBYOKKeyUpdate, OpBYOKKeyDelete, OpWorkspaceBudgetSet, OpWorkspaceBudgetDelete, OpCreditsGrant,
+		OpManagementKeyUpdate, OpManagementKeyDelete, OpMemberUpdate, OpMemberPasswordReset,
+		OpSessionCreate, OpSessionDelete, OpSessionsDelete, OpInvitationCreate, OpInvitationDelete,
+		OpInvitationAccept,
+	}
+}
+
+// AuditResourceTypes returns every resource type of the audit log.
+func AuditResourceTypes() []string {
+	return []string{
+		ResourceOrganization, ResourceMember, ResourceWorkspace, ResourceKey, ResourceManagementKey,
+		ResourceAuthCode, ResourceGuardrail, ResourceDestination, ResourceGeneration, ResourcePreset,
+		ResourceBYOKKey, ResourceWorkspaceBudget, ResourceCreditGrant, ResourceSession, ResourceInvitation,
+	}
+}
+
 // AuditEntry is a row of the audit log: a management change that
 // succeeded, appended in the transaction that made it.
 type AuditEntry struct {
@@ -181,15 +208,66 @@ func NewAuditEntry(ctx context.Context, orgID string, now time.Time, rec AuditRe
 type AuditFilter struct {
 	Since, Until *time.Time // At >= Since, At < Until
 	Actor        string     // a key hash or a user id
+	Operation    string     // one of the Op constants, e.g. OpKeyUpdate
 	ResourceType string
 	ResourceID   string
 	Page         Page
+	// After is where a page of SearchAuditEntries starts: the cursor of
+	// the previous page (FindAuditEntries pages by Page.Offset instead).
+	After *AuditCursor
+}
+
+// Validate checks the filter's text: each must be UTF-8 without NUL (no
+// entry holds other text). EINVALID naming the field.
+func (f *AuditFilter) Validate() error {
+	for _, t := range []struct{ name, v string }{
+		{"actor", f.Actor}, {"operation", f.Operation}, {"resource_type", f.ResourceType}, {"resource_id", f.ResourceID},
+	} {
+		if !IsPlainText(t.v) {
+			return FieldError(t.name, "must be UTF-8 text without NUL characters")
+		}
+	}
+	return nil
+}
+
+// AuditCursor is the position after the last entry of a page, newest
+// first.
+type AuditCursor struct {
+	At time.Time
+	ID string
+}
+
+// AuditPage is a page of SearchAuditEntries; Next is nil on the last.
+type AuditPage struct {
+	Entries []*AuditEntry
+	Next    *AuditCursor
+}
+
+// String encodes the cursor for a URL: milliseconds and the entry's id.
+func (c *AuditCursor) String() string {
+	return strconv.FormatInt(c.At.UnixMilli(), 10) + "." + c.ID
+}
+
+// ParseAuditCursor decodes a cursor that String encoded. EINVALID.
+func ParseAuditCursor(s string) (*AuditCursor, error) {
+	msPart, id, ok := strings.Cut(s, ".")
+	ms, err := strconv.ParseInt(msPart, 10, 64)
+	if !ok || err != nil || id == "" || len(id) > 64 {
+		return nil, FieldError("after", "is not a cursor of the audit log: start again from the first page")
+	}
+	return &AuditCursor{At: time.UnixMilli(ms).UTC(), ID: id}, nil
 }
 
 // AuditService reads the audit log.
 type AuditService interface {
 	// FindAuditEntries lists entries newest first, with their total.
 	FindAuditEntries(ctx context.Context, orgID string, filter AuditFilter) ([]*AuditEntry, int, error)
+	// SearchAuditEntries returns a page of entries newest first, from
+	// filter.After, of filter.Page.Limit entries (default DefaultPageSize):
+	// one index walk a page, nothing counted or skipped, however long the
+	// log. EINVALID for an offset or a limit out of 1..MaxPageSize, or a
+	// filter that Validate refuses.
+	SearchAuditEntries(ctx context.Context, orgID string, filter AuditFilter) (*AuditPage, error)
 }
 
 // ChangedFields returns the JSON names of the fields an update struct sets

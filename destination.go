@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -103,6 +104,14 @@ func DestinationTypes() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// DestinationConfigKeys returns the configuration keys of a destination
+// type, required then optional, and the defaults of the optional ones;
+// ok is false for an unknown type.
+func DestinationConfigKeys(typ string) (required, optional []string, defaults map[string]string, ok bool) {
+	t, ok := destinationTypes[typ]
+	return slices.Clone(t.required), slices.Clone(t.optional), maps.Clone(t.defaults), ok
 }
 
 // secretConfigKeys are the configuration keys whose values are credentials:

@@ -23,6 +23,8 @@ type KeySearch struct {
 	HashPrefix string
 	// CreatorUserID keeps only the keys this member created.
 	CreatorUserID *string
+	// WorkspaceID keeps only the keys of one workspace (its id).
+	WorkspaceID string
 	// After is where the page starts: the cursor of the previous page.
 	After *KeyCursor
 	// Limit is the page's size: 1..MaxKeysPerList, default MaxKeysPerList.
@@ -67,6 +69,9 @@ func (s *KeySearch) Validate() error {
 		s.Limit = MaxKeysPerList
 	case s.Limit < 0 || s.Limit > MaxKeysPerList:
 		return FieldError("limit", "must be from 1 to %d", MaxKeysPerList)
+	}
+	if !IsPlainText(s.NamePrefix) {
+		return FieldError("q", "must be UTF-8 text without NUL characters")
 	}
 	if len(s.NamePrefix) > 4*MaxNameLength {
 		return FieldError("q", "must be at most %d characters", MaxNameLength)

@@ -177,6 +177,11 @@ type OrganizationService interface {
 	FindOrganizations(ctx context.Context, page Page) ([]*Organization, int, error)
 	// FindMembers lists the organization's members and their total.
 	FindMembers(ctx context.Context, orgID string, page Page) ([]*Member, int, error)
+	// FindMembersByRef returns the members named by refs: each ref is a
+	// user id or an email (matched whatever its case), at most MaxBulkIDs
+	// of them; oldest first. Refs that name nobody are left out. EINVALID
+	// for too many refs.
+	FindMembersByRef(ctx context.Context, orgID string, refs []string) ([]*Member, error)
 	// CreateMember adds a member. EINVALID (including an id or email that is
 	// taken).
 	CreateMember(ctx context.Context, orgID string, create MemberCreate) (*Member, error)

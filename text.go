@@ -1,5 +1,10 @@
 package gatehouse
 
+import (
+	"strings"
+	"unicode/utf8"
+)
+
 // Display strings (names, labels, descriptions) are shown to people: in the
 // console, in dashboards, in terminals. A control character can rewrite a
 // terminal line or a log, and a bidirectional override can make a name read
@@ -27,4 +32,12 @@ func CheckDisplayText(field, s string, multiline bool) error {
 func isBidiControl(r rune) bool {
 	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) ||
 		r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+// IsPlainText reports whether s is UTF-8 without a NUL byte: what a text
+// column holds. PostgreSQL fails a statement given anything else, instead
+// of finding nothing, so text from outside (a form, a query string) is
+// checked before it reaches a query.
+func IsPlainText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }

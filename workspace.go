@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,6 +66,13 @@ var serverTools = []string{
 	"openrouter:shell", "openrouter:subagent", "openrouter:tool_search", "openrouter:web_fetch",
 	"openrouter:web_search",
 }
+
+// ProviderSorts returns the values a workspace's default_provider_sort
+// takes.
+func ProviderSorts() []string { return slices.Clone(providerSorts) }
+
+// ServerTools returns the server tools a workspace may disable.
+func ServerTools() []string { return slices.Clone(serverTools) }
 
 // WorkspaceUpdate holds the fields of a workspace create or update; unset
 // fields stay unchanged.
@@ -250,6 +258,7 @@ type WorkspaceMember struct {
 	ID          string
 	WorkspaceID string
 	UserID      string
+	Email       string // the member's, for people to read
 	Role        string // "admin" or "member", from the organization role
 	CreatedAt   time.Time
 }
@@ -275,7 +284,7 @@ func ImplicitMembershipID(workspaceID, userID string) string {
 // workspace, which holds every member of the organization without a row.
 func ImplicitMembership(workspaceID string, m *Member) *WorkspaceMember {
 	return &WorkspaceMember{
-		ID: ImplicitMembershipID(workspaceID, m.ID), WorkspaceID: workspaceID, UserID: m.ID,
+		ID: ImplicitMembershipID(workspaceID, m.ID), WorkspaceID: workspaceID, UserID: m.ID, Email: m.Email,
 		Role: WorkspaceRole(m.Role), CreatedAt: m.CreatedAt,
 	}
 }

@@ -20,6 +20,31 @@
 // Every change is made with the session as the actor of the audit log
 // (gatehouse.WithActor), which the page adapter puts in the context.
 //
+// # Who sees what
+//
+// An admin (a member whose role is org:admin, or a management key's
+// session) sees and changes everything of the organization. A member sees
+// and changes only what is theirs:
+//
+//   - the overview, their keys (another's is a 404, even by URL) and each
+//     key's page;
+//   - the activity (activity.go): the ledger of their own keys only, the
+//     search scoped by sess.KeyScope whatever the filters (a key filter
+//     names only one of theirs);
+//   - the keys page filtered by a workspace they belong to (another is a
+//     404; the filter by member is an admin's);
+//   - the authorization page, for keys of their own in their workspaces.
+//
+// Workspaces, guardrails, observability destinations, members and the
+// audit log are admins' pages (s.admin): a member's menu does not offer
+// them, and each, and every form of theirs, answers a member 403.
+//
+// What a page changes goes through the store (and, for destinations,
+// gatehouse.Destinations, which holds the egress check and the trace
+// publisher's invalidation the API applies too), so that no rule is
+// written twice. Lists that can hold millions of rows (keys, the ledger,
+// the audit log) page by cursor and never count.
+//
 // # Adding a page
 //
 // A page is a handler, a line in routes.go and a template. The handler is
@@ -48,7 +73,13 @@
 //     range). A field is {{template "field" (field .Page.Form "name" "Name"
 //     "text")}}, with .Needed, .Hinted "…", .Choices list and .Default "…"
 //     (see form.go and partials/form.html): a label, the value, and the
-//     error next to the field.
+//     error next to the field. A text area (a list, one entry a line) is
+//     {{template "area" (field … "textarea")}}, a checkbox {{template
+//     "box" (field … "checkbox")}}, a group of checkboxes of one name
+//     {{template "checks" (checks .Page.Form "name" "Label" options)}}
+//     (fields.go, partials/fields.html). A page of several forms (a
+//     workspace's: settings, budgets, members, deletion) keeps one form
+//     value each, so that a refusal shows next to the form that made it.
 //  3. A POST handler reads its form with newForm(w, r). When the store
 //     refuses it, form.withError(err, "name", ...) puts an EINVALID error
 //     that names one of the fields next to it (the domain's FieldError), and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,8 @@ type form struct {
 func emptyForm() *form { return &form{Values: url.Values{}, Errors: map[string]string{}} }
 
 // newForm reads the form of a POST (at most maxFormBytes), or starts an
-// empty one.
+// empty one. A form that holds text that is not UTF-8, or a NUL, is
+// refused (EINVALID) before any of it reaches the store.
 func newForm(w http.ResponseWriter, r *http.Request) (*form, error) {
 	f := emptyForm()
 	if r.Method != http.MethodPost {
@@ -33,6 +35,11 @@ func newForm(w http.ResponseWriter, r *http.Request) (*form, error) {
 	}
 	if err := parseForm(w, r); err != nil {
 		return nil, err
+	}
+	for name, vs := range r.PostForm { // what no text column holds, and no browser sends
+		if !gatehouse.IsPlainText(name) || slices.ContainsFunc(vs, func(v string) bool { return !gatehouse.IsPlainText(v) }) {
+			return nil, gatehouse.Errorf(gatehouse.EINVALID, "The form holds text that is not UTF-8, or a NUL character.")
+		}
 	}
 	f.Values = r.PostForm
 	return f, nil
@@ -59,8 +66,10 @@ func (f *form) get(name string) string { return strings.TrimSpace(f.Values.Get(n
 
 // withError records err on the form: an EINVALID error that names a field
 // (the domain's FieldError) goes next to that field, as the domain says
-// it; any other EINVALID or ECONFLICT error is the form's. Other errors
-// are not the form's to show: withError returns them.
+// it (an error of an entry, such as tools[2] or config.headers.X, next to
+// the field of the list, naming the entry); any other EINVALID or
+// ECONFLICT error is the form's. Other errors are not the form's to show:
+// withError returns them.
 func (f *form) withError(err error, fields ...string) error {
 	e, ok := errors.AsType[*gatehouse.Error](err)
 	if !ok || e.Code != gatehouse.EINVALID && e.Code != gatehouse.ECONFLICT {
@@ -68,8 +77,12 @@ func (f *form) withError(err error, fields ...string) error {
 	}
 	name, _ := e.Metadata["field"].(string)
 	for _, field := range fields {
-		if field == name {
+		switch {
+		case field == name:
 			f.Errors[name] = strings.TrimPrefix(e.Message, name+": ")
+			return nil
+		case strings.HasPrefix(name, field+"[") || strings.HasPrefix(name, field+"."): // an entry of a list or map
+			f.Errors[field] = e.Message
 			return nil
 		}
 	}

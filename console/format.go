@@ -25,6 +25,7 @@ var funcs = template.FuncMap{
 	"percent":  percent,
 	// resetChoices are the choices of a limit's reset, for a select.
 	"resetChoices": func() []option { return resets },
+	"checks":       newChecks,
 }
 
 // usd shows an amount of US dollars: cents from a dollar up, up to four

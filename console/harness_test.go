@@ -116,7 +116,7 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	data := e.dataPlane(db, logger)
 	api := httpapi.NewHandler(store, ratelimit.Unlimited{}, logger, prometheus.NewRegistry(), c.Now, data)
 	api.TrustProxies(o.proxies)
-	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns, logger, c.Now, console.Options{Proxies: o.proxies})
+	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns, logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations()})
 	web.Routes(api.Handle)
 	api.HandleNotFound(web.NotFound())
 	srv := httptest.NewServer(api)

@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"time"
 
 	"gatehouse"
@@ -52,6 +51,8 @@ type keysData struct {
 	Workspaces []option
 	// Created is the key just created, whose plaintext is shown this once.
 	Created *createdKey
+	// Filters narrow the list to a workspace's keys or a member's.
+	Filters keyFilters
 }
 
 // createdKey is a key just created, with its plaintext.
@@ -73,6 +74,10 @@ func (s *Server) keysPage(w http.ResponseWriter, r *http.Request, sess *gatehous
 	q := r.URL.Query()
 	search := gatehouse.ParseKeyQuery(q.Get("q"))
 	search.CreatorUserID, search.Limit = sess.KeyScope(), keysPageSize
+	filters, err := s.keyFilters(ctx, sess, q, &search)
+	if err != nil {
+		return err
+	}
 	if after := q.Get("after"); after != "" && created == nil {
 		c, err := gatehouse.ParseKeyCursor(after)
 		if err != nil {
@@ -89,12 +94,16 @@ func (s *Server) keysPage(w http.ResponseWriter, r *http.Request, sess *gatehous
 		return err
 	}
 	names := workspaceNames(allowed)
-	data := keysData{Query: q.Get("q"), Form: f, Workspaces: workspaceOptions(allowed), Created: created, Later: search.After != nil}
+	data := keysData{Query: q.Get("q"), Form: f, Workspaces: workspaceOptions(allowed), Created: created, Later: search.After != nil,
+		Filters: filters}
 	for _, k := range page.Keys {
 		data.Keys = append(data.Keys, newKeyRow(k, names, s.now()))
 	}
 	if page.Next != nil {
-		data.Next = "/keys?" + url.Values{"q": {data.Query}, "after": {page.Next.String()}}.Encode()
+		next := filters.values()
+		next.Set("q", data.Query)
+		next.Set("after", page.Next.String())
+		data.Next = "/keys?" + next.Encode()
 	}
 	return s.render(w, r, sess, status, "keys", "Keys", data)
 }

@@ -86,6 +86,14 @@ var notices = map[string]string{
 	"revoked":    "The link is revoked.",
 	"removed":    "The member is removed.",
 	"role":       "The role is changed.",
+	// The workspaces, guardrails, destinations pages'.
+	"created":        "Created.",
+	"budget":         "The budget is set.",
+	"budgetcleared":  "The budget is cleared.",
+	"membersadded":   "The members are added.",
+	"membersremoved": "The members are removed.",
+	"assigned":       "Assigned: the guardrail governs them now.",
+	"unassigned":     "Taken from under the guardrail.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }

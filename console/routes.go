@@ -32,6 +32,36 @@ func (s *Server) register() {
 	s.admin("POST /members/{id}/remove", s.removeMember)
 	s.admin("POST /invitations/{id}/revoke", s.revokeInvitation)
 
+	s.admin("GET /workspaces", s.workspaces)
+	s.admin("POST /workspaces", s.createWorkspace)
+	s.admin("GET /workspaces/{id}", s.workspace)
+	s.admin("POST /workspaces/{id}", s.updateWorkspace)
+	s.admin("POST /workspaces/{id}/delete", s.deleteWorkspace)
+	s.admin("POST /workspaces/{id}/budgets", s.setWorkspaceBudget)
+	s.admin("POST /workspaces/{id}/budgets/{interval}/delete", s.clearWorkspaceBudget)
+	s.admin("POST /workspaces/{id}/members/add", s.addWorkspaceMembers)
+	s.admin("POST /workspaces/{id}/members/remove", s.removeWorkspaceMembers)
+
+	s.admin("GET /guardrails", s.guardrails)
+	s.admin("POST /guardrails", s.createGuardrail)
+	s.admin("GET /guardrails/{id}", s.guardrail)
+	s.admin("POST /guardrails/{id}", s.updateGuardrail)
+	s.admin("POST /guardrails/{id}/delete", s.deleteGuardrail)
+	s.admin("POST /guardrails/{id}/keys/assign", s.assignGuardrailKeys)
+	s.admin("POST /guardrails/{id}/keys/unassign", s.unassignGuardrailKeys)
+	s.admin("POST /guardrails/{id}/members/assign", s.assignGuardrailMembers)
+	s.admin("POST /guardrails/{id}/members/unassign", s.unassignGuardrailMembers)
+
+	s.admin("GET /destinations", s.destinations)
+	s.admin("GET /destinations/new", s.newDestination)
+	s.admin("POST /destinations", s.createDestination)
+	s.admin("GET /destinations/{id}", s.destination)
+	s.admin("POST /destinations/{id}", s.updateDestination)
+	s.admin("POST /destinations/{id}/delete", s.deleteDestination)
+
+	s.admin("GET /audit", s.auditLog)
+	s.page("GET /activity", s.activity)
+
 	s.page("GET /auth", s.authorizePage)
 	s.page("POST /auth", s.authorize)
 }
@@ -46,5 +76,10 @@ type navItem struct {
 var nav = []navItem{
 	{path: "/", label: "Overview"},
 	{path: "/keys", label: "Keys"},
+	{path: "/activity", label: "Activity"},
+	{path: "/workspaces", label: "Workspaces", adminOnly: true},
+	{path: "/guardrails", label: "Guardrails", adminOnly: true},
+	{path: "/destinations", label: "Destinations", adminOnly: true},
 	{path: "/members", label: "Members", adminOnly: true},
+	{path: "/audit", label: "Audit log", adminOnly: true},
 }

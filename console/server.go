@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"gatehouse"
+	"gatehouse/egress"
 	"gatehouse/forwarded"
 	"gatehouse/ratelimit"
 )
@@ -33,6 +34,10 @@ type Options struct {
 	// their word decides the client's address (sign-in limits) and whether
 	// it came over HTTPS (Secure cookies, the origin of forms).
 	Proxies forwarded.Proxies
+	// Destinations changes observability destinations as the API does
+	// (httpapi.Server.Destinations: its egress policy, its trace
+	// publisher); nil: the default egress policy, and no publisher.
+	Destinations *gatehouse.Destinations
 	// PublicURL is where browsers reach the server (GATEHOUSE_PUBLIC_URL),
 	// the base of the invitation and reset links the console shows; ""
 	// takes the origin the admin's browser used.
@@ -50,6 +55,9 @@ type route struct {
 // per account and per client address (see signInLimit); now is the clock
 // of its pages' periods.
 func New(store gatehouse.Store, accounts *gatehouse.Accounts, signIns ratelimit.Limiter, logger *slog.Logger, now gatehouse.Clock, opts Options) *Server {
+	if opts.Destinations == nil {
+		opts.Destinations = &gatehouse.Destinations{Store: store, Egress: &egress.Policy{}}
+	}
 	s := &Server{store: store, accounts: accounts, signIns: signIns, logger: logger, now: now, opts: opts,
 		pages: mustParsePages(), mux: http.NewServeMux(), past: newPastCache()}
 	s.register()

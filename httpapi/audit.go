@@ -59,7 +59,7 @@ func (s *Server) listAuditLog() authHandler {
 // auditFilter reads the filter query parameters of the audit log.
 func auditFilter(r *http.Request) (gatehouse.AuditFilter, error) {
 	q := r.URL.Query()
-	f := gatehouse.AuditFilter{Actor: q.Get("actor"), ResourceType: q.Get("resource_type"), ResourceID: q.Get("resource_id")}
+	f := gatehouse.AuditFilter{Actor: q.Get("actor"), Operation: q.Get("operation"), ResourceType: q.Get("resource_type"), ResourceID: q.Get("resource_id")}
 	var err error
 	if f.Since, err = timeParam(q.Get("since"), "since"); err != nil {
 		return f, err

@@ -174,6 +174,9 @@ func TestAuditLogFilters(t *testing.T) {
 	}{
 		{"?resource_type=workspace", []string{ids[2], ids[1], ids[0]}, 3},
 		{"?resource_type=member", []string{member}, 1},
+		{"?operation=workspace.create", []string{ids[2], ids[1], ids[0]}, 3},
+		{"?operation=member.create&resource_type=member", []string{member}, 1},
+		{"?operation=workspace.update", []string{}, 0},
 		{"?resource_id=" + ids[1], []string{ids[1]}, 1},
 		{"?resource_id=" + url.QueryEscape("%"), []string{}, 0},
 		{"?actor=" + gatehouse.HashKey(e.mgmt) + "&resource_type=workspace", []string{ids[2], ids[1], ids[0]}, 3},

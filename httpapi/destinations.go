@@ -105,11 +105,7 @@ func (s *Server) createDestination(w http.ResponseWriter, r *http.Request, p *pr
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := s.checkEgress(r, req.Config); err != nil {
-		return err
-	}
-	defer s.destinationsChanged()
-	d, err := s.store.CreateDestination(r.Context(), p.org(), gatehouse.DestinationCreate{
+	d, err := s.destinations.Create(r.Context(), p.org(), gatehouse.DestinationCreate{
 		DestinationUpdate: req.update(), Type: req.Type, WorkspaceID: req.WorkspaceID})
 	if err != nil {
 		return err
@@ -138,11 +134,7 @@ func (s *Server) updateDestination(w http.ResponseWriter, r *http.Request, p *pr
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := s.checkEgress(r, req.Config); err != nil {
-		return err
-	}
-	defer s.destinationsChanged()
-	d, err := s.store.UpdateDestination(r.Context(), p.org(), id, req.update())
+	d, err := s.destinations.Update(r.Context(), p.org(), id, req.update())
 	if err != nil {
 		return err
 	}
@@ -150,7 +142,6 @@ func (s *Server) updateDestination(w http.ResponseWriter, r *http.Request, p *pr
 }
 
 func (s *Server) deleteDestination(w http.ResponseWriter, r *http.Request, p *principal) error {
-	defer s.destinationsChanged()
 	id, err := uuidPath(r, "id", "destination")
 	if err != nil {
 		return err
@@ -159,26 +150,10 @@ func (s *Server) deleteDestination(w http.ResponseWriter, r *http.Request, p *pr
 	if err := decodeOptional(w, r, &empty); err != nil {
 		return err
 	}
-	if err := s.store.DeleteDestination(r.Context(), p.org(), id); err != nil {
+	if err := s.destinations.Delete(r.Context(), p.org(), id); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, deleted)
-}
-
-// checkEgress refuses, before anything is stored, a destination address
-// that deliveries could never reach under the egress policy: loopback,
-// private, link-local and metadata addresses, unless the operator opened
-// them (GATEHOUSE_EGRESS_ALLOW).
-func (s *Server) checkEgress(r *http.Request, c configPatch) error {
-	for k, v := range c.Values {
-		if v == nil || !gatehouse.IsAddressConfigKey(k) {
-			continue
-		}
-		if err := s.egress.CheckURL(r.Context(), *v); err != nil {
-			return gatehouse.FieldError("config."+k, "is not a place Gatehouse may send traces to (%v); an operator can allow it with GATEHOUSE_EGRESS_ALLOW", err)
-		}
-	}
-	return nil
 }
 
 // destinationsChanged tells the trace publisher of this instance to read

@@ -121,7 +121,7 @@ var textQuery = map[string][]string{
 	"GET /api/v1/guardrails":                 {"workspace_id"},
 	"GET /api/v1/observability/destinations": {"workspace_id"},
 	"GET /api/v1/byok":                       {"workspace_id", "provider"},
-	"GET /api/v1/audit-log":                  {"actor", "resource_type", "resource_id"},
+	"GET /api/v1/audit-log":                  {"actor", "operation", "resource_type", "resource_id"},
 
 	"GET /api/v1/presets":                           {"workspace_id"},
 	"GET /api/v1/presets/{slug}":                    {"workspace_id"},

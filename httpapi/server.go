@@ -39,7 +39,9 @@ type Server struct {
 	data    DataPlane
 	meter   *gatehouse.Meter  // meters the model calls of the data plane
 	trusted forwarded.Proxies // reverse proxies whose forwarding headers count
-	egress  *egress.Policy    // where destinations may point
+	// destinations changes destinations: the egress policy checked, the
+	// trace publisher told (the console shares it: Destinations).
+	destinations *gatehouse.Destinations
 	// analyticsTimeout bounds reads of the activity and analytics; 0 is
 	// DefaultAnalyticsTimeout. analyticsSlots holds a token for each such
 	// read running (see analyticsRead).
@@ -73,10 +75,10 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		mux:     http.NewServeMux(),
 		metrics: newMetrics(registry),
 		data:    data,
-		egress:  &egress.Policy{},
 
 		analyticsSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
 	}
+	s.destinations = &gatehouse.Destinations{Store: store, Egress: &egress.Policy{}, Changed: s.destinationsChanged}
 	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
 		BYOKKeys: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
 	s.SetContentRetention(gatehouse.DefaultContentRetention)
@@ -269,7 +271,11 @@ func (s *Server) ServeMetricsElsewhere() { s.metricsElsewhere = true }
 
 // SetEgressPolicy sets what destination addresses are accepted; the
 // default refuses every loopback, private, link-local and metadata address.
-func (s *Server) SetEgressPolicy(p *egress.Policy) { s.egress = p }
+func (s *Server) SetEgressPolicy(p *egress.Policy) { s.destinations.Egress = p }
+
+// Destinations is how the API changes destinations (its egress policy, its
+// trace publisher), for the web console to change them the same way.
+func (s *Server) Destinations() *gatehouse.Destinations { return s.destinations }
 
 // TrustProxies names the reverse proxies whose X-Forwarded-For and
 // Forwarded headers say who the client is. Call it before serving; with

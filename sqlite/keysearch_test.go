@@ -41,6 +41,8 @@ func TestKeySearchPlans(t *testing.T) {
 		{"name, later page", gatehouse.KeySearch{NamePrefix: "Prod", After: after}, "api_keys_name_search"},
 		{"a member's name", gatehouse.KeySearch{NamePrefix: "Prod", CreatorUserID: &member}, "api_keys_creator_name"},
 		{"a member's name, later page", gatehouse.KeySearch{NamePrefix: "Prod", CreatorUserID: &member, After: after}, "api_keys_creator_name"},
+		{"a workspace's keys", gatehouse.KeySearch{WorkspaceID: "ws"}, "api_keys_workspace_list"},
+		{"a workspace's keys, later page", gatehouse.KeySearch{WorkspaceID: "ws", After: after}, "api_keys_workspace_list"},
 		{"hash", gatehouse.KeySearch{HashPrefix: "abcdef"}, "PRIMARY KEY"},
 		{"a member's hash", gatehouse.KeySearch{HashPrefix: "abcdef", CreatorUserID: &member}, "PRIMARY KEY"},
 	} {

@@ -19,8 +19,11 @@ func (s *Store) FindKeyAssignments(ctx context.Context, orgID, guardrailID strin
 		if err != nil {
 			return nil, err
 		}
-		return findPage(ctx, tx, keyAssignmentColumns, `key_assignments a JOIN api_keys k ON k.hash = a.key_hash WHERE `+where,
-			`a.created_at, a.id`, args, page, scanKeyAssignment)
+		// Counted without the keys: every assignment has its key (the
+		// foreign key cascades), and a count that looks each up reads a
+		// page of api_keys per assignment (120 ms for 9,000 at 1M keys).
+		return findCountedPage(ctx, tx, keyAssignmentColumns, `key_assignments a JOIN api_keys k ON k.hash = a.key_hash WHERE `+where,
+			`key_assignments a WHERE `+where, `a.created_at, a.id`, args, page, scanKeyAssignment)
 	}))
 }
 

@@ -36,3 +36,16 @@ func AuditArgs(ctx context.Context, orgID string, now time.Time, rec gatehouse.A
 func KeySearchQuery(d Dialect, orgID string, q gatehouse.KeySearch) (string, []any) {
 	return keySearchQuery(d, orgID, q)
 }
+
+// GenerationSearchQuery is the SQL (from FROM on) and the arguments of a
+// search of the ledger (validated), of one UTC day's calls when day is
+// set (a search by model), for the engines' tests of its plans.
+func GenerationSearchQuery(orgID string, q gatehouse.GenerationSearch, day *int64) (string, []any) {
+	return generationSearchQuery(orgID, q, day, q.Limit+1)
+}
+
+// AuditSearchQuery is the SQL and the arguments of a page of the audit
+// log, for the engines' tests of its plans.
+func AuditSearchQuery(orgID string, f gatehouse.AuditFilter, limit int) (string, []any) {
+	return auditSearchQuery(orgID, f, limit)
+}

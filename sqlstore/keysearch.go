@@ -12,7 +12,8 @@ import (
 // 0017_key_search.sql): the list newest first walks api_keys_org_list (a
 // member's keys, api_keys_creator_list) backwards from the cursor; a name
 // search walks api_keys_name_search over the folded names that start with
-// the prefix; a hash search walks the primary key. Nothing is counted or
+// the prefix; a hash search walks the primary key; a workspace's keys
+// newest first walk api_keys_workspace_list. Nothing is counted or
 // skipped, so a page deep in millions of keys costs what the first does.
 func (s *Store) SearchKeys(ctx context.Context, orgID string, q gatehouse.KeySearch) (_ *gatehouse.KeyPage, err error) {
 	defer wrap(&err, "SearchKeys")
@@ -48,6 +49,9 @@ func keySearchQuery(d Dialect, orgID string, q gatehouse.KeySearch) (string, []a
 		// the creator's keys in it (seconds at a million keys).
 		where, args = `organization_id = ? AND creator_user_id = ? AND NOT management`, append(args, *q.CreatorUserID)
 	}
+	if q.WorkspaceID != "" {
+		where, args = where+` AND workspace_id = ?`, append(args, q.WorkspaceID)
+	}
 	var order string
 	switch fold := d.FoldedKeyName(); {
 	case q.HashPrefix != "":
@@ -75,6 +79,11 @@ func keySearchQuery(d Dialect, orgID string, q gatehouse.KeySearch) (string, []a
 		where, args = where+` AND `+fold+` < ?`, append(args, prefix+"\U0010FFFF")
 		order = fold + `, hash`
 	default:
+		if q.WorkspaceID != "" {
+			// A workspace's keys newest first: api_keys_workspace_list,
+			// not the organization's list filtered (see the hash search).
+			where = strings.Replace(where, `organization_id = ?`, `organization_id || '' = ?`, 1)
+		}
 		if q.After != nil {
 			where, args = where+` AND (created_at, hash) < (?, ?)`, append(args, ms(q.After.CreatedAt), q.After.Hash)
 		}

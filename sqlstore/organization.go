@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"gatehouse"
 
@@ -139,6 +141,37 @@ func (s *Store) FindMembers(ctx context.Context, orgID string, page gatehouse.Pa
 func (tx *Tx) findMembers(ctx context.Context, orgID string, page gatehouse.Page) (*listing[*gatehouse.Member], error) {
 	return findPage(ctx, tx, memberColumns, `members WHERE organization_id = ?`, `created_at, id`,
 		[]any{orgID}, page, scanMember)
+}
+
+// FindMembersByRef returns the members whose id, or email whatever its
+// case, is among refs: one walk of the primary key and one of
+// members_email per ref.
+func (s *Store) FindMembersByRef(ctx context.Context, orgID string, refs []string) (_ []*gatehouse.Member, err error) {
+	defer wrap(&err, "FindMembersByRef")
+	if len(refs) > gatehouse.MaxBulkIDs {
+		return nil, gatehouse.FieldError("members", "must name at most %d members (got %d)", gatehouse.MaxBulkIDs, len(refs))
+	}
+	// A ref that no text column can hold names nobody.
+	refs = slices.DeleteFunc(slices.Clone(refs), func(r string) bool { return !gatehouse.IsPlainText(r) })
+	if len(refs) == 0 {
+		return []*gatehouse.Member{}, nil
+	}
+	return view(ctx, s, func(tx *Tx) ([]*gatehouse.Member, error) {
+		// Both engines' lower() folds ASCII letters; PostgreSQL's folds
+		// others too: each email is looked for in both foldings.
+		var lowered []string
+		for _, r := range refs {
+			lowered = append(lowered, gatehouse.FoldKeyName(r))
+			if l := strings.ToLower(r); l != gatehouse.FoldKeyName(r) {
+				lowered = append(lowered, l)
+			}
+		}
+		ids, args := tx.in("id", refs, orgID)
+		emails, args := tx.in("lower(email)", lowered, args...)
+		rows, err := tx.Query(ctx, `SELECT `+memberColumns+` FROM members WHERE organization_id = ? AND (`+ids+` OR `+emails+`)
+			ORDER BY created_at, id`, args...)
+		return collect(rows, err, scanMember)
+	})
 }
 
 // CreateMember adds a member to the organization.

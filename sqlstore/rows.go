@@ -241,7 +241,7 @@ func workspaceArgs(w *gatehouse.Workspace) []any {
 // scanMembership scans a row of membershipColumns.
 func scanMembership(s Scanner) (*gatehouse.WorkspaceMember, error) {
 	var m gatehouse.WorkspaceMember
-	err := s.Scan(&m.ID, &m.WorkspaceID, &m.UserID, &m.Role, msTime(&m.CreatedAt))
+	err := s.Scan(&m.ID, &m.WorkspaceID, &m.UserID, &m.Email, &m.Role, msTime(&m.CreatedAt))
 	m.Role = gatehouse.WorkspaceRole(m.Role) // the column is the organization role
 	return &m, err
 }
@@ -422,7 +422,7 @@ func destinationArgs(box *gatehouse.SecretBox, d *gatehouse.Destination) ([]any,
 
 // membershipColumns are the columns of a workspace membership, with the
 // member's role: workspace_members wm joined with members m.
-const membershipColumns = `wm.id, wm.workspace_id, wm.user_id, m.role, wm.created_at`
+const membershipColumns = `wm.id, wm.workspace_id, wm.user_id, m.email, m.role, wm.created_at`
 
 // keyAssignmentColumns are the columns of a key assignment with its key's
 // name: key_assignments a joined with api_keys k.
@@ -497,6 +497,9 @@ func auditWhere(orgID string, f gatehouse.AuditFilter) (where string, args []any
 	}
 	if f.Actor != "" {
 		conds = append(conds, "(actor_key_hash = "+arg(f.Actor)+" OR actor_user_id = "+arg(f.Actor)+")")
+	}
+	if f.Operation != "" {
+		conds = append(conds, "operation = "+arg(f.Operation))
 	}
 	if f.ResourceType != "" {
 		conds = append(conds, "resource_type = "+arg(f.ResourceType))

@@ -290,8 +290,15 @@ func unpack[T any](l *listing[T], err error) ([]T, int, error) {
 // joins and the WHERE clause, filled in by args) ordered by order, with the
 // number of all matching rows, both in the snapshot of tx.
 func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
+	return findCountedPage(ctx, tx, columns, from, from, order, args, page, scan)
+}
+
+// findCountedPage is findPage counting the rows of counted, a FROM clause
+// (with the same arguments) that has as many rows as from but reads fewer
+// pages: from without a join that only adds columns to each row.
+func findCountedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
 	var total int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+from, args...).Scan(&total); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+counted, args...).Scan(&total); err != nil {
 		return nil, err
 	}
 	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM `+from+` ORDER BY `+order+` LIMIT ? OFFSET ?`,

@@ -18,6 +18,7 @@ func testAnalytics(t *testing.T, open Opener) {
 		{"AnalyticsBuckets", testAnalyticsBuckets},
 		{"AnalyticsFilters", testAnalyticsFilters},
 		{"AnalyticsOrderAndLimits", testAnalyticsOrderAndLimits},
+		{"SearchGenerations", testGenerationSearch},
 	})
 }
 

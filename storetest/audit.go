@@ -416,6 +416,10 @@ func testAuditFilters(t *testing.T, open Opener) {
 		{"organization id", gatehouse.AuditFilter{ResourceID: f.org.ID}, []string{f.org.ID}},
 		{"resource type", gatehouse.AuditFilter{ResourceType: "member"}, []string{"ABC", "aXc", "a_c", "abc", "a%c"}},
 		{"unknown resource type", gatehouse.AuditFilter{ResourceType: "membe"}, []string{}},
+		{"operation", gatehouse.AuditFilter{Operation: gatehouse.OpMemberCreate}, []string{"ABC", "aXc", "a_c", "abc", "a%c"}},
+		{"another operation", gatehouse.AuditFilter{Operation: gatehouse.OpOrganizationCreate}, []string{f.org.ID}},
+		{"operation in another case", gatehouse.AuditFilter{Operation: "MEMBER.create"}, []string{}},
+		{"operation and actor", gatehouse.AuditFilter{Operation: gatehouse.OpMemberCreate, Actor: actorB.KeyHash}, []string{"ABC", "abc"}},
 		{"actor key hash", gatehouse.AuditFilter{Actor: actorA.KeyHash}, []string{"a_c", "a%c"}},
 		{"actor user id", gatehouse.AuditFilter{Actor: userA}, []string{"a_c", "a%c"}},
 		{"actor without user", gatehouse.AuditFilter{Actor: actorB.KeyHash}, []string{"ABC", "abc"}},
@@ -435,6 +439,9 @@ func testAuditFilters(t *testing.T, open Opener) {
 		wantEqual(t, c.name, c.want, auditIDs(list))
 		if total != len(c.want) {
 			t.Fatalf("%s: total %d, want %d", c.name, total, len(c.want))
+		}
+		for _, size := range []int{1, 2, 100} {
+			wantEqual(t, fmt.Sprintf("%s, searched in pages of %d", c.name, size), c.want, auditIDs(f.searchAudit(t, c.filter, size)))
 		}
 	}
 }
@@ -486,6 +493,24 @@ func testAuditPages(t *testing.T, open Opener) {
 	if total != 4 {
 		t.Fatalf("filtered total %d, want 4", total)
 	}
+	// Cursors walk the same order, the changes of one millisecond too,
+	// whole entries; an offset or a limit out of bounds is refused.
+	for _, size := range []int{1, 2, 3, 8, 9} {
+		wantEqual(t, fmt.Sprintf("searched in pages of %d", size), all, f.searchAudit(t, gatehouse.AuditFilter{}, size))
+	}
+	for _, bad := range []gatehouse.Page{page(1, 10), {Limit: -1}, {Limit: gatehouse.MaxPageSize + 1}} {
+		_, err := f.store.SearchAuditEntries(f.ctx, f.org.ID, gatehouse.AuditFilter{Page: bad})
+		wantCode(t, err, gatehouse.EINVALID)
+	}
+	for _, bad := range []gatehouse.AuditFilter{{Actor: "a\x00b"}, {Operation: "\xff"}, {ResourceType: "\x00"}, {ResourceID: "x\xffy"}} {
+		_, err := f.store.SearchAuditEntries(f.ctx, f.org.ID, bad)
+		wantCode(t, err, gatehouse.EINVALID)
+	}
+	other, err := f.store.SearchAuditEntries(f.ctx, f.newOrg(t, "Other").ID, gatehouse.AuditFilter{})
+	ok(t, err)
+	if len(other.Entries) != 1 || other.Entries[0].Operation != gatehouse.OpOrganizationCreate || other.Next != nil {
+		t.Errorf("another organization's log: %+v", other)
+	}
 }
 
 func equalStrings(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
@@ -529,5 +554,30 @@ func testAuditNoSecrets(t *testing.T, open Opener) {
 				t.Errorf("entry %s holds %q: %s", e.Operation, s, data)
 			}
 		}
+	}
+}
+
+// searchAudit follows the cursors of SearchAuditEntries, pages of size,
+// and returns every entry it found.
+func (f *fixture) searchAudit(t *testing.T, filter gatehouse.AuditFilter, size int) []*gatehouse.AuditEntry {
+	t.Helper()
+	filter.Page, filter.After = page(0, size), nil
+	var out []*gatehouse.AuditEntry
+	for pages := 0; ; pages++ {
+		if pages > 50 {
+			t.Fatal("the audit log's cursors do not end")
+		}
+		p, err := f.store.SearchAuditEntries(f.ctx, f.org.ID, filter)
+		ok(t, err)
+		if len(p.Entries) > size {
+			t.Fatalf("a page of %d entries, asked for %d", len(p.Entries), size)
+		}
+		out = append(out, p.Entries...)
+		if p.Next == nil {
+			return out
+		}
+		c, err := gatehouse.ParseAuditCursor(p.Next.String())
+		ok(t, err)
+		filter.After = c
 	}
 }

@@ -14,6 +14,7 @@ func testKeySearch(t *testing.T, open Opener) {
 	runSubtests(t, open, []subtest{
 		{"ListNewestFirst", testKeySearchList},
 		{"Creator", testKeySearchCreator},
+		{"Workspace", testKeySearchWorkspace},
 		{"NamePrefix", testKeySearchName},
 		{"HashPrefix", testKeySearchHash},
 		{"Invalid", testKeySearchInvalid},
@@ -107,6 +108,29 @@ func testKeySearchCreator(t *testing.T, open Opener) {
 	wantEqual(t, "a stranger's keys", []string(nil), f.searchAll(t, f.org.ID, gatehouse.KeySearch{CreatorUserID: strp("user_nobody")}, 2))
 }
 
+// testKeySearchWorkspace: a workspace's keys, newest first, alone or with
+// a creator or a name prefix; another organization's workspace holds none
+// of the organization's keys.
+func testKeySearchWorkspace(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	team := f.newWorkspace(t, f.org.ID, "team")
+	ada := f.newMember(t, f.org.ID, "ada@example.com")
+	for i, c := range []gatehouse.KeyCreate{
+		{WorkspaceID: "team", CreatorUserID: &ada.ID}, {}, {WorkspaceID: "team"}, {CreatorUserID: &ada.ID}, {WorkspaceID: "team", CreatorUserID: &ada.ID},
+	} {
+		f.clock.Add(time.Millisecond)
+		c.Name = "k" + string(rune('0'+i))
+		f.newKey(t, f.org.ID, c)
+	}
+	other := f.newOrg(t, "Other")
+	theirs := f.newWorkspace(t, other.ID, "theirs")
+	f.newKey(t, other.ID, gatehouse.KeyCreate{Name: "k9", WorkspaceID: "theirs"})
+	wantEqual(t, "team's keys", []string{"k4", "k2", "k0"}, f.searchAll(t, f.org.ID, gatehouse.KeySearch{WorkspaceID: team.ID}, 2))
+	wantEqual(t, "ada's keys in team", []string{"k4", "k0"}, f.searchAll(t, f.org.ID, gatehouse.KeySearch{WorkspaceID: team.ID, CreatorUserID: &ada.ID}, 1))
+	wantEqual(t, "team's keys named K", []string{"k0", "k2", "k4"}, f.searchAll(t, f.org.ID, gatehouse.KeySearch{WorkspaceID: team.ID, NamePrefix: "K"}, 2))
+	wantEqual(t, "another organization's workspace", []string(nil), f.searchAll(t, f.org.ID, gatehouse.KeySearch{WorkspaceID: theirs.ID}, 2))
+}
+
 func testKeySearchName(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	for _, name := range []string{"Prod-2", "prod-1", "PRODUCTION", "staging", "pro", "pr", "Prod-1", "Éclair", "éclair", "prod\U0001F600", "prod-zz"} {
@@ -170,6 +194,7 @@ func testKeySearchInvalid(t *testing.T, open Opener) {
 		{Limit: -1}, {Limit: gatehouse.MaxKeysPerList + 1},
 		{HashPrefix: "abc"}, {HashPrefix: "ABCDEF12"}, {HashPrefix: "xyzxyzxyz"},
 		{NamePrefix: strings.Repeat("n", 4*gatehouse.MaxNameLength+1)},
+		{NamePrefix: "a\x00b"}, {NamePrefix: "\xff"}, // no name holds them (PostgreSQL would fail the query)
 	} {
 		_, err := f.store.SearchKeys(f.ctx, f.org.ID, s)
 		wantCode(t, err, gatehouse.EINVALID)

@@ -29,6 +29,7 @@ func testOrganizations(t *testing.T, open Opener) {
 		{"CreateMember", testOrgCreateMember},
 		{"CreateMemberInvalid", testOrgCreateMemberInvalid},
 		{"FindMembers", testOrgFindMembers},
+		{"FindMembersByRef", testOrgFindMembersByRef},
 		{"DeleteMember", testOrgDeleteMember},
 		{"Tenancy", testOrgTenancy},
 	})
@@ -181,6 +182,51 @@ func testOrgFindMembers(t *testing.T, open Opener) {
 	if total != 0 || len(list) != 0 {
 		t.Errorf("empty organization: %d, %v", total, memberStrings(list))
 	}
+}
+
+// testOrgFindMembersByRef: members are found by id or by email whatever
+// its case, oldest first, once each, in their own organization only; refs
+// that name nobody, or look like a pattern, find nothing.
+func testOrgFindMembersByRef(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	ann := f.newMember(t, f.org.ID, "Ann@Example.com")
+	f.clock.Add(time.Millisecond)
+	bob := f.newMember(t, f.org.ID, "bob@example.com")
+	f.clock.Add(time.Millisecond)
+	f.newMember(t, f.org.ID, "carl@example.com")
+	other := f.newOrg(t, "Other")
+	f.newMember(t, other.ID, "dora@example.com")
+	ids := func(ms []*gatehouse.Member) []string {
+		out := []string{}
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		refs []string
+		want []string
+	}{
+		{"none", nil, []string{}},
+		{"by id", []string{bob.ID}, []string{bob.ID}},
+		{"by email in another case", []string{"ann@EXAMPLE.com"}, []string{ann.ID}},
+		{"both ways, once each, oldest first", []string{"bob@example.com", ann.ID, bob.ID, "ANN@example.com"}, []string{ann.ID, bob.ID}},
+		{"unknown", []string{"nobody@example.com", "user_nobody"}, []string{}},
+		{"another organization's", []string{"dora@example.com"}, []string{}},
+		{"a pattern", []string{"%@example.com", "_nn@example.com"}, []string{}},
+		{"text no column holds", []string{"ann@example.com\x00", "\xff", bob.ID}, []string{bob.ID}},
+	} {
+		got, err := f.store.FindMembersByRef(f.ctx, f.org.ID, c.refs)
+		ok(t, err)
+		wantEqual(t, c.name, c.want, ids(got))
+	}
+	many := make([]string, gatehouse.MaxBulkIDs+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("user_%d", i)
+	}
+	_, err := f.store.FindMembersByRef(f.ctx, f.org.ID, many)
+	wantCode(t, err, gatehouse.EINVALID)
 }
 
 func testOrgDeleteMember(t *testing.T, open Opener) {

@@ -34,7 +34,7 @@ func testWorkspaceDefaultMembers(t *testing.T, open Opener) {
 		}
 		for i, wm := range list {
 			m := members[i]
-			if wm.UserID != m.ID || wm.WorkspaceID != def.ID || wm.ID == "" || !wm.CreatedAt.Equal(m.CreatedAt) ||
+			if wm.UserID != m.ID || wm.Email != m.Email || wm.WorkspaceID != def.ID || wm.ID == "" || !wm.CreatedAt.Equal(m.CreatedAt) ||
 				wm.Role != gatehouse.WorkspaceRole(m.Role) || wm.ID != gatehouse.ImplicitMembershipID(def.ID, m.ID) {
 				t.Errorf("member %d = %+v, for %s", i, wm, memberString(m))
 			}
@@ -79,7 +79,8 @@ func testWorkspaceAddMembers(t *testing.T, open Opener) {
 	}
 	for _, wm := range data {
 		if wm.ID == "" || wm.WorkspaceID != w.ID || !wm.CreatedAt.Equal(f.clock.Now()) ||
-			wm.Role != map[string]string{admin.ID: "admin", m1.ID: "member"}[wm.UserID] {
+			wm.Role != map[string]string{admin.ID: "admin", m1.ID: "member"}[wm.UserID] ||
+			wm.Email != map[string]string{admin.ID: admin.Email, m1.ID: m1.Email}[wm.UserID] {
 			t.Errorf("membership %+v", wm)
 		}
 	}
@@ -111,7 +112,7 @@ func testWorkspaceAddMembers(t *testing.T, open Opener) {
 		t.Errorf("FindWorkspaceMembers = %d %v", total, list)
 	}
 	// Ordered by creation: the two of the first call, then m2.
-	if list[2].UserID != m2.ID {
+	if list[2].UserID != m2.ID || list[2].Email != m2.Email {
 		t.Errorf("FindWorkspaceMembers order: %v", membershipUserIDs(list))
 	}
 }

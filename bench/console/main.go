@@ -101,6 +101,9 @@ type bench struct {
 	// adminKey is a key of the organization; memberKey, one the member
 	// created; cursor, where a page in the middle of the list starts.
 	adminKey, memberKey, cursor, hashPrefix string
+	// destination is a destination of the default workspace; day, a UTC
+	// day of the ledger (YYYY-MM-DD).
+	destination, day string
 }
 
 // newBench builds the handler as cmd/gatehouse does and opens the sessions.
@@ -133,7 +136,31 @@ func newBench(ctx context.Context, db gatehouse.Store, m *seed.Manifest) (*bench
 		return nil, err
 	}
 	b.cursor = (&gatehouse.KeySearch{}).CursorAfter(middle).String()
+	b.day = time.Now().UTC().AddDate(0, 0, -10).Format("2006-01-02")
+	if b.destination, err = destination(ctx, store, m); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// destination returns a destination of the default workspace, made the
+// first time (bench-seed makes none).
+func destination(ctx context.Context, store gatehouse.Store, m *seed.Manifest) (string, error) {
+	list, _, err := store.FindDestinations(ctx, m.OrganizationID, "", gatehouse.Page{Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(list) > 0 {
+		return list[0].ID, nil
+	}
+	url, secret := "https://hooks.example.com/bench", "Bearer bench-0123456789abcdef"
+	d, err := store.CreateDestination(ctx, m.OrganizationID, gatehouse.DestinationCreate{Type: "webhook",
+		DestinationUpdate: gatehouse.DestinationUpdate{Name: gatehouse.Val("Bench hook"),
+			Config: &gatehouse.ConfigPatch{Values: map[string]*string{"url": &url}, Headers: map[string]string{"Authorization": secret}, HeadersSet: true}}})
+	if err != nil {
+		return "", fmt.Errorf("destination: %w", err)
+	}
+	return d.ID, nil
 }
 
 // memberWithKeys returns the first sampled member who created keys, with
@@ -175,9 +202,44 @@ func (b *bench) pages() []page {
 		)
 		if who == "admin" {
 			out = append(out, page{"members", who, "/members"}, page{"members, a later page", who, "/members?offset=500"})
+			out = append(out, b.adminPages()...)
 		}
+		out = append(out,
+			page{"activity", who, "/activity"},
+			page{"activity, a common model", who, "/activity?model=openai/gpt-4o-mini"},
+			page{"activity, a rare model", who, "/activity?model=local/phi4"},
+			page{"activity, a day", who, "/activity?since=" + b.day + "&until=" + b.day},
+		)
 	}
 	return append(out, page{"sign-in page", "nobody", "/sign-in"})
+}
+
+// adminPages are the pages of workspaces, guardrails, destinations, the
+// audit log and the whole organization's activity.
+func (b *bench) adminPages() []page {
+	out := []page{
+		{"workspaces", "admin", "/workspaces"},
+		{"guardrails of the default workspace", "admin", "/guardrails"},
+		{"destinations", "admin", "/destinations"},
+		{"a destination", "admin", "/destinations/" + b.destination},
+		{"a new destination's form (S3)", "admin", "/destinations/new?type=s3"},
+		{"audit log", "admin", "/audit"},
+		{"audit log, a rare operation", "admin", "/audit?operation=workspace.update"},
+		{"audit log, an actor", "admin", "/audit?actor=" + gatehouse.HashKey(b.m.ManagementKey)},
+		{"audit log, a day", "admin", "/audit?since=" + b.day + "&until=" + b.day},
+		{"activity, a quiet key", "admin", "/activity?key=" + b.m.KeyHashes[5][:12]},
+		{"activity, a model that made no call", "admin", "/activity?model=none/such"},
+	}
+	if len(b.m.Workspaces) > 0 {
+		out = append(out, page{"a workspace (its members, budgets)", "admin", "/workspaces/" + b.m.Workspaces[0].ID})
+	}
+	if len(b.m.GuardrailIDs) > 0 {
+		out = append(out, page{"a guardrail", "admin", "/guardrails/" + b.m.GuardrailIDs[0]})
+	}
+	if len(b.m.HotKeyHashes) > 0 {
+		out = append(out, page{"activity, a busy key", "admin", "/activity?key=" + b.m.HotKeyHashes[0][:12]})
+	}
+	return out
 }
 
 // time renders a page runs+1 times, and returns the times: the first

@@ -24,7 +24,8 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	o := seed.Options{Keys: 2000, Members: 20, Workspaces: 3, Samples: 20, Generations: 3000, GenerationDays: 40, OrgName: "Bench organization"}
+	o := seed.Options{Keys: 2000, Guardrails: 10, Members: 20, Workspaces: 3, WorkspaceMembers: 10, Samples: 20, Generations: 3000, GenerationDays: 40,
+		OrgName: "Bench organization", Audit: true}
 	m, err := seed.Fill(ctx, path, org, o, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +38,7 @@ func TestRun(t *testing.T) {
 	if err := run([]string{"-database", path, "-manifest", manifest, "-runs", "1"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), " ms |\n"); n != 17 {
-		t.Errorf("%d pages rendered, want 17:\n%s", n, out.String())
+	if n := strings.Count(out.String(), " ms |\n"); n != 39 {
+		t.Errorf("%d pages rendered, want 39:\n%s", n, out.String())
 	}
 }

@@ -140,6 +140,9 @@ func (p *plan) tables() []table {
 	if p.opts.Generations > 0 {
 		tables = append(tables, p.generationTable())
 	}
+	if p.opts.Audit {
+		tables = append(tables, p.auditTable())
+	}
 	return tables
 }
 

@@ -31,6 +31,9 @@ type Options struct {
 	// Generations is how many calls the usage ledger holds, spread over
 	// the GenerationDays days before the seeding (see generations.go).
 	Generations, GenerationDays int
+	// Audit writes the audit log of the keys' creations, as the API would
+	// have (see audit.go).
+	Audit bool
 }
 
 // DefaultOptions returns the sizes `gatehouse bench-seed` seeds without flags.

@@ -34,7 +34,7 @@ import (
 // default workspace takes its floor (10,000 keys, 1,000 guardrails) and the
 // rest go round the others.
 var testOptions = Options{Keys: 12000, Guardrails: 1500, Members: 300, Workspaces: 6, WorkspaceMembers: 50,
-	Samples: 40, OrgName: "Bench organization"}
+	Samples: 40, OrgName: "Bench organization", Audit: true}
 
 // opener opens the store of the seeded database.
 type opener func(ctx context.Context, box *gatehouse.SecretBox) (gatehouse.Store, error)
@@ -229,6 +229,16 @@ func (c checker) lists(m *Manifest) {
 	}
 	if data, _ := c.get("/api/v1/keys"); len(data.([]any)) == 0 {
 		t.Error("GET /keys lists no key")
+	}
+	// The audit log of the keys' creations, by the management key.
+	entries, n := c.get("/api/v1/audit-log?operation=key.create&limit=1")
+	if n != 11999 {
+		t.Errorf("%d key.create entries, want 11,999 (a workspace.update instead every 10,000th)", n)
+	} else if e := entries.([]any)[0].(map[string]any); str(e["actor"].(map[string]any)["key_hash"]) != gatehouse.HashKey(c.key) || e["resource_type"] != "key" {
+		t.Errorf("a key.create entry %v, want the management key's", e)
+	}
+	if _, n := c.get("/api/v1/audit-log?operation=workspace.update"); n != 1 {
+		t.Errorf("%d workspace.update entries, want 1", n)
 	}
 }
 

@@ -384,7 +384,7 @@ func sortedRows(t *testing.T, rows [][]any) [][]any {
 func checkMigratedServes(t *testing.T, target, secretKey string, box *gatehouse.SecretBox, f *migrated) {
 	t.Helper()
 	ctx := context.Background()
-	s := startServer(t, map[string]string{"GATEHOUSE_DATABASE_URL": target, "GATEHOUSE_SECRET_KEY": secretKey})
+	s := startServer(t, map[string]string{"GATEHOUSE_DATABASE_URL": target, "GATEHOUSE_SECRET_KEY": secretKey}, "--addr", "127.0.0.1:0")
 	status, body := s.do("GET", "/api/v1/keys/"+f.key.Hash, f.mgmt, nil)
 	if status != http.StatusOK {
 		t.Fatalf("GET the migrated key: %d %v", status, body)

@@ -84,7 +84,7 @@ func TestRedisDownDegrades(t *testing.T) {
 		"GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY": testMgmtKey,
 		"GATEHOUSE_RATE_LIMIT_BURST":         "3",
 		"GATEHOUSE_RATE_LIMIT_RPS":           "0.01",
-	})
+	}, "--addr", "127.0.0.1:0")
 	var statuses []int
 	for range 4 {
 		status, _ := s.do("GET", "/api/v1/key", testMgmtKey, nil)

@@ -211,7 +211,8 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
 	handler.SetPublicURL(cfg.PublicURL)
-	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now, console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL})
+	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now,
+		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations()})
 	web.Routes(handler.Handle)
 	handler.HandleNotFound(web.NotFound())
 	var metrics http.Handler
