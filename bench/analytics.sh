@@ -23,46 +23,10 @@ days=${BENCH_GENERATION_DAYS:-90}
 keys=${BENCH_KEYS:-20000}
 runs=${BENCH_RUNS:-5}
 runs_before=${BENCH_RUNS_BEFORE:-3}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-keep=${BENCH_WORK:-}
-work=${keep:-$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-analytics-XXXXXX")}
-mkdir -p "$work"
-database=
+# shellcheck source=bench/seeded.sh
+source "$(dirname "$0")/seeded.sh"
+prepare analytics analytics
 restore=()
-
-cleanup() {
-	if [[ -n $keep ]]; then
-		return
-	fi
-	if [[ $engine == postgres && -n $database ]]; then
-		"$work/pgdb" drop "$database" || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-cd "$repo"
-go build -o "$work/gatehouse" ./cmd/gatehouse
-go build -o "$work/analytics" ./bench/analytics
-case $engine in
-sqlite)
-	database=$work/gatehouse.db
-	;;
-postgres)
-	: "${GATEHOUSE_TEST_POSTGRES_URL:?set GATEHOUSE_TEST_POSTGRES_URL to a PostgreSQL server}"
-	go build -o "$work/pgdb" ./bench/pgdb
-	if [[ -s $work/database ]]; then
-		database=$(cat "$work/database")
-	else
-		database=$("$work/pgdb" create "$GATEHOUSE_TEST_POSTGRES_URL" gatehouse_analytics)
-		echo "$database" >"$work/database"
-	fi
-	;;
-*)
-	echo "usage: bash bench/analytics.sh [sqlite|postgres]" >&2
-	exit 2
-	;;
-esac
 
 if [[ -s $work/small.json ]]; then
 	echo "== measuring the database seeded in $work again" >&2

@@ -24,45 +24,9 @@ workspace_members=${BENCH_WORKSPACE_MEMBERS:-100}
 generations=${BENCH_GENERATIONS:-300000}
 days=${BENCH_GENERATION_DAYS:-90}
 runs=${BENCH_RUNS:-20}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-keep=${BENCH_WORK:-}
-work=${keep:-$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-console-XXXXXX")}
-mkdir -p "$work"
-database=
-
-cleanup() {
-	if [[ -n $keep ]]; then
-		return
-	fi
-	if [[ $engine == postgres && -n $database ]]; then
-		"$work/pgdb" drop "$database" || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-cd "$repo"
-go build -o "$work/gatehouse" ./cmd/gatehouse
-go build -o "$work/console" ./bench/console
-case $engine in
-sqlite)
-	database=$work/gatehouse.db
-	;;
-postgres)
-	: "${GATEHOUSE_TEST_POSTGRES_URL:?set GATEHOUSE_TEST_POSTGRES_URL to a PostgreSQL server}"
-	go build -o "$work/pgdb" ./bench/pgdb
-	if [[ -s $work/database ]]; then
-		database=$(cat "$work/database")
-	else
-		database=$("$work/pgdb" create "$GATEHOUSE_TEST_POSTGRES_URL" gatehouse_console)
-		echo "$database" >"$work/database"
-	fi
-	;;
-*)
-	echo "usage: bash bench/console.sh [sqlite|postgres]" >&2
-	exit 2
-	;;
-esac
+# shellcheck source=bench/seeded.sh
+source "$(dirname "$0")/seeded.sh"
+prepare console console
 
 if [[ -s $work/manifest.json ]]; then
 	echo "== measuring the database seeded in $work again" >&2
