@@ -1,5 +1,6 @@
-// Entry point of `npm test`: runs the resource test files one at a time
-// (node --test sorts the files it is given, which would run coverage.test.mjs
+// Entry point of `npm test`: runs the resource test files two at a time
+// (each starts a server of its own, on a database of its own; node --test
+// sorts the files it is given, which would run coverage.test.mjs
 // first), then coverage.test.mjs over the records they wrote, then the
 // suites of other official clients (CLIENT_TEST_FILES). Both share one
 // run directory (the server binary, built once, and the coverage records),
@@ -20,7 +21,7 @@ const extra = process.argv.slice(2);
 
 const { RESOURCE_TEST_FILES } = await import("./test/harness.mjs");
 
-const run = (files) => spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...extra, ...files.map((f) => path.join("test", f))], {
+const run = (files) => spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...extra, ...files.map((f) => path.join("test", f))], {
   cwd: here,
   env,
   stdio: "inherit",

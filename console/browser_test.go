@@ -185,10 +185,13 @@ func loopback(raw string) bool {
 	return h == "127.0.0.1" || h == "localhost" || h == "::1"
 }
 
-// run runs actions, failing the test on an error; each run has 30 s.
+// run runs actions one after the other, failing the test on an error;
+// each has 30 s.
 func (b *browser) run(actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	get(b, chromedp.Steps(actions...))
+	for _, a := range actions {
+		get(b, a) // one at a time: get may run an action again, never the ones before it
+	}
 }
 
 // get runs an action that returns a value, failing the test on an error,
@@ -198,10 +201,25 @@ func get[T any](b *browser, a chromedp.Action[T]) T {
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
 	v, err := chromedp.Run(ctx, a)
+	for range 3 {
+		if err == nil || !staleNode(err) {
+			break
+		}
+		// Chromium renumbered the document's nodes between the query and
+		// the action (it does after a viewport change, when the machine is
+		// slow): the action did not happen, so it is safe to run again.
+		v, err = chromedp.Run(ctx, a)
+	}
 	if err != nil {
 		b.t.Fatalf("browser: %v (at %s)", err, b.location())
 	}
 	return v
+}
+
+// staleNode reports whether err is Chromium's refusal of a node id that
+// is no longer in its document.
+func staleNode(err error) bool {
+	return strings.Contains(err.Error(), "No node with given id found") || strings.Contains(err.Error(), "Could not find node with given id")
 }
 
 // location is the page's URL, for messages.

@@ -30,9 +30,27 @@ func newBox(t *testing.T) *gatehouse.SecretBox {
 	return box
 }
 
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m.Run)) }
+
+// migrated returns a new database with the current schema: a copy of one
+// migrated once for the test binary.
+func migrated(t *testing.T) string {
+	return pgtest.NewDatabaseFrom(t, "migrated", func(url string) error {
+		box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+		if err != nil {
+			return err
+		}
+		db, err := postgres.Open(context.Background(), url, box, postgres.Options{OpTimeout: 30 * time.Second})
+		if err != nil {
+			return err
+		}
+		return db.Close()
+	})
+}
+
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, now gatehouse.Clock) gatehouse.Store {
-		url := pgtest.NewDatabase(t)
+		url := migrated(t)
 		db, err := postgres.Open(context.Background(), url, newBox(t), postgres.Options{OpTimeout: 30 * time.Second})
 		if err != nil {
 			t.Fatalf("Open: %v", err)

@@ -41,7 +41,10 @@ func Run(t *testing.T, open Opener) {
 		{"Retention", testRetention},
 		{"Accounts", testAccounts},
 	} {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each test opens stores of its own
+			tc.fn(t, open)
+		})
 	}
 }
 
