@@ -261,6 +261,18 @@ describe("oAuth.createAuthorizationUrl (builds the /auth URL; no request)", () =
     const plain = new URL(await sdk.oAuth.createAuthorizationUrl({ callbackUrl: CALLBACK }));
     assert.equal(plain.pathname, "/auth");
     assert.deepEqual([...plain.searchParams.keys()], ["callback_url"]);
+
+    // The URL reaches the console's authorization page: a visitor who is
+    // not signed in is sent to sign in first, and comes back to it after.
+    const visit = await fetch(built, { redirect: "manual" });
+    assert.equal(visit.status, 303, "GET of the built URL");
+    const next = new URL(visit.headers.get("location"), ctx.server.baseURL);
+    assert.equal(next.pathname, "/sign-in");
+    assert.equal(next.searchParams.get("next"), `${url.pathname}${url.search}`, "back to the authorization page after signing in");
+    const signIn = await fetch(next);
+    assert.equal(signIn.status, 200);
+    assert.match(signIn.headers.get("content-type"), /^text\/html/);
+    assert.match(await signIn.text(), /<form[^>]+action="\/sign-in"/);
   });
 
   it("drops any path of the base URL: behind a proxy under a prefix, /auth is at the origin's root", async () => {

@@ -47,12 +47,17 @@ func NewDatabase(tb testing.TB) string {
 	return newDatabase(tb, "")
 }
 
-// NewDatabaseFrom creates a database as a copy of the template named
-// template, which prepare (given the template's URL) fills the first
-// time a test asks for it in this test binary, and returns the copy's
-// URL; the copy is dropped when the test ends. prepare must close every
-// connection it opens: PostgreSQL copies no database that is in use. The
-// package's TestMain must run its tests through Run.
+// NewDatabaseFrom returns the URL of a database holding what the template
+// named template holds, for the test alone: prepare (given the template's
+// URL) fills the template the first time a test asks for it in this test
+// binary, and each test gets a copy of it. When the test ends its copy is
+// emptied (every table truncated but schema_migrations) and given to a
+// later test, unless the test changed its schema or left a connection
+// open: then it is dropped. (An empty copy costs a TRUNCATE, a new one a
+// CREATE DATABASE and a DROP, several times as much.) prepare must close
+// every connection it opens: PostgreSQL copies no database that is in use.
+// The package's TestMain must run its tests through Run, which drops the
+// templates and their copies.
 func NewDatabaseFrom(tb testing.TB, template string, prepare func(url string) error) string {
 	tb.Helper()
 	if !running.Load() {
@@ -62,28 +67,31 @@ func NewDatabaseFrom(tb testing.TB, template string, prepare func(url string) er
 	templates.Lock()
 	tpl := templates.m[template]
 	if tpl == nil {
-		tpl = &templateDB{}
+		tpl = &templateDB{copies: map[string]bool{}}
 		templates.m[template] = tpl
 	}
 	templates.Unlock()
-	tpl.once.Do(func() {
-		tpl.name = randomName("gatehouse_test_tpl_")
-		if tpl.err = create(server, tpl.name, ""); tpl.err != nil {
-			return
-		}
-		tpl.server = server
-		if err := prepare(databaseURL(server, tpl.name)); err != nil {
-			tpl.err = fmt.Errorf("prepare the template %s: %w", template, err)
-		}
-	})
+	tpl.once.Do(func() { tpl.err = tpl.prepare(server, template, prepare) })
 	if tpl.err != nil {
 		tb.Fatalf("pgtest: %v", tpl.err)
 	}
-	return newDatabase(tb, tpl.name)
+	name := tpl.take()
+	if name == "" {
+		name = randomName("gatehouse_test_")
+		if err := create(server, name, tpl.name); err != nil {
+			tb.Fatalf("pgtest: %v", err)
+		}
+		tpl.mu.Lock()
+		tpl.copies[name] = true
+		tpl.mu.Unlock()
+	}
+	tb.Cleanup(func() { tpl.giveBack(tb, name) })
+	return databaseURL(server, name)
 }
 
 // Run runs a package's tests (run is m.Run, or a function that calls it)
-// and then drops the templates they made; TestMain exits with its code.
+// and then drops the templates they made and their copies; TestMain exits
+// with its code.
 func Run(run func() int) int {
 	running.Store(true)
 	defer dropTemplates()
@@ -95,6 +103,117 @@ type templateDB struct {
 	server string
 	name   string
 	err    error
+	shape  string // the template's schema (see shapeOf)
+
+	mu     sync.Mutex
+	free   []string        // emptied copies, for the next tests
+	copies map[string]bool // every copy not dropped yet
+}
+
+// prepare creates and fills the template, and notes its schema.
+func (tpl *templateDB) prepare(server, template string, prepare func(url string) error) error {
+	tpl.name = randomName("gatehouse_test_tpl_")
+	if err := create(server, tpl.name, ""); err != nil {
+		return err
+	}
+	tpl.server = server
+	url := databaseURL(server, tpl.name)
+	if err := prepare(url); err != nil {
+		return fmt.Errorf("prepare the template %s: %w", template, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	tpl.shape, err = shapeOf(ctx, conn)
+	return err
+}
+
+func (tpl *templateDB) take() string {
+	tpl.mu.Lock()
+	defer tpl.mu.Unlock()
+	if n := len(tpl.free); n > 0 {
+		name := tpl.free[n-1]
+		tpl.free = tpl.free[:n-1]
+		return name
+	}
+	return ""
+}
+
+// giveBack empties a test's copy for the next test, or drops it.
+func (tpl *templateDB) giveBack(tb testing.TB, name string) {
+	if err := tpl.empty(name); err == nil {
+		tpl.mu.Lock()
+		tpl.free = append(tpl.free, name)
+		tpl.mu.Unlock()
+		return
+	}
+	tpl.mu.Lock()
+	delete(tpl.copies, name)
+	tpl.mu.Unlock()
+	drop(tb, tpl.server, name)
+}
+
+// empty truncates a copy's tables when nothing is connected to it any
+// more and its schema is the template's.
+func (tpl *templateDB) empty(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, databaseURL(tpl.server, name))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for wait := 0; ; wait++ {
+		var others int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&others); err != nil {
+			return err
+		}
+		if others == 0 {
+			break
+		}
+		if wait == 50 {
+			return errors.New("the test left connections open")
+		}
+		time.Sleep(10 * time.Millisecond) // closed connections take a moment to end
+	}
+	shape, err := shapeOf(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if shape != tpl.shape {
+		return errors.New("the test changed the schema")
+	}
+	var tables string
+	err = conn.QueryRow(ctx, `SELECT coalesce(string_agg(format('%I', relname), ', '), '') FROM pg_class
+		WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p') AND relname <> 'schema_migrations'`).Scan(&tables)
+	if err != nil || tables == "" {
+		return err
+	}
+	_, err = conn.Exec(ctx, `TRUNCATE `+tables+` RESTART IDENTITY CASCADE`)
+	return err
+}
+
+// shapeOf fingerprints a database's schema: its relations and their
+// columns, constraints, triggers, functions, applied migrations and
+// settings.
+func shapeOf(ctx context.Context, conn *pgx.Conn) (string, error) {
+	var shape string
+	err := conn.QueryRow(ctx, `SELECT md5(concat_ws('|',
+		(SELECT string_agg(c.relname || ':' || c.relkind::text || ':' || coalesce((SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull::text || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), ''), ';' ORDER BY a.attnum)
+			FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), ''), ',' ORDER BY c.relname)
+			FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace),
+		(SELECT string_agg(conname || ' ' || pg_get_constraintdef(oid), ',' ORDER BY conname) FROM pg_constraint WHERE connamespace = 'public'::regnamespace),
+		(SELECT string_agg(pg_get_triggerdef(t.oid), ',' ORDER BY t.tgname) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = 'public'::regnamespace),
+		(SELECT string_agg(p.proname || md5(p.prosrc), ',' ORDER BY p.proname) FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace),
+		(SELECT string_agg(name, ',' ORDER BY name) FROM schema_migrations),
+		(SELECT string_agg(array_to_string(setconfig, ','), ';') FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database()))
+	))`).Scan(&shape)
+	return shape, err
 }
 
 var (
@@ -109,10 +228,16 @@ func dropTemplates() {
 	templates.Lock()
 	defer templates.Unlock()
 	for _, tpl := range templates.m {
-		if tpl.server != "" {
-			if err := dropDatabase(tpl.server, tpl.name); err != nil {
-				fmt.Fprintf(os.Stderr, "pgtest: drop the template %s: %v\n", tpl.name, err)
+		if tpl.server == "" {
+			continue
+		}
+		for name := range tpl.copies {
+			if err := dropDatabase(tpl.server, name); err != nil {
+				fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 			}
+		}
+		if err := dropDatabase(tpl.server, tpl.name); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: drop the template: %v\n", err)
 		}
 	}
 	templates.m = map[string]*templateDB{}
