@@ -59,6 +59,11 @@ type Ledger interface {
 	// Settle charges a reservation as g, behind; result (may be nil)
 	// hears once it is written.
 	Settle(r *Reservation, g *Generation, result func(error))
+	// Charge settles a reservation that has no hold (Reservation.Unheld)
+	// as g, and returns once the charge survives a crash of this process
+	// (journalled, or written); written (may be nil) hears once it is
+	// written. An error means it may not survive.
+	Charge(ctx context.Context, r *Reservation, g *Generation, written func(error)) error
 	// Release drops a reservation, behind; result (may be nil) hears once
 	// it is written.
 	Release(r *Reservation, result func(error))
@@ -242,10 +247,11 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	if c.Stream {
 		mt.held = m.Ledger.Hold(mt.Reservation)
 	} else {
-		// A whole answer is delivered only once its settle is written
-		// (Settle waits for it), so a crash cannot lose the charge of an
-		// answer its client received: it needs no hold, and the ledger
-		// writes one row for it instead of a hold and then a settle.
+		// A whole answer is delivered only once its charge survives a
+		// crash (Settle waits for Ledger.Charge: its journal, or its
+		// write), so a crash cannot lose the charge of an answer its
+		// client received: it needs no hold, and the ledger writes one
+		// row for it instead of a hold and then a settle.
 		mt.Reservation.Unheld = true
 	}
 	return mt, nil
@@ -286,8 +292,8 @@ func reserveInDB(ctx context.Context, usage UsageService, ledger Ledger, r *Rese
 // Ledger it returns at once (the ledger writes behind); an error means the
 // call was served and is charged what it reserved once its reservation
 // expires; but for a reservation without a hold (Reservation.Unheld) Settle
-// waits until the charge is written, and an error means it was not: the
-// answer must not be delivered.
+// waits until the charge survives a crash (Ledger.Charge), and an error
+// means it may not: the answer must not be delivered.
 func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr error) error {
 	gen, reserved := mt.Generation, mt.Reservation.Amount
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
@@ -345,30 +351,14 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 }
 
 // record settles a reservation that has no hold and waits until its
-// charge is written. One that is not written in time may still be: the
-// call is then charged although its answer is not delivered, never the
-// reverse. (The accountant keeps the cost either way, erring on the side
-// of the limit.)
+// charge survives a crash (Ledger.Charge). One that fails to may still be
+// written: the call is then charged although its answer is not delivered,
+// never the reverse. (The accountant keeps the cost either way, erring on
+// the side of the limit.)
 func (m *Meter) record(ctx context.Context, r *Reservation, gen *Generation) error {
-	result := make(chan error, 1)
-	written := m.written(r)
-	m.Ledger.Settle(r, gen, m.holdContent(gen, func(err error) {
-		if written != nil {
-			written(err)
-		}
-		result <- err
-	}))
 	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
 	defer cancel()
-	select {
-	case err := <-result:
-		if err != nil {
-			return WrapError(err, EUNAVAILABLE, "the database did not record the request's charge; retry shortly")
-		}
-		return nil
-	case <-ctx.Done():
-		return Errorf(EUNAVAILABLE, "the database did not record the request's charge in time; retry shortly")
-	}
+	return m.Ledger.Charge(ctx, r, gen, m.holdContent(gen, m.written(r)))
 }
 
 // recordTimeout bounds the wait for a charge to be written before its answer

@@ -301,12 +301,12 @@ func newChatEnvTimeout(t testing.TB, configure func(*fakeUpstream), keyBody map[
 
 // newUpstreamEnv is newChatEnv over the catalog that catalog makes for the
 // upstream's base URL.
-func newUpstreamEnv(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any, catalog func(base string) *gatehouse.Catalog) *chatEnv {
+func newUpstreamEnv(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any, catalog func(base string) *gatehouse.Catalog, opts ...envOption) *chatEnv {
 	t.Helper()
 	up := newFakeUpstream(t, configure)
 	traces := &traceSink{}
-	e := newEnv(t, withDataPlane(httpapi.DataPlane{Catalog: catalog(up.srv.URL),
-		Upstream: gateway.NewClient(), Traces: traces}))
+	e := newEnv(t, append([]envOption{withDataPlane(httpapi.DataPlane{Catalog: catalog(up.srv.URL),
+		Upstream: gateway.NewClient(), Traces: traces})}, opts...)...)
 	ce := &chatEnv{testEnv: e, up: up, traces: traces}
 	if keyBody == nil {
 		keyBody = map[string]any{}

@@ -4,24 +4,45 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"gatehouse"
+	"gatehouse/keycache"
+	"gatehouse/sqlstore"
 )
 
 // With admission in memory (SQLite: one process serves the database), a
 // whole answer has no hold: nothing is written while the provider works,
 // and the answer leaves only once its charge (the generation and the
-// counters, one write) is in the database. A stream still writes its hold
-// before its first event, since it is delivered before its cost is known.
+// counters) survives a crash of the process: appended to the charge
+// journal (as gatehouse serve runs), or without one (metering commits
+// that wait for the disk) committed to the database. A stream still
+// writes its hold before its first event, since it is delivered before
+// its cost is known.
 func TestWholeAnswerChargedBeforeDelivery(t *testing.T) {
 	if testEngine != "sqlite" {
 		t.Skip("PostgreSQL admits in the database or against leases, with holds (see TestLeases*)")
 	}
+	for _, journal := range []bool{true, false} {
+		name := map[bool]string{true: "journal", false: "no journal"}[journal]
+		t.Run(name, func(t *testing.T) { testWholeAnswerChargedBeforeDelivery(t, journal) })
+	}
+}
+
+func testWholeAnswerChargedBeforeDelivery(t *testing.T, journal bool) {
 	hold := make(chan struct{})
-	e := newChatEnv(t, func(u *fakeUpstream) { u.delay = 300 * time.Millisecond; u.hold = hold }, nil)
+	var opts []envOption
+	if !journal {
+		opts = append(opts, withoutJournal())
+	}
+	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.delay = 300 * time.Millisecond; u.hold = hold }, nil,
+		func(base string) *gatehouse.Catalog { return testCatalog(t, base, 10*time.Second) }, opts...)
 	raw := e.snapshots().db // no Sync: the rows as they are
 	count := func(query string, args ...any) int {
 		t.Helper()
@@ -40,9 +61,17 @@ func TestWholeAnswerChargedBeforeDelivery(t *testing.T) {
 	}
 	res := (<-answered).want(t, http.StatusOK)
 	id, _ := res.json(t)["id"].(string)
+	if journal {
+		if !e.journalHas(id) {
+			t.Fatalf("generation %s of a delivered answer is not in the charge journal", id)
+		}
+		if err := e.metering.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var cost int64
 	if err := raw.QueryRow(`SELECT cost FROM generations WHERE id = $1`, id).Scan(&cost); err != nil {
-		t.Fatalf("generation %s of a delivered answer, read at once: %v", id, err)
+		t.Fatalf("generation %s of a delivered answer: %v", id, err)
 	}
 	if cost <= 0 {
 		t.Errorf("generation %s cost %d, want its cost", id, cost)
@@ -64,14 +93,14 @@ func TestWholeAnswerChargedBeforeDelivery(t *testing.T) {
 	close(hold)
 }
 
-// A whole answer whose charge cannot be written is not delivered: the
-// client gets a 503 and nothing of the answer, so no answer ever reaches a
-// client without its charge recorded.
+// Without a charge journal, a whole answer whose charge cannot be written
+// is not delivered: the client gets a 503 and nothing of the answer, so no
+// answer ever reaches a client without its charge recorded.
 func TestWholeAnswerNotDeliveredUncharged(t *testing.T) {
 	if testEngine != "sqlite" {
 		t.Skip("PostgreSQL writes a hold before the answer (see TestWholeAnswerChargedBeforeDelivery)")
 	}
-	e := newChatEnv(t, nil, nil)
+	e := newUpstreamEnv(t, nil, nil, func(base string) *gatehouse.Catalog { return testCatalog(t, base, 10*time.Second) }, withoutJournal())
 	e.exec(`CREATE TRIGGER refuse_generations BEFORE INSERT ON generations BEGIN SELECT RAISE(ABORT, 'disk says no'); END`)
 	res := e.chat(e.key, chatBody("acme/chat"))
 	if res.Status != http.StatusServiceUnavailable {
@@ -95,4 +124,54 @@ func TestWholeAnswerNotDeliveredUncharged(t *testing.T) {
 		t.Errorf("%d generations recorded, want none", n)
 	}
 	e.chat(e.key, chatBody("acme/chat")).want(t, http.StatusOK) // and the next one is served
+}
+
+// With the charge journal, a whole answer is delivered once its charge is
+// journalled; a charge the database then refuses stays in the journal
+// (the failure logged), and the next process on the database writes it
+// before serving.
+func TestWholeAnswerJournalKeepsRefusedCharge(t *testing.T) {
+	if testEngine != "sqlite" {
+		t.Skip("the charge journal is SQLite's (one process serves the database)")
+	}
+	e := newChatEnv(t, nil, nil)
+	e.exec(`CREATE TRIGGER refuse_generations BEFORE INSERT ON generations BEGIN SELECT RAISE(ABORT, 'disk says no'); END`)
+	res := e.chat(e.key, chatBody("acme/chat")).want(t, http.StatusOK)
+	id, _ := res.json(t)["id"].(string)
+	if err := e.metering.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(e.logs.String(), "disk says no") {
+		t.Errorf("the log does not say why the charge was not written:\n%s", e.logs)
+	}
+	if m := e.money(e.hash); m.Usage != 0 {
+		t.Fatalf("key usage %s in the database after the refusal, want 0", m.Usage)
+	}
+	if !e.journalHas(id) {
+		t.Fatalf("the refused charge of %s is not in the journal", id)
+	}
+	e.exec(`DROP TRIGGER refuse_generations`)
+	// The process stops: the journal keeps what the database lacks.
+	if err := e.metering.Close(context.Background()); err == nil || !strings.Contains(err.Error(), "the next start writes them") {
+		t.Errorf("Close with a charge unwritten: %v, want it said", err)
+	}
+	// The next one writes it before it serves.
+	next := e.db.(*keycache.Cache).Store.(interface {
+		NewLedger(*slog.Logger, func([]string)) *sqlstore.Ledger
+	}).NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	n, err := next.UseJournal(context.Background(), e.journal)
+	if err != nil || n != 1 {
+		t.Fatalf("UseJournal of the next process: %d written, %v; want 1", n, err)
+	}
+	if err := next.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.db.(*keycache.Cache).UsageChanged(e.hash) // a new process starts with no cached key
+	var cost int64
+	if err := e.readDB().QueryRow(`SELECT cost FROM generations WHERE id = $1`, id).Scan(&cost); err != nil || cost <= 0 {
+		t.Fatalf("generation %s after the restart: cost %d, %v", id, cost, err)
+	}
+	if m := e.money(e.hash); int64(m.Usage) != cost {
+		t.Errorf("key usage %s after the restart, want the generation's %d", m.Usage, cost)
+	}
 }

@@ -65,6 +65,8 @@ type testEnv struct {
 	// metering is the ledger written behind the request path, when the
 	// environment serves models; reads of the database wait for it.
 	metering *sqlstore.Ledger
+	// journal is the path of the metering's charge journal (SQLite), or "".
+	journal string
 
 	org  *gatehouse.Organization
 	mgmt string // plaintext management key of org
@@ -73,6 +75,15 @@ type testEnv struct {
 type envOptions struct {
 	limiter ratelimit.Limiter
 	data    httpapi.DataPlane
+	// noJournal: on SQLite, whole answers wait for their charges' commits
+	// (GATEHOUSE_METERING_COMMIT=sync) instead of a charge journal.
+	noJournal bool
+}
+
+// withoutJournal makes whole answers on SQLite wait for the commits of
+// their charges, as with GATEHOUSE_METERING_COMMIT=sync.
+func withoutJournal() envOption {
+	return func(o *envOptions) { o.noJournal = true }
 }
 
 // envOption configures newEnv.
@@ -102,15 +113,19 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	var metering *sqlstore.Ledger
+	journal := ""
 	if o.data.Upstream != nil {
-		metering, o.data.Accounts, o.data.Leases = startMetering(t, db, clock, logger)
+		if testEngine == "sqlite" && !o.noJournal {
+			journal = filepath.Join(t.TempDir(), "charges")
+		}
+		metering, o.data.Accounts, o.data.Leases = startMetering(t, db, clock, logger, journal)
 		o.data.Ledger = metering
 	}
 	e := &testEnv{
 		t: t, db: db, clock: clock, logs: logs,
 		handler: httpapi.NewHandler(db, o.limiter, logger, prometheus.NewRegistry(), clock.Now, o.data),
 		checker: newOpenAPIChecker(t),
-		snap:    snap, metering: metering,
+		snap:    snap, metering: metering, journal: journal,
 	}
 	t.Cleanup(e.snap.close) // before db.Close: cleanups run last first
 	e.org, e.mgmt = e.newOrg("Org A")
@@ -159,7 +174,7 @@ func openTestStore(t testing.TB, c *clock) (gatehouse.Store, *snapshotter) {
 // startMetering meters as the server does: a ledger written behind the
 // request path and, on SQLite (one process serves it), admission in
 // memory. The ledger is closed (what is queued written) before the store.
-func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logger) (*sqlstore.Ledger, *gatehouse.Accountant, *gatehouse.Leases) {
+func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logger, journal string) (*sqlstore.Ledger, *gatehouse.Accountant, *gatehouse.Leases) {
 	store := db.(*keycache.Cache).Store.(interface {
 		gatehouse.CounterLoader
 		NewLedger(*slog.Logger, func([]string)) *sqlstore.Ledger
@@ -183,7 +198,28 @@ func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logg
 		t.Cleanup(leases.Close) // before the ledger closes: cleanups run last first
 		return ledger, nil, leases
 	}
+	if journal != "" { // as gatehouse serve runs on SQLite
+		if _, err := ledger.UseJournal(context.Background(), journal); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return ledger, gatehouse.NewAccountant(store, c.Now), nil
+}
+
+// journalHas reports whether the charge journal holds the charge of the
+// generation id.
+func (e *testEnv) journalHas(id string) bool {
+	e.t.Helper()
+	files, err := sqlstore.JournalFiles(e.journal)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil && bytes.Contains(data, []byte(`"`+id+`"`)) {
+			return true
+		}
+	}
+	return false
 }
 
 // newOrg creates an organization with a management key.

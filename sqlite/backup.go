@@ -159,8 +159,9 @@ func tableRows(ctx context.Context, db *sql.DB) ([]TableRows, error) {
 // backup is copied beside it under a temporary name, synced, and renamed
 // over it, so the database is the old one or the new one, never a mix.
 // The old database, if any, is kept: its file and its -wal file are
-// renamed to the returned name (and name-wal), and its -shm file removed,
-// so that the old log is never replayed into the new file. With replace
+// renamed to the returned name (and name-wal, and its charge journal's
+// segments), and its -shm file removed, so that the old log is never
+// replayed into the new file. With replace
 // false an existing database is refused.
 //
 // The caller must make sure nothing uses the database meanwhile: hold its
@@ -197,7 +198,22 @@ func Restore(ctx context.Context, from, path string, replace bool) (kept string,
 		}
 	}
 	// A -wal or -shm file left without its database (a crash, or the old
-	// one's) must not be applied to the restored file.
+	// one's) must not be applied to the restored file, nor the charges its
+	// server journalled and did not write (they go with it).
+	journal, err := sqlstore.JournalFiles(JournalPath(path))
+	if err != nil {
+		return kept, err
+	}
+	for _, seg := range journal {
+		if kept != "" {
+			err = os.Rename(seg, JournalPath(kept)+strings.TrimPrefix(seg, JournalPath(path)))
+		} else {
+			err = os.Remove(seg)
+		}
+		if err != nil {
+			return kept, err
+		}
+	}
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return kept, err

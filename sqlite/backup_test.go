@@ -372,6 +372,11 @@ func TestBackupRefusals(t *testing.T) {
 		os.WriteFile(crashed+suffix, data, 0o600)
 	}
 	db.Close()
+	// Its server was killed with charges in its journal: they go with it.
+	journal := sqlite.JournalPath(crashed) + ".3"
+	if err := os.WriteFile(journal, []byte("charges"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := sqlite.Restore(ctx, b, crashed, false); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("restore over a database without replace: %v", err)
 	}
@@ -381,6 +386,12 @@ func TestBackupRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(crashed + "-wal"); err == nil {
 		t.Errorf("the replaced database's log is still beside the restored one")
+	}
+	if _, err := os.Stat(journal); err == nil {
+		t.Errorf("the replaced database's charge journal is still beside the restored one")
+	}
+	if data, err := os.ReadFile(sqlite.JournalPath(kept) + ".3"); err != nil || string(data) != "charges" {
+		t.Errorf("the replaced database's charge journal was not kept with it: %q, %v", data, err)
 	}
 	if n := count(t, kept, `SELECT count(*) FROM organizations`); n != 2 {
 		t.Errorf("the kept database has %d organizations, want both", n)

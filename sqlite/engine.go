@@ -47,6 +47,10 @@ func (e engine) LockAsync(ctx context.Context, fn func(q sqlstore.Querier) error
 	return e.db.writer.do(ctx, true, fn)
 }
 
+// Flush returns once every commit acknowledged before it, LockAsync's
+// included, is on disk.
+func (e engine) Flush(ctx context.Context) error { return e.db.writer.flush(ctx) }
+
 func (engine) Dialect() sqlstore.Dialect { return dialect{} }
 
 // dialect is SQLite's SQL.

@@ -44,6 +44,8 @@ type writeOp struct {
 	done chan error
 	// async: acknowledged before its fsync (see above).
 	async bool
+	// flush: acknowledged once every commit before it is on disk (Flush).
+	flush bool
 }
 
 // writer serializes write operations into group-committed transactions.
@@ -78,6 +80,20 @@ var errStoreClosed = errors.New("sqlite: the store is closed")
 // would roll back the whole shared transaction.
 func (w *writer) do(ctx context.Context, async bool, fn func(q sqlstore.Querier) error) error {
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1), async: async}
+	select {
+	case w.ops <- op:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.stop:
+		return errStoreClosed
+	}
+	return <-op.done
+}
+
+// flush returns once every commit acknowledged before it, asynchronous
+// ones included, is on disk: the WAL is fsynced now if it has to be.
+func (w *writer) flush(ctx context.Context) error {
+	op := &writeOp{ctx: ctx, fn: func(sqlstore.Querier) error { return nil }, done: make(chan error, 1), async: true, flush: true}
 	select {
 	case w.ops <- op:
 	case <-ctx.Done():
@@ -164,6 +180,11 @@ func (w *writer) commit(batch []*writeOp) {
 		}
 	}
 	for i, op := range batch {
+		if op.flush && results[i] == nil {
+			if w.syncWAL(); w.unsynced {
+				results[i] = errors.New("sqlite: the WAL could not be fsynced")
+			}
+		}
 		op.done <- mapErr(results[i])
 	}
 }

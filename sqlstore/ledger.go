@@ -15,8 +15,9 @@ import (
 // database in batches, one locking write for all that queued while the one
 // before it was committing (so one transaction every few milliseconds
 // under load, not one a request). A hold's writer waits for it (Hold's
-// channel) before its answer is delivered; nothing else waits, but Sync
-// waits for everything submitted before it.
+// channel) before its answer is delivered, and a whole answer's charge
+// (Charge) for its journal or, without one, its write; nothing else
+// waits, but Sync waits for everything submitted before it.
 type Ledger struct {
 	s      *Store
 	logger *slog.Logger
@@ -37,6 +38,9 @@ type Ledger struct {
 	lingers bool
 	wake    chan struct{}
 	stopped chan struct{}
+	// journal, when set, makes the charges of whole answers durable
+	// before they are written (UseJournal).
+	journal *chargeJournal
 }
 
 // ledgerOp is one thing to write: a hold, or a settlement.
@@ -94,16 +98,72 @@ func opOf(r *gatehouse.Reservation, result func(error)) ledgerOp {
 		budgets: r.Budgets, result: result}
 }
 
-// Settle charges a reservation as g, behind; result (may be nil) hears
-// once it is written. The settle of an unheld reservation (its caller
-// waits for it) is written at once, with the charge alone.
+// Settle charges a held reservation as g, behind; result (may be nil)
+// hears once it is written. (An unheld one is Charge's.)
 func (l *Ledger) Settle(r *gatehouse.Reservation, g *gatehouse.Generation, result func(error)) {
 	op := opOf(r, result)
 	op.settle.Generation = g
-	if r.Unheld {
-		op.settle.Unheld, op.waited = r, true
-	}
 	l.submit(op)
+}
+
+// Charge settles a reservation that has no hold (a whole answer's: see
+// gatehouse.Meter.Settle) as g, and returns once the charge survives a
+// crash of this process: appended to the journal (UseJournal), else
+// written to the database. written (may be nil) hears once it is in the
+// database. An error means it may not survive: the answer must not be
+// delivered (the charge is still written if it can be: a call served and
+// not delivered is paid for, never the reverse).
+func (l *Ledger) Charge(ctx context.Context, r *gatehouse.Reservation, g *gatehouse.Generation, written func(error)) error {
+	l.mu.Lock()
+	j, full := l.journal, len(l.queue) >= maxLedgerQueue
+	l.mu.Unlock()
+	if j == nil {
+		return l.chargeAndWait(ctx, r, g, written)
+	}
+	if full {
+		// The database is not keeping up, or is down: past the bound,
+		// answers are refused rather than queued without end (as holds
+		// are; the accountant keeps the cost, erring on the side of the
+		// limit).
+		if written != nil {
+			written(errLedgerFull)
+		}
+		return errLedgerFull
+	}
+	seg, err := j.append(entryOf(r, g))
+	op := opOf(r, func(werr error) {
+		if err == nil && werr == nil {
+			j.done(seg)
+		}
+		if written != nil {
+			written(werr)
+		}
+	})
+	op.settle.Generation, op.settle.Unheld = g, r
+	l.submit(op)
+	return err
+}
+
+// chargeAndWait writes a charge and waits until it is in the database.
+func (l *Ledger) chargeAndWait(ctx context.Context, r *gatehouse.Reservation, g *gatehouse.Generation, written func(error)) error {
+	result := make(chan error, 1)
+	op := opOf(r, func(err error) {
+		if written != nil {
+			written(err)
+		}
+		result <- err
+	})
+	op.settle.Generation, op.settle.Unheld, op.waited = g, r, true
+	l.submit(op)
+	select {
+	case err := <-result:
+		if err != nil {
+			return gatehouse.WrapError(err, gatehouse.EUNAVAILABLE, "the database did not record the request's charge; retry shortly")
+		}
+		return nil
+	case <-ctx.Done():
+		return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the database did not record the request's charge in time; retry shortly")
+	}
 }
 
 // Release drops a reservation, behind; result (may be nil) hears once it
@@ -123,7 +183,7 @@ func (l *Ledger) submit(op ledgerOp) {
 	switch {
 	case l.closed:
 		refused = errLedgerClosed
-	case op.hold != nil && len(l.queue) >= maxLedgerQueue:
+	case (op.hold != nil || op.waited && op.settle.Unheld != nil) && len(l.queue) >= maxLedgerQueue:
 		refused = errLedgerFull
 	default:
 		l.queue = append(l.queue, op)
@@ -189,10 +249,17 @@ func (l *Ledger) Close(ctx context.Context) error {
 	l.poke()
 	select {
 	case <-l.stopped:
-		return nil
 	case <-ctx.Done():
 		return errors.New("metering ledger: operations still queued at exit were not written")
 	}
+	l.mu.Lock()
+	j := l.journal
+	l.journal = nil // closed once
+	l.mu.Unlock()
+	if j != nil {
+		return j.close()
+	}
+	return nil
 }
 
 // settleLinger is how long settles and releases that nobody waits for wait

@@ -112,11 +112,12 @@ func testCrashMeteringInvariant(t *testing.T, vars map[string]string, mgmt strin
 	s.waitListening()
 	l.setup(t, s, mgmt)
 
-	inFlight := 0
+	inFlight, journalled := 0, 0
 	for round := range meterKills {
 		if round > 0 {
 			s, cmd = launchCmd(t, vars)
 			s.waitListening()
+			journalled += replayedCharges(s)
 			l.checkKeys(t, fmt.Sprintf("after kill %d", round), s, mgmt)
 		}
 		delay := time.Duration(150+rng.IntN(450)) * time.Millisecond
@@ -124,6 +125,7 @@ func testCrashMeteringInvariant(t *testing.T, vars map[string]string, mgmt strin
 		inFlight += int(l.cut.Load())
 	}
 	s = startProcess(t, vars)
+	journalled += replayedCharges(s)
 	l.checkKeys(t, fmt.Sprintf("after kill %d", meterKills), s, mgmt)
 	s.stop() // SIGTERM: whatever is written behind is written now
 	l.checkStore(t, vars["GATEHOUSE_DATABASE_URL"])
@@ -141,8 +143,19 @@ func testCrashMeteringInvariant(t *testing.T, vars map[string]string, mgmt strin
 	if received == 0 || inFlight == 0 {
 		t.Errorf("%d answers received, %d calls in flight at the %d kills: the test proved nothing", received, inFlight, meterKills)
 	}
-	t.Logf("%d answers received (%d of them charged their reservation, %d missing from the ledger), %d calls in flight at the %d kills, %d refused",
-		received, partial, missing, inFlight, meterKills, refused)
+	t.Logf("%d answers received (%d of them charged their reservation, %d missing from the ledger), %d calls in flight at the %d kills, %d refused; %d charges written from the journal at the restarts",
+		received, partial, missing, inFlight, meterKills, refused, journalled)
+}
+
+// replayedCharges returns how many charges a SQLite server that just
+// started wrote from the journal of the process killed before it.
+func replayedCharges(s *testServer) int {
+	line, ok := logLine(s.stderr.String(), "wrote the charges of answers the last run delivered and had not yet written to the ledger")
+	if !ok {
+		return 0
+	}
+	n, _ := line["charges"].(float64)
+	return int(n)
 }
 
 // startFakeLLM starts cmd/fakellm on a free port, for as long as the test

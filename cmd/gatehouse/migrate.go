@@ -28,6 +28,15 @@ func migrateDataCommand(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return err
 	}
+	// A server killed on the database left charges in its journal that
+	// only a server writes (before it serves): the copy would lose them.
+	journal, err := sqlstore.JournalFiles(sqlite.JournalPath(from))
+	if err != nil {
+		return fmt.Errorf("open --from %s: %w", from, err)
+	}
+	if len(journal) > 0 {
+		return fmt.Errorf("%s holds charges that a server killed on %s delivered and did not write to it: start gatehouse serve on it once (it writes them before it serves) and stop it, then copy", journal[0], from)
+	}
 	src, err := sqlite.Open(ctx, from, box)
 	if err != nil {
 		return fmt.Errorf("open --from %s: %w", from, err)

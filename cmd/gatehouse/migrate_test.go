@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,6 +50,17 @@ func TestMigrateData(t *testing.T) {
 	}
 
 	target := pgtest.NewDatabase(t)
+	// A server killed on the source left charges in its journal: copying
+	// without them would lose them, so the copy is refused.
+	journal := sqlite.JournalPath(path) + ".1"
+	if err := os.WriteFile(journal, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCommand(map[string]string{}, "migrate-data", "--from", path, "--to", target); err == nil ||
+		!strings.Contains(err.Error(), "start gatehouse serve on it once") {
+		t.Errorf("migrate-data beside a charge journal: %v, want a refusal that says what to do", err)
+	}
+	os.Remove(journal)
 	stdout, stderr, err := runCommand(map[string]string{}, "migrate-data", "--from", path, "--to", target)
 	if err != nil {
 		t.Fatalf("migrate-data: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)

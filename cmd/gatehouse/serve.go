@@ -693,6 +693,18 @@ func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logge
 	// PostgreSQL the next batch of admissions, which writes them too.
 	ledger.LingerSettles()
 	dp.Ledger = ledger
+	if !isPostgres {
+		// This process owns the database: whole answers' charges go to a
+		// journal beside it, and the ledger writes them behind.
+		n, err := ledger.UseJournal(ctx, sqlite.JournalPath(cfg.DatabaseURL))
+		if err != nil {
+			ledger.Close(ctx)
+			return dp, nil, fmt.Errorf("write the charges journalled by the last run: %w", err)
+		}
+		if n > 0 {
+			logger.Warn("wrote the charges of answers the last run delivered and had not yet written to the ledger", "charges", n)
+		}
+	}
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
 	if isPostgres {
 		dp.Leases = gatehouse.NewLeases(pg, ledger, nil)

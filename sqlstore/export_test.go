@@ -1,0 +1,18 @@
+package sqlstore
+
+import "gatehouse"
+
+// JournalOnly appends a charge to the ledger's journal without writing it
+// to the database: what a process killed between the two leaves.
+func (l *Ledger) JournalOnly(r *gatehouse.Reservation, g *gatehouse.Generation) error {
+	_, err := l.journal.append(entryOf(r, g))
+	return err
+}
+
+// SetJournalSegmentBytes sets the length past which the journal starts a
+// new segment, and returns what puts it back.
+func SetJournalSegmentBytes(n int64) func() {
+	old := journalSegmentBytes
+	journalSegmentBytes = n
+	return func() { journalSegmentBytes = old }
+}

@@ -1,0 +1,415 @@
+package sqlstore
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gatehouse"
+)
+
+// The charge journal. A whole answer may reach its client only once its
+// charge survives a crash of Gatehouse. Written as a database transaction
+// of its own, that charge costs the SQLite writer a commit per answer
+// (about half of the writer's time at one client: `bench/README.md`), and
+// the answer waits for it. With a journal (Ledger.UseJournal, for the one
+// process that owns a SQLite database) the charge is appended to a file
+// instead, one write(2) that a crash of the process cannot undo, and the
+// ledger writes it behind in its batches like every other settle. The file
+// is fsynced within journalSyncInterval of an append, the bound the
+// database's asynchronous metering commits keep, and the process that
+// starts after a crash writes what the database lacks of it before it
+// serves (its charges' generation ids are not in the ledger).
+//
+// The journal is a series of segment files, PATH.1, PATH.2, …; appends go
+// to the newest, and a new one is started past journalSegmentBytes. An
+// older segment is removed once every charge in it is written and the
+// database has made those asynchronous commits durable (its engine's
+// Flush). A record is a 4-byte little-endian length,
+// the CRC-32C of the payload, then the payload: the JSON of a
+// journalEntry. A torn last record (a kill in the middle of the write) is
+// ignored: its answer was never delivered.
+type chargeJournal struct {
+	path string
+
+	mu      sync.Mutex
+	f       *os.File
+	seg     int   // the segment appended to
+	size    int64 // its length
+	dirty   bool  // appended to since the last fsync
+	failed  error // a write or fsync failed: appends are refused
+	segs    map[int]*journalSegment
+	flush   func(context.Context) error // the engine's Flush
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// journalSegment is what the journal knows of one of its files.
+type journalSegment struct {
+	unwritten int // charges not yet written to the database
+}
+
+// journalSegmentBytes is the length past which a new segment is started.
+var journalSegmentBytes int64 = 8 << 20
+
+const (
+	journalSyncInterval = 100 * time.Millisecond
+	maxJournalRecord    = 64 << 20
+)
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// journalEntry is a journalled charge: the settle of a reservation admitted
+// in memory and never written as a hold.
+type journalEntry struct {
+	Reservation string                `json:"reservation"`
+	Key         string                `json:"key"`
+	Chain       []string              `json:"chain,omitempty"`
+	Budgets     [][2]string           `json:"budgets,omitempty"` // guardrail, subject
+	BYOK        bool                  `json:"byok,omitempty"`
+	Generation  *gatehouse.Generation `json:"generation"`
+}
+
+func entryOf(r *gatehouse.Reservation, g *gatehouse.Generation) journalEntry {
+	e := journalEntry{Reservation: r.ID, Key: r.KeyHash, Chain: r.Chain, BYOK: r.BYOK, Generation: g}
+	for _, b := range r.Budgets {
+		e.Budgets = append(e.Budgets, [2]string{b.GuardrailID, b.Subject})
+	}
+	return e
+}
+
+// settlement returns the entry as the settle the ledger writes.
+func (e journalEntry) settlement() Settlement {
+	r := &gatehouse.Reservation{ID: e.Reservation, KeyHash: e.Key, Chain: e.Chain, BYOK: e.BYOK, Generation: e.Generation, Unheld: true}
+	for _, b := range e.Budgets {
+		r.Budgets = append(r.Budgets, gatehouse.Budget{GuardrailID: b[0], Subject: b[1]})
+	}
+	return Settlement{ReservationID: e.Reservation, Generation: e.Generation, Unheld: r}
+}
+
+// UseJournal makes the ledger journal the charges of whole answers in the
+// files PATH.N (see chargeJournal) instead of waiting for their database
+// commits, after writing to the database what an earlier process
+// journalled and did not write. It is for the one process that owns the
+// database (SQLite's serve lock): call it before serving. It does nothing
+// with GATEHOUSE_METERING_COMMIT=sync, where every charge waits for the
+// disk anyway.
+func (l *Ledger) UseJournal(ctx context.Context, path string) (replayed int, err error) {
+	flusher, ok := l.s.engine.(interface{ Flush(context.Context) error })
+	if !ok {
+		return 0, errors.New("charge journal: the engine cannot say when its asynchronous commits are on disk")
+	}
+	segs, err := journalSegments(path)
+	if err != nil {
+		return 0, err
+	}
+	var entries []journalEntry
+	for _, seg := range segs {
+		es, err := readJournal(fmt.Sprintf("%s.%d", path, seg), l.logger)
+		if err != nil {
+			return 0, err
+		}
+		entries = append(entries, es...)
+	}
+	if replayed, err = l.s.replayCharges(ctx, entries, l.logger); err != nil {
+		return 0, err
+	}
+	for _, seg := range segs {
+		if err := os.Remove(fmt.Sprintf("%s.%d", path, seg)); err != nil {
+			return replayed, fmt.Errorf("charge journal: %w", err)
+		}
+	}
+	if l.s.syncMetering {
+		return replayed, nil
+	}
+	j := &chargeJournal{path: path, seg: 1, segs: map[int]*journalSegment{}, flush: flusher.Flush,
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	if len(segs) > 0 {
+		j.seg = segs[len(segs)-1] + 1
+	}
+	if err := j.open(); err != nil {
+		return replayed, err
+	}
+	go j.run()
+	l.mu.Lock()
+	l.journal = j
+	l.mu.Unlock()
+	return replayed, nil
+}
+
+// JournalFiles returns the segment files of the journal at path, in
+// order.
+func JournalFiles(path string) ([]string, error) {
+	segs, err := journalSegments(path)
+	names := make([]string, len(segs))
+	for i, n := range segs {
+		names[i] = fmt.Sprintf("%s.%d", path, n)
+	}
+	return names, err
+}
+
+// journalSegments returns the numbers of path's segments, in order.
+func journalSegments(path string) ([]int, error) {
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("charge journal: %w", err)
+	}
+	prefix := filepath.Base(path) + "."
+	var segs []int
+	for _, e := range entries {
+		if rest, ok := strings.CutPrefix(e.Name(), prefix); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n > 0 && strconv.Itoa(n) == rest {
+				segs = append(segs, n)
+			}
+		}
+	}
+	slices.Sort(segs)
+	return segs, nil
+}
+
+// readJournal reads a segment's records, up to a torn or damaged one.
+func readJournal(name string, logger interface{ Warn(string, ...any) }) ([]journalEntry, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("charge journal: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	var out []journalEntry
+	var offset int64
+	for {
+		var head [8]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			if err != io.EOF {
+				logger.Warn("charge journal: a torn record at the end of a segment is ignored (its answer was not delivered)", "file", name, "offset", offset)
+			}
+			return out, nil
+		}
+		n := binary.LittleEndian.Uint32(head[:4])
+		if n > maxJournalRecord {
+			logger.Warn("charge journal: a damaged record ends the segment", "file", name, "offset", offset)
+			return out, nil
+		}
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(r, payload); err != nil || crc32.Checksum(payload, crc32c) != binary.LittleEndian.Uint32(head[4:]) {
+			logger.Warn("charge journal: a torn record at the end of a segment is ignored (its answer was not delivered)", "file", name, "offset", offset)
+			return out, nil
+		}
+		var e journalEntry
+		if err := json.Unmarshal(payload, &e); err != nil || e.Generation == nil {
+			return nil, fmt.Errorf("charge journal: %s at %d: a record that is not a charge", name, offset)
+		}
+		out = append(out, e)
+		offset += 8 + int64(n)
+	}
+}
+
+// replayCharges writes the journalled charges whose generations the
+// ledger lacks, waiting for the disk, and returns how many it wrote. A
+// charge that cannot be written is logged and skipped (as the ledger does
+// with an operation that fails alone).
+func (s *Store) replayCharges(ctx context.Context, entries []journalEntry, logger interface {
+	Error(string, ...any)
+}) (int, error) {
+	replayed := 0
+	for chunk := range slices.Chunk(entries, 500) {
+		ids := make([]string, len(chunk))
+		for i, e := range chunk {
+			ids[i] = e.Generation.ID
+		}
+		have, err := view(ctx, s, func(tx *Tx) (map[string]string, error) {
+			return tx.existing(ctx, `SELECT id, id FROM generations`, "id", ids)
+		})
+		if err != nil {
+			return replayed, err
+		}
+		var todo []Settlement
+		for _, e := range chunk {
+			if _, ok := have[e.Generation.ID]; !ok {
+				todo = append(todo, e.settlement())
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		if _, err := lock(ctx, s, func(tx *Tx) (none, error) { _, err := tx.settle(ctx, todo); return none{}, err }); err == nil {
+			replayed += len(todo)
+			continue
+		} else if gatehouse.ErrorCode(err) == gatehouse.EUNAVAILABLE {
+			return replayed, err
+		}
+		for _, st := range todo {
+			_, err := lock(ctx, s, func(tx *Tx) (none, error) { _, err := tx.settle(ctx, []Settlement{st}); return none{}, err })
+			if err != nil {
+				if gatehouse.ErrorCode(err) == gatehouse.EUNAVAILABLE {
+					return replayed, err
+				}
+				logger.Error("charge journal: a charge could not be written", "generation_id", st.Generation.ID, "error", err.Error())
+				continue
+			}
+			replayed++
+		}
+	}
+	return replayed, nil
+}
+
+// open starts the segment j.seg.
+func (j *chargeJournal) open() error {
+	f, err := os.OpenFile(fmt.Sprintf("%s.%d", j.path, j.seg), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("charge journal: %w", err)
+	}
+	j.f, j.size = f, 0
+	j.segs[j.seg] = &journalSegment{}
+	return nil
+}
+
+var errJournal = gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the metering journal cannot be written; retry shortly")
+
+// append writes a charge to the journal and returns its segment, once a
+// crash of this process cannot undo it.
+func (j *chargeJournal) append(e journalEntry) (int, error) {
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return 0, err
+	}
+	record := make([]byte, 8, 8+len(payload))
+	binary.LittleEndian.PutUint32(record[:4], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(record[4:], crc32.Checksum(payload, crc32c))
+	record = append(record, payload...)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failed != nil {
+		return 0, gatehouse.WrapError(j.failed, gatehouse.EUNAVAILABLE, "the metering journal cannot be written; retry shortly")
+	}
+	if j.size >= journalSegmentBytes {
+		j.rotate()
+	}
+	if _, err := j.f.Write(record); err != nil {
+		// A short write leaves a torn record, which ends the segment for
+		// the replay: nothing may follow it.
+		j.failed = err
+		return 0, gatehouse.WrapError(err, gatehouse.EUNAVAILABLE, "the metering journal cannot be written; retry shortly")
+	}
+	j.size += int64(len(record))
+	j.dirty = true
+	j.segs[j.seg].unwritten++
+	return j.seg, nil
+}
+
+// rotate closes the segment appended to and starts the next; a failure
+// keeps the old one. j.mu is held.
+func (j *chargeJournal) rotate() {
+	old, oldSeg := j.f, j.seg
+	if err := old.Sync(); err != nil {
+		j.failed = err
+		return
+	}
+	j.seg++
+	if err := j.open(); err != nil {
+		j.seg, j.f = oldSeg, old
+		return
+	}
+	j.dirty = false
+	old.Close()
+}
+
+// done records that a charge of segment seg is in the database.
+func (j *chargeJournal) done(seg int) {
+	j.mu.Lock()
+	if s := j.segs[seg]; s != nil {
+		s.unwritten--
+	}
+	j.mu.Unlock()
+}
+
+// run fsyncs the segment appended to within journalSyncInterval of an
+// append, and removes the older segments whose charges are all written.
+func (j *chargeJournal) run() {
+	defer close(j.stopped)
+	tick := time.NewTicker(journalSyncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-tick.C:
+		}
+		j.mu.Lock()
+		if j.dirty && j.failed == nil {
+			if err := j.f.Sync(); err != nil {
+				j.failed = err
+			}
+			j.dirty = false
+		}
+		var gone []int
+		for n, s := range j.segs {
+			if n != j.seg && s.unwritten == 0 {
+				gone = append(gone, n) // closed, and written: nothing changes it
+			}
+		}
+		j.mu.Unlock()
+		if len(gone) == 0 || j.flushed() != nil {
+			continue
+		}
+		j.mu.Lock()
+		for _, n := range gone {
+			if os.Remove(fmt.Sprintf("%s.%d", j.path, n)) == nil {
+				delete(j.segs, n)
+			}
+		}
+		j.mu.Unlock()
+	}
+}
+
+// flushed waits until the database's asynchronous commits so far are
+// on disk.
+func (j *chargeJournal) flushed() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return j.flush(ctx)
+}
+
+// close stops the journal, once the ledger has written what it could.
+// When every charge is in the database, its files are removed once the
+// database's commits of them are on disk; else they are kept for the next
+// start to write.
+func (j *chargeJournal) close() error {
+	close(j.stop)
+	<-j.stopped
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := errors.Join(j.f.Sync(), j.f.Close()); err != nil {
+		return fmt.Errorf("charge journal: %w", err)
+	}
+	for _, s := range j.segs {
+		if s.unwritten > 0 {
+			return fmt.Errorf("charge journal: %s.* keeps charges the database lacks; the next start writes them", j.path)
+		}
+	}
+	if err := j.flushed(); err != nil {
+		return fmt.Errorf("charge journal: kept for the next start: %w", err)
+	}
+	var err error
+	for n := range j.segs {
+		if rmErr := os.Remove(fmt.Sprintf("%s.%d", j.path, n)); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			err = errors.Join(err, rmErr)
+		}
+	}
+	return err
+}
