@@ -196,6 +196,12 @@ func dsn(path string, readOnly bool) string {
 		q.Set("_txlock", "immediate")
 		// Checkpoints run apart from commits (see checkpoint.go).
 		q.Add("_pragma", "wal_autocheckpoint(0)")
+		// Each operation of a group commit runs in a savepoint, whose
+		// sub-journal (the pages it changed, as they were) would spill to
+		// a temporary file past 64 KiB, as a ledger batch does: a write(2)
+		// a page, 3.5% of the server's CPU at 32 clients of chat
+		// completions. In memory it is a copy; it lives for one batch.
+		q.Add("_pragma", "temp_store(MEMORY)")
 	}
 	return "file:" + path + "?" + q.Encode()
 }

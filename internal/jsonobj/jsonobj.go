@@ -53,10 +53,13 @@ func appendValue(b []byte, v json.RawMessage) []byte {
 	return append(b, v...)
 }
 
-// appendKey appends a key as a JSON string: as it is when it needs no
+// appendKey appends a key as a JSON string.
+func appendKey(b []byte, k string) []byte { return AppendString(b, k) }
+
+// AppendString appends s as a JSON string: as it is when it needs no
 // escaping (the names of every field of the OpenAI-style answers), else as
 // encoding/json writes it.
-func appendKey(b []byte, k string) []byte {
+func AppendString(b []byte, k string) []byte {
 	for i := 0; i < len(k); i++ {
 		if c := k[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(k)
