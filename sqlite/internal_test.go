@@ -243,4 +243,16 @@ func TestAsyncWritesFsyncedBehind(t *testing.T) {
 	if got := db.writer.fsyncs.Load(); got != n {
 		t.Errorf("the writer fsynced the WAL again (%d times) after a FULL commit covered it", got-n)
 	}
+	// Flush fsyncs at once what asynchronous writes left, and nothing when
+	// nothing is left.
+	write(e.LockAsync, normal)
+	if err := e.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.writer.fsyncs.Load(); got != n+1 {
+		t.Errorf("Flush after an asynchronous write: %d fsyncs, want 1", got-n)
+	}
+	if err := e.Flush(ctx); err != nil || db.writer.fsyncs.Load() != n+1 {
+		t.Errorf("Flush with nothing unsynced: %v, %d fsyncs, want none", err, db.writer.fsyncs.Load()-n-1)
+	}
 }

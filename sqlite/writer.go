@@ -140,9 +140,22 @@ func (w *writer) loop() {
 // commit runs a batch in one transaction and reports to every operation.
 func (w *writer) commit(batch []*writeOp) {
 	results := make([]error, len(batch))
-	async := true
+	async, flushes := true, 0
 	for _, op := range batch {
 		async = async && op.async
+		if op.flush {
+			flushes++
+		}
+	}
+	if flushes == len(batch) { // nothing to commit: fsync what is left
+		for _, op := range batch {
+			var err error
+			if w.syncWAL(); w.unsynced {
+				err = errors.New("sqlite: the WAL could not be fsynced")
+			}
+			op.done <- err
+		}
+		return
 	}
 	if err := w.setNormal(async); err != nil {
 		for _, op := range batch {

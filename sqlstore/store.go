@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -321,24 +322,39 @@ func (tx *Tx) insert(ctx context.Context, table, columns string, args []any) err
 	return err
 }
 
-// insertRows inserts rows (each the values of columns) in one statement,
-// ending with then (an ON CONFLICT clause), and returns how many rows it
-// wrote: a bulk call is one round trip, not one a row (a bulk assign of
+// insertRows inserts rows (each the values of columns) in a few statements,
+// each ending with then (an ON CONFLICT clause), and returns how many rows
+// it wrote: a bulk call is a few round trips, not one a row (a bulk assign of
 // 100 keys on PostgreSQL: 90/s a row at a time, 369/s in one statement).
 // The rows go in the order given, which callers sort so that concurrent
 // calls lock rows in one order.
+//
+// The rows go in statements of a power of two rows each, largest first:
+// the engines keep the statements they prepare per query text (SQLite's
+// writer up to 512), and a statement for every row count a batch can have
+// would fill that cache with up to 500 statements of thousands of
+// parameters (tens of MiB) where these are 9 at most.
 func (tx *Tx) insertRows(ctx context.Context, table, columns string, rows [][]any, then string) (int, error) {
-	var values strings.Builder
-	var args []any
-	for i, r := range rows {
-		if i > 0 {
-			values.WriteString(", ")
+	total := 0
+	for len(rows) > 0 {
+		n := 1 << (bits.Len(uint(len(rows))) - 1)
+		var values strings.Builder
+		var args []any
+		for i, r := range rows[:n] {
+			if i > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString("(" + placeholders(len(r)) + ")")
+			args = append(args, r...)
 		}
-		values.WriteString("(" + placeholders(len(r)) + ")")
-		args = append(args, r...)
+		affected, err := tx.Exec(ctx, `INSERT INTO `+table+` (`+columns+`) VALUES `+values.String()+` `+then, args...)
+		if err != nil {
+			return total, err
+		}
+		total += int(affected)
+		rows = rows[n:]
 	}
-	n, err := tx.Exec(ctx, `INSERT INTO `+table+` (`+columns+`) VALUES `+values.String()+` `+then, args...)
-	return int(n), err
+	return total, nil
 }
 
 // prefixed qualifies every column of a comma-separated list.
