@@ -347,13 +347,20 @@ func (j *chargeJournal) run() {
 			return
 		case <-tick.C:
 		}
+		// The fsync runs outside the lock, so that appends do not wait
+		// for it; a segment closed meanwhile was fsynced by rotate.
 		j.mu.Lock()
-		if j.dirty && j.failed == nil {
-			if err := j.f.Sync(); err != nil {
+		f, sync := j.f, j.dirty && j.failed == nil
+		j.dirty = false
+		j.mu.Unlock()
+		if sync {
+			if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+				j.mu.Lock()
 				j.failed = err
+				j.mu.Unlock()
 			}
-			j.dirty = false
 		}
+		j.mu.Lock()
 		var gone []int
 		for n, s := range j.segs {
 			if n != j.seg && s.unwritten == 0 {
