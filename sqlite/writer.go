@@ -79,25 +79,21 @@ var errStoreClosed = errors.New("sqlite: the store is closed")
 // started it runs to the end, because interrupting a statement in SQLite
 // would roll back the whole shared transaction.
 func (w *writer) do(ctx context.Context, async bool, fn func(q sqlstore.Querier) error) error {
-	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1), async: async}
-	select {
-	case w.ops <- op:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.stop:
-		return errStoreClosed
-	}
-	return <-op.done
+	return w.submit(&writeOp{ctx: ctx, fn: fn, done: make(chan error, 1), async: async})
 }
 
 // flush returns once every commit acknowledged before it, asynchronous
 // ones included, is on disk: the WAL is fsynced now if it has to be.
 func (w *writer) flush(ctx context.Context) error {
-	op := &writeOp{ctx: ctx, fn: func(sqlstore.Querier) error { return nil }, done: make(chan error, 1), async: true, flush: true}
+	return w.submit(&writeOp{ctx: ctx, fn: func(sqlstore.Querier) error { return nil }, done: make(chan error, 1), async: true, flush: true})
+}
+
+// submit hands op to the writer and waits for its result.
+func (w *writer) submit(op *writeOp) error {
 	select {
 	case w.ops <- op:
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-op.ctx.Done():
+		return op.ctx.Err()
 	case <-w.stop:
 		return errStoreClosed
 	}

@@ -23,15 +23,7 @@ import (
 func TestChargeJournal(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db := openSQLite(t, "journal.db")
-	org, err := db.CreateOrganization(ctx, "Acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, _, err := db.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, org, k := openWithKey(t, "journal.db")
 	if _, err := db.SetWorkspaceBudget(ctx, org.ID, k.WorkspaceID, gatehouse.Daily,
 		gatehouse.WorkspaceBudgetSet{LimitUSD: gatehouse.Val(gatehouse.USD(100))}); err != nil {
 		t.Fatal(err)
@@ -146,15 +138,7 @@ func TestChargeJournal(t *testing.T) {
 func TestChargeJournalSegments(t *testing.T) {
 	defer sqlstore.SetJournalSegmentBytes(1000)()
 	ctx := context.Background()
-	db := openSQLite(t, "segments.db")
-	org, err := db.CreateOrganization(ctx, "Acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, _, err := db.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, org, k := openWithKey(t, "segments.db")
 	path := filepath.Join(t.TempDir(), "charges")
 	ledger := db.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if _, err := ledger.UseJournal(ctx, path); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/sqlite"
 
 	"github.com/google/uuid"
 )
@@ -20,15 +21,7 @@ import (
 // is charged at what it reserved by ChargeOpen.
 func TestLedgerWritesBehind(t *testing.T) {
 	ctx := context.Background()
-	db := openSQLite(t, "ledger.db")
-	org, err := db.CreateOrganization(ctx, "Acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, _, err := db.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, org, k := openWithKey(t, "ledger.db")
 	var mu sync.Mutex
 	var written []string
 	ledger := db.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), func(hashes []string) {
@@ -107,4 +100,20 @@ func TestLedgerWritesBehind(t *testing.T) {
 	if err != nil || g.Status != gatehouse.GenerationPartial || g.Cost != 200 {
 		t.Errorf("charged generation %+v, %v; want partial at 200 under the id its client saw", g, err)
 	}
+}
+
+// openWithKey opens a fresh SQLite store with an organization and a key.
+func openWithKey(t *testing.T, name string) (*sqlite.DB, *gatehouse.Organization, *gatehouse.Key) {
+	t.Helper()
+	ctx := context.Background()
+	db := openSQLite(t, name)
+	org, err := db.CreateOrganization(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := db.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, org, k
 }
