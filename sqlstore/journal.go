@@ -280,8 +280,6 @@ func (j *chargeJournal) open() error {
 	return nil
 }
 
-var errJournal = gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the metering journal cannot be written; retry shortly")
-
 // append writes a charge to the journal and returns its segment, once a
 // crash of this process cannot undo it.
 func (j *chargeJournal) append(e journalEntry) (int, error) {
