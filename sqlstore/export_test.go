@@ -16,3 +16,11 @@ func SetJournalSegmentBytes(n int64) func() {
 	journalSegmentBytes = n
 	return func() { journalSegmentBytes = old }
 }
+
+// SetLedgerQueueBound sets how many operations may wait for the ledger's
+// writer, and returns what puts it back.
+func SetLedgerQueueBound(n int) func() {
+	old := maxLedgerQueue
+	maxLedgerQueue = n
+	return func() { maxLedgerQueue = old }
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +173,39 @@ func TestChargeJournalSegments(t *testing.T) {
 	}
 	if err := ledger.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChargeRefusedWhenLedgerFull: past the bound of operations waiting
+// for the database, a whole answer's charge is refused (the answer is a
+// 503) and nothing is journalled, rather than queued without end.
+func TestChargeRefusedWhenLedgerFull(t *testing.T) {
+	defer sqlstore.SetLedgerQueueBound(0)()
+	ctx := context.Background()
+	db, org, k := openWithKey(t, "full.db")
+	path := filepath.Join(t.TempDir(), "charges")
+	ledger := db.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if _, err := ledger.UseJournal(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	g := &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: org.ID, WorkspaceID: k.WorkspaceID,
+		KeyHash: k.Hash, Model: "m", Provider: "p", Cost: 7, Status: gatehouse.GenerationCompleted}
+	r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: 7, Generation: g, Unheld: true}
+	var heard error
+	err := ledger.Charge(ctx, r, g, func(err error) { heard = err })
+	if gatehouse.ErrorCode(err) != gatehouse.EUNAVAILABLE || !strings.Contains(err.Error(), "not keeping up") {
+		t.Errorf("Charge past the bound: %v, want unavailable, saying why", err)
+	}
+	if heard == nil {
+		t.Error("the written callback did not hear of the refusal")
+	}
+	if err := ledger.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.FindKeyByHash(ctx, k.Hash); got.Usage.At(time.Now()).Total != 0 {
+		t.Errorf("usage %d after a refused charge, want 0", got.Usage.At(time.Now()).Total)
+	}
+	if names, _ := filepath.Glob(path + ".*"); len(names) != 0 {
+		t.Errorf("journal files %v after a refused charge and a clean stop", names)
 	}
 }

@@ -54,12 +54,12 @@ type ledgerOp struct {
 }
 
 // maxLedgerBatch bounds the operations in one transaction, and
-// maxLedgerQueue the operations waiting: past it new holds are refused
-// (the database is not keeping up, or is down), so memory stays bounded.
-const (
-	maxLedgerBatch = 2000
-	maxLedgerQueue = 200_000
-)
+// maxLedgerQueue the operations waiting: past it new holds and whole
+// answers' charges are refused (the database is not keeping up, or is
+// down), so memory stays bounded.
+const maxLedgerBatch = 2000
+
+var maxLedgerQueue = 200_000 // a variable for the tests
 
 // NewLedger starts the writer of s's metering ledger. written (may be nil)
 // hears of the keys each batch changed.
