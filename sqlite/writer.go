@@ -44,7 +44,8 @@ type writeOp struct {
 	done chan error
 	// async: acknowledged before its fsync (see above).
 	async bool
-	// flush: acknowledged once every commit before it is on disk (Flush).
+	// flush: no write (fn is nil), acknowledged once every commit before
+	// it is on disk (Flush).
 	flush bool
 }
 
@@ -85,7 +86,7 @@ func (w *writer) do(ctx context.Context, async bool, fn func(q sqlstore.Querier)
 // flush returns once every commit acknowledged before it, asynchronous
 // ones included, is on disk: the WAL is fsynced now if it has to be.
 func (w *writer) flush(ctx context.Context) error {
-	return w.submit(&writeOp{ctx: ctx, fn: func(sqlstore.Querier) error { return nil }, done: make(chan error, 1), async: true, flush: true})
+	return w.submit(&writeOp{ctx: ctx, done: make(chan error, 1), flush: true})
 }
 
 // submit hands op to the writer and waits for its result.
@@ -133,25 +134,41 @@ func (w *writer) loop() {
 	}
 }
 
-// commit runs a batch in one transaction and reports to every operation.
+// commit runs a batch's writes in one transaction, then its flushes, and
+// reports to every operation.
 func (w *writer) commit(batch []*writeOp) {
-	results := make([]error, len(batch))
-	async, flushes := true, 0
+	writes, flushes := make([]*writeOp, 0, len(batch)), 0
 	for _, op := range batch {
-		async = async && op.async
 		if op.flush {
 			flushes++
+		} else {
+			writes = append(writes, op)
 		}
 	}
-	if flushes == len(batch) { // nothing to commit: fsync what is left
-		for _, op := range batch {
-			var err error
-			if w.syncWAL(); w.unsynced {
-				err = errors.New("sqlite: the WAL could not be fsynced")
-			}
+	if len(writes) > 0 {
+		w.commitWrites(writes)
+	}
+	if flushes == 0 {
+		return
+	}
+	var err error
+	if w.syncWAL(); w.unsynced {
+		err = errors.New("sqlite: the WAL could not be fsynced")
+	}
+	for _, op := range batch {
+		if op.flush {
 			op.done <- err
 		}
-		return
+	}
+}
+
+// commitWrites runs write operations in one transaction and reports to
+// each.
+func (w *writer) commitWrites(batch []*writeOp) {
+	results := make([]error, len(batch))
+	async := true
+	for _, op := range batch {
+		async = async && op.async
 	}
 	if err := w.setNormal(async); err != nil {
 		for _, op := range batch {
@@ -189,11 +206,6 @@ func (w *writer) commit(batch []*writeOp) {
 		}
 	}
 	for i, op := range batch {
-		if op.flush && results[i] == nil {
-			if w.syncWAL(); w.unsynced {
-				results[i] = errors.New("sqlite: the WAL could not be fsynced")
-			}
-		}
 		op.done <- mapErr(results[i])
 	}
 }

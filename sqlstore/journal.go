@@ -118,7 +118,7 @@ func (l *Ledger) UseJournal(ctx context.Context, path string) (replayed int, err
 	}
 	var entries []journalEntry
 	for _, seg := range segs {
-		es, err := readJournal(fmt.Sprintf("%s.%d", path, seg), l.logger)
+		es, err := readJournal(segmentName(path, seg), l.logger)
 		if err != nil {
 			return 0, err
 		}
@@ -128,7 +128,7 @@ func (l *Ledger) UseJournal(ctx context.Context, path string) (replayed int, err
 		return 0, err
 	}
 	for _, seg := range segs {
-		if err := os.Remove(fmt.Sprintf("%s.%d", path, seg)); err != nil {
+		if err := os.Remove(segmentName(path, seg)); err != nil {
 			return replayed, fmt.Errorf("charge journal: %w", err)
 		}
 	}
@@ -156,10 +156,13 @@ func JournalFiles(path string) ([]string, error) {
 	segs, err := journalSegments(path)
 	names := make([]string, len(segs))
 	for i, n := range segs {
-		names[i] = fmt.Sprintf("%s.%d", path, n)
+		names[i] = segmentName(path, n)
 	}
 	return names, err
 }
+
+// segmentName is the file of the journal at path's segment n.
+func segmentName(path string, n int) string { return path + "." + strconv.Itoa(n) }
 
 // journalSegments returns the numbers of path's segments, in order.
 func journalSegments(path string) ([]int, error) {
@@ -248,15 +251,17 @@ func (s *Store) replayCharges(ctx context.Context, entries []journalEntry, logge
 		if len(todo) == 0 {
 			continue
 		}
-		if _, err := lock(ctx, s, func(tx *Tx) (none, error) { _, err := tx.settle(ctx, todo); return none{}, err }); err == nil {
+		write := func(ss []Settlement) error {
+			return do(ctx, s, lock, func(tx *Tx) error { _, err := tx.settle(ctx, ss); return err })
+		}
+		if err := write(todo); err == nil {
 			replayed += len(todo)
 			continue
 		} else if gatehouse.ErrorCode(err) == gatehouse.EUNAVAILABLE {
 			return replayed, err
 		}
 		for _, st := range todo {
-			_, err := lock(ctx, s, func(tx *Tx) (none, error) { _, err := tx.settle(ctx, []Settlement{st}); return none{}, err })
-			if err != nil {
+			if err := write([]Settlement{st}); err != nil {
 				if gatehouse.ErrorCode(err) == gatehouse.EUNAVAILABLE {
 					return replayed, err
 				}
@@ -271,7 +276,7 @@ func (s *Store) replayCharges(ctx context.Context, entries []journalEntry, logge
 
 // open starts the segment j.seg.
 func (j *chargeJournal) open() error {
-	f, err := os.OpenFile(fmt.Sprintf("%s.%d", j.path, j.seg), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(segmentName(j.path, j.seg), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("charge journal: %w", err)
 	}
@@ -371,7 +376,7 @@ func (j *chargeJournal) run() {
 		}
 		j.mu.Lock()
 		for _, n := range gone {
-			if os.Remove(fmt.Sprintf("%s.%d", j.path, n)) == nil {
+			if os.Remove(segmentName(j.path, n)) == nil {
 				delete(j.segs, n)
 			}
 		}
@@ -409,7 +414,7 @@ func (j *chargeJournal) close() error {
 	}
 	var err error
 	for n := range j.segs {
-		if rmErr := os.Remove(fmt.Sprintf("%s.%d", j.path, n)); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+		if rmErr := os.Remove(segmentName(j.path, n)); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
 			err = errors.Join(err, rmErr)
 		}
 	}

@@ -44,7 +44,13 @@ func ServerURL(tb testing.TB) string {
 // is dropped (with any connections left) when the test ends.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
-	return newDatabase(tb, "")
+	server := ServerURL(tb)
+	name := randomName("gatehouse_test_")
+	if err := create(server, name, ""); err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(func() { drop(tb, server, name) })
+	return databaseURL(server, name)
 }
 
 // NewDatabaseFrom returns the URL of a database holding what the template
@@ -241,19 +247,6 @@ func dropTemplates() {
 		}
 	}
 	templates.m = map[string]*templateDB{}
-}
-
-// newDatabase creates a database with a random name, a copy of template
-// ("": PostgreSQL's default), dropped when the test ends.
-func newDatabase(tb testing.TB, template string) string {
-	tb.Helper()
-	server := ServerURL(tb)
-	name := randomName("gatehouse_test_")
-	if err := create(server, name, template); err != nil {
-		tb.Fatalf("pgtest: %v", err)
-	}
-	tb.Cleanup(func() { drop(tb, server, name) })
-	return databaseURL(server, name)
 }
 
 func randomName(prefix string) string {
