@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -74,6 +76,9 @@ var foldedTextPartFields = func() map[string]string {
 // smallest rune of its Unicode simple-folding orbit (so K, k and the Kelvin
 // sign, S, s and ſ, fold together).
 func foldKey(s string) string {
+	if ascii(s) {
+		return strings.ToUpper(s) // in ASCII, the least of an orbit is the upper case
+	}
 	var b strings.Builder
 	for _, r := range s {
 		least := r
@@ -100,23 +105,14 @@ var foldedChatFields = func() map[string]string {
 // objectKeys returns the keys of a JSON object in order, unescaped, or an
 // error if raw is not an object. Duplicates are kept, so callers see them.
 func objectKeys(raw []byte) ([]string, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("malformed JSON")
+	}
+	ms, ok := objectMembers(raw)
+	if !ok {
 		return nil, fmt.Errorf("not an object")
 	}
-	var keys []string
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, t.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return nil, err
-		}
-	}
-	return keys, nil
+	return keysOf(ms), nil
 }
 
 // checkKeys refuses keys that a decoder could confuse: the same name twice
@@ -129,16 +125,17 @@ func checkKeys(keys []string, known map[string]bool, where string) error {
 // checkKeysOf is checkKeys for a body whose known fields fold as folded
 // and whose refused fields are refused, each with its reason.
 func checkKeysOf(keys []string, known map[string]bool, folded, refused map[string]string, where string) error {
-	seen := map[string]string{}
+	folds := make([]string, 0, len(keys))
 	for _, k := range keys {
 		f := foldKey(k)
-		if prev, dup := seen[f]; dup {
+		if j := slices.Index(folds, f); j >= 0 {
+			prev := keys[j]
 			if prev == k {
 				return gatehouse.FieldError(where+k, "is given twice; send each field once")
 			}
 			return gatehouse.FieldError(where+k, "is given twice (also as %q); send each field once, spelt exactly", prev)
 		}
-		seen[f] = k
+		folds = append(folds, f)
 		if known[k] {
 			continue
 		}
@@ -153,67 +150,36 @@ func checkKeysOf(keys []string, known map[string]bool, folded, refused map[strin
 	return nil
 }
 
-// canonicalChat checks a chat completion body for ambiguity and returns
-// its fields re-encoded from the parsed values, which is all the provider
-// will ever see of it.
-func canonicalChat(raw []byte) (map[string]json.RawMessage, error) {
-	keys, err := objectKeys(raw)
-	if err != nil {
-		return nil, gatehouse.Errorf(gatehouse.EINVALID, "malformed JSON")
-	}
-	if err := checkKeys(keys, chatFields, ""); err != nil {
+// canonicalChat checks the members of a chat completion body (readObject's)
+// for ambiguity and returns its fields re-encoded from the parsed values,
+// which is all the provider will ever see of it.
+func canonicalChat(ms []member) (map[string]json.RawMessage, error) {
+	if err := checkKeys(keysOf(ms), chatFields, ""); err != nil {
 		return nil, err
 	}
-	if err := checkMessages(raw); err != nil {
+	if err := checkMessages(find(ms, "messages")); err != nil {
 		return nil, err
 	}
-	return reencode(raw)
-}
-
-// reencode returns the fields of a checked JSON object re-encoded from
-// their parsed values (numbers kept exactly as written).
-func reencode(raw []byte) (map[string]json.RawMessage, error) {
-	var parsed map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&parsed); err != nil {
-		return nil, gatehouse.Errorf(gatehouse.EINVALID, "malformed JSON")
-	}
-	out := make(map[string]json.RawMessage, len(parsed))
-	for k, v := range parsed {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, gatehouse.FieldError(k, "could not be read")
-		}
-		out[k] = b
-	}
-	return out, nil
+	return canonical(ms), nil
 }
 
 // checkMessages refuses messages whose fields could be read two ways, and
 // content parts that Gatehouse cannot price (images, audio, files): their
-// cost is not bounded by the request's length.
-func checkMessages(raw []byte) error {
-	var body struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		return nil // the typed decode reports the field
-	}
-	for i, m := range body.Messages {
-		where := fmt.Sprintf("messages[%d].", i)
-		keys, err := objectKeys(m)
-		if err != nil {
-			return gatehouse.FieldError(fmt.Sprintf("messages[%d]", i), "must be an object")
+// cost is not bounded by the request's length. messages is the checked
+// value of the messages field: anything but an array is left to the typed
+// decode to report.
+func checkMessages(messages json.RawMessage) error {
+	list, _ := arrayElements(messages)
+	for i, m := range list {
+		where := "messages[" + strconv.Itoa(i) + "]."
+		ms, ok := objectMembers(m)
+		if !ok {
+			return gatehouse.FieldError(where[:len(where)-1], "must be an object")
 		}
-		if err := checkKeys(keys, messageFields, where); err != nil {
+		if err := checkKeys(keysOf(ms), messageFields, where); err != nil {
 			return err
 		}
-		var msg struct {
-			Content json.RawMessage `json:"content"`
-		}
-		_ = json.Unmarshal(m, &msg)
-		if err := checkContentParts(msg.Content, where+"content"); err != nil {
+		if err := checkContentParts(find(ms, "content"), where+"content"); err != nil {
 			return err
 		}
 	}
@@ -226,16 +192,17 @@ func checkContentParts(content json.RawMessage, where string) error {
 	if len(c) == 0 || c[0] != '[' {
 		return nil
 	}
-	var parts []json.RawMessage
-	if err := json.Unmarshal(c, &parts); err != nil {
+	parts, ok := arrayElements(c)
+	if !ok || !json.Valid(c) {
 		return gatehouse.FieldError(where, "must be a string or an array of content parts")
 	}
 	for j, p := range parts {
 		at := fmt.Sprintf("%s[%d]", where, j)
-		keys, err := objectKeys(p)
-		if err != nil {
+		pm, ok := objectMembers(p)
+		if !ok {
 			return gatehouse.FieldError(at, "must be an object")
 		}
+		keys := keysOf(pm)
 		for _, k := range keys {
 			if !textPartFields[k] && !textPartFields[foldedTextPartFields[foldKey(k)]] {
 				return gatehouse.FieldError(at, "only text content parts are accepted: Gatehouse cannot price images, audio or files, so it cannot bound their cost")
@@ -244,12 +211,12 @@ func checkContentParts(content json.RawMessage, where string) error {
 		if err := checkKeys(keys, textPartFields, at+"."); err != nil {
 			return err
 		}
-		var part struct {
-			Type string `json:"type"`
+		var kind string
+		if t := find(pm, "type"); t != nil {
+			_ = json.Unmarshal(t, &kind)
 		}
-		_ = json.Unmarshal(p, &part)
-		if part.Type != "text" {
-			return gatehouse.FieldError(at+".type", "%q is not accepted: only text content parts are, since Gatehouse cannot price images, audio or files", truncateRunes(part.Type, 40))
+		if kind != "text" {
+			return gatehouse.FieldError(at+".type", "%q is not accepted: only text content parts are, since Gatehouse cannot price images, audio or files", truncateRunes(kind, 40))
 		}
 	}
 	return nil

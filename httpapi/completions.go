@@ -69,10 +69,11 @@ func readChat(w http.ResponseWriter, r *http.Request) (chatRequest, map[string]j
 // or those of a request a preset was applied to.
 func parseChat(raw []byte) (chatRequest, map[string]json.RawMessage, error) {
 	var req chatRequest
-	if _, err := scanObject(raw, nil); err != nil {
+	ms, err := readObject(raw)
+	if err != nil {
 		return req, nil, err
 	}
-	body, err := canonicalChat(raw)
+	body, err := canonicalChat(ms)
 	if err != nil {
 		return req, nil, err
 	}

@@ -75,14 +75,11 @@ func readEmbeddings(w http.ResponseWriter, r *http.Request) (embeddingRequest, m
 	if err != nil {
 		return req, nil, nil, gatehouse.Errorf(gatehouse.ETOOLARGE, "request body must be at most %d bytes", MaxCompletionBodyBytes)
 	}
-	if _, err := scanObject(raw, nil); err != nil {
+	ms, err := readObject(raw)
+	if err != nil {
 		return req, nil, nil, err
 	}
-	keys, err := objectKeys(raw)
-	if err != nil {
-		return req, nil, nil, gatehouse.Errorf(gatehouse.EINVALID, "malformed JSON")
-	}
-	if err := checkKeysOf(keys, embeddingFields, foldedEmbeddingFields, refusedEmbeddingFields, ""); err != nil {
+	if err := checkKeysOf(keysOf(ms), embeddingFields, foldedEmbeddingFields, refusedEmbeddingFields, ""); err != nil {
 		return req, nil, nil, err
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
@@ -91,10 +88,7 @@ func readEmbeddings(w http.ResponseWriter, r *http.Request) (embeddingRequest, m
 	if err := req.check(); err != nil {
 		return req, nil, nil, err
 	}
-	body, err := reencode(raw)
-	if err != nil {
-		return req, nil, nil, err
-	}
+	body := canonical(ms)
 	delete(body, "provider")
 	return req, body, raw, nil
 }

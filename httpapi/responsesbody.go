@@ -116,14 +116,11 @@ type responsesRequest struct {
 // are not forwarded).
 func parseResponses(raw []byte) (responsesRequest, map[string]json.RawMessage, error) {
 	var req responsesRequest
-	if _, err := scanObject(raw, nil); err != nil {
+	ms, err := readObject(raw)
+	if err != nil {
 		return req, nil, err
 	}
-	keys, err := objectKeys(raw)
-	if err != nil {
-		return req, nil, gatehouse.Errorf(gatehouse.EINVALID, "malformed JSON")
-	}
-	if err := checkKeysOf(keys, responsesFields, foldedResponsesFields, refusedResponsesFields, ""); err != nil {
+	if err := checkKeysOf(keysOf(ms), responsesFields, foldedResponsesFields, refusedResponsesFields, ""); err != nil {
 		return req, nil, err
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
@@ -132,11 +129,7 @@ func parseResponses(raw []byte) (responsesRequest, map[string]json.RawMessage, e
 	if err := req.check(); err != nil {
 		return req, nil, err
 	}
-	body, err := reencode(raw)
-	if err != nil {
-		return req, nil, err
-	}
-	return req, body, nil
+	return req, canonical(ms), nil
 }
 
 // check validates what a Responses request may not leave to the provider.
