@@ -217,8 +217,8 @@ func readWhole(r io.Reader, rewrite func(map[string]json.RawMessage), read func(
 	if err != nil || len(raw) > MaxResponseBytes {
 		return gatehouse.Completion{}, errors.New("the answer could not be read")
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+	obj, err := jsonobj.Unmarshal(raw)
+	if err != nil {
 		return gatehouse.Completion{}, errors.New("the answer is not a JSON object")
 	}
 	c := read(obj)
@@ -354,8 +354,7 @@ func (s *streamState) line(line string) error {
 		s.c.Done = true
 		return nil
 	}
-	var obj map[string]json.RawMessage
-	if isData && data != "" && json.Unmarshal([]byte(data), &obj) == nil && obj != nil {
+	if obj, err := jsonobj.Unmarshal([]byte(data)); isData && err == nil {
 		if s.read(obj) {
 			if err := s.sendHeld(); err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 )
 
 // A chat completion body is read by Gatehouse and again by the provider.
@@ -76,7 +77,7 @@ var foldedTextPartFields = func() map[string]string {
 // smallest rune of its Unicode simple-folding orbit (so K, k and the Kelvin
 // sign, S, s and ſ, fold together).
 func foldKey(s string) string {
-	if ascii(s) {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) {
 		return strings.ToUpper(s) // in ASCII, the least of an orbit is the upper case
 	}
 	var b strings.Builder
@@ -108,7 +109,7 @@ func objectKeys(raw []byte) ([]string, error) {
 	if !json.Valid(raw) {
 		return nil, fmt.Errorf("malformed JSON")
 	}
-	ms, ok := objectMembers(raw)
+	ms, ok := jsonobj.Members(raw)
 	if !ok {
 		return nil, fmt.Errorf("not an object")
 	}
@@ -169,10 +170,10 @@ func canonicalChat(ms []member) (map[string]json.RawMessage, error) {
 // value of the messages field: anything but an array is left to the typed
 // decode to report.
 func checkMessages(messages json.RawMessage) error {
-	list, _ := arrayElements(messages)
+	list, _ := jsonobj.Elements(messages)
 	for i, m := range list {
 		where := "messages[" + strconv.Itoa(i) + "]."
-		ms, ok := objectMembers(m)
+		ms, ok := jsonobj.Members(m)
 		if !ok {
 			return gatehouse.FieldError(where[:len(where)-1], "must be an object")
 		}
@@ -192,13 +193,13 @@ func checkContentParts(content json.RawMessage, where string) error {
 	if len(c) == 0 || c[0] != '[' {
 		return nil
 	}
-	parts, ok := arrayElements(c)
+	parts, ok := jsonobj.Elements(c)
 	if !ok || !json.Valid(c) {
 		return gatehouse.FieldError(where, "must be a string or an array of content parts")
 	}
 	for j, p := range parts {
 		at := fmt.Sprintf("%s[%d]", where, j)
-		pm, ok := objectMembers(p)
+		pm, ok := jsonobj.Members(p)
 		if !ok {
 			return gatehouse.FieldError(at, "must be an object")
 		}

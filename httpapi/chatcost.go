@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"gatehouse"
@@ -66,29 +67,23 @@ func (f *fingerprints) stamp(obj map[string]json.RawMessage) {
 	obj["system_fingerprint"], _ = json.Marshal(v)
 }
 
-// costDetailsJSON is OpenRouter's CostDetails. The prompt and completion
-// parts add up to the cost; upstream_inference_cost is what a BYOK
-// provider bills its key's owner directly (the whole cost, since Gatehouse
-// adds no fee), and null otherwise.
-type costDetailsJSON struct {
-	UpstreamInferenceCost            *usd `json:"upstream_inference_cost"`
-	UpstreamInferencePromptCost      usd  `json:"upstream_inference_prompt_cost"`
-	UpstreamInferenceCompletionsCost usd  `json:"upstream_inference_completions_cost"`
-}
-
 // withCost sets the usage of an answer object or final chunk to what was
 // metered: the provider's usage with the token counts that were charged,
 // its token details where it gave them (integers only, as the clients
-// require), and the cost, is_byok and cost_details of the charge.
+// require), and the cost, is_byok and cost_details of the charge. It is
+// written on every answer, so by hand: cost_details is OpenRouter's
+// CostDetails, whose prompt and completion parts add up to the cost, and
+// whose upstream_inference_cost is what a BYOK provider bills its key's
+// owner directly (the whole cost, since Gatehouse adds no fee), and null
+// otherwise.
 func withCost(obj map[string]json.RawMessage, g *gatehouse.Generation, m *gatehouse.Model) {
-	usage := map[string]json.RawMessage{}
-	if json.Unmarshal(obj["usage"], &usage) != nil || usage == nil {
-		usage = map[string]json.RawMessage{}
+	usage, err := jsonobj.Unmarshal(obj["usage"])
+	if err != nil {
+		usage = make(map[string]json.RawMessage, 8)
 	}
-	set := func(name string, v any) { usage[name], _ = json.Marshal(v) }
-	set("prompt_tokens", g.PromptTokens)
-	set("completion_tokens", g.CompletionTokens)
-	set("total_tokens", g.PromptTokens+g.CompletionTokens)
+	usage["prompt_tokens"] = strconv.AppendInt(nil, g.PromptTokens, 10)
+	usage["completion_tokens"] = strconv.AppendInt(nil, g.CompletionTokens, 10)
+	usage["total_tokens"] = strconv.AppendInt(nil, g.PromptTokens+g.CompletionTokens, 10)
 	for _, name := range []string{"prompt_tokens_details", "completion_tokens_details"} {
 		if d := tokenDetails(usage[name]); d != nil {
 			usage[name] = d
@@ -96,22 +91,27 @@ func withCost(obj map[string]json.RawMessage, g *gatehouse.Generation, m *gateho
 			delete(usage, name)
 		}
 	}
+	usage["cost"] = g.Cost.AppendDecimal(nil)
+	usage["is_byok"] = strconv.AppendBool(nil, g.BYOK)
 	prompt, completion := m.CostSplit(g)
-	details := costDetailsJSON{UpstreamInferencePromptCost: usdOf(prompt), UpstreamInferenceCompletionsCost: usdOf(completion)}
+	d := make([]byte, 0, 128)
+	d = append(d, `{"upstream_inference_cost":`...)
 	if g.BYOK {
-		details.UpstreamInferenceCost = usdPtr(&g.Cost)
+		d = g.Cost.AppendDecimal(d)
+	} else {
+		d = append(d, "null"...)
 	}
-	set("cost", usdOf(g.Cost))
-	set("is_byok", g.BYOK)
-	set("cost_details", details)
+	d = prompt.AppendDecimal(append(d, `,"upstream_inference_prompt_cost":`...))
+	d = completion.AppendDecimal(append(d, `,"upstream_inference_completions_cost":`...))
+	usage["cost_details"] = append(d, '}')
 	obj["usage"] = jsonobj.Marshal(usage)
 }
 
 // tokenDetails keeps, of a provider's token details, the counts that are
 // whole numbers; nil when it gave no object.
 func tokenDetails(raw json.RawMessage) json.RawMessage {
-	var d map[string]json.RawMessage
-	if json.Unmarshal(raw, &d) != nil || d == nil {
+	d, err := jsonobj.Unmarshal(raw)
+	if err != nil {
 		return nil
 	}
 	for k, v := range d {

@@ -103,17 +103,17 @@ func checkReadObject(t *testing.T, body []byte) error {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i >= len(ms) || ms[i].key != k || !bytes.Equal(ms[i].canon, want) {
-			t.Fatalf("%q: member %d is %q: %s, want %q: %s", body, i, ms[i].key, ms[i].canon, k, want)
+		if i >= len(ms) || ms[i].Key != k || !bytes.Equal(ms[i].Canon, want) {
+			t.Fatalf("%q: member %d is %q: %s, want %q: %s", body, i, ms[i].Key, ms[i].Canon, k, want)
 		}
 		var written any
-		d := json.NewDecoder(bytes.NewReader(ms[i].raw))
+		d := json.NewDecoder(bytes.NewReader(ms[i].Value))
 		d.UseNumber()
-		if err := d.Decode(&written); err != nil || d.InputOffset() != int64(len(ms[i].raw)) {
-			t.Fatalf("%q: member %d's value as written is %q", body, i, ms[i].raw)
+		if err := d.Decode(&written); err != nil || d.InputOffset() != int64(len(ms[i].Value)) {
+			t.Fatalf("%q: member %d's value as written is %q", body, i, ms[i].Value)
 		}
 		if again, _ := json.Marshal(written); !bytes.Equal(again, want) {
-			t.Fatalf("%q: member %d's value as written is %q", body, i, ms[i].raw)
+			t.Fatalf("%q: member %d's value as written is %q", body, i, ms[i].Value)
 		}
 		if i == len(ms)-1 && dec.More() {
 			t.Fatalf("%q: %d members, want more", body, len(ms))
