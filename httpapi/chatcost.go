@@ -64,7 +64,7 @@ func (f *fingerprints) stamp(obj map[string]json.RawMessage) {
 	if v == "" {
 		v = f.own
 	}
-	obj["system_fingerprint"], _ = json.Marshal(v)
+	obj["system_fingerprint"] = jsonobj.AppendString(nil, v)
 }
 
 // withCost sets the usage of an answer object or final chunk to what was

@@ -285,10 +285,15 @@ func (j *chargeJournal) open() error {
 	return nil
 }
 
+// recordBuffers hold records being encoded: the write copies them.
+var recordBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
 // append writes a charge to the journal and returns its segment, once a
 // crash of this process cannot undo it.
 func (j *chargeJournal) append(e journalEntry) (int, error) {
-	record := e.appendJSON(make([]byte, 8, 1024))
+	buf := recordBuffers.Get().(*[]byte)
+	record := e.appendJSON(append((*buf)[:0], make([]byte, 8)...))
+	defer func() { *buf = record; recordBuffers.Put(buf) }()
 	payload := record[8:]
 	binary.LittleEndian.PutUint32(record[:4], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(record[4:], crc32.Checksum(payload, crc32c))

@@ -30,13 +30,18 @@ func Unmarshal(data []byte) (map[string]json.RawMessage, error) {
 	if !json.Valid(data) {
 		return nil, errors.New("jsonobj: invalid JSON")
 	}
-	ms, ok := Members(data)
-	if !ok {
+	i := skipSpace(data, 0)
+	if data[i] != '{' {
 		return nil, errors.New("jsonobj: not an object")
 	}
-	obj := make(map[string]json.RawMessage, len(ms))
-	for _, m := range ms {
-		obj[m.Key] = m.Value
+	obj := make(map[string]json.RawMessage, 8)
+	r := reader{b: data, i: i + 1}
+	for r.next() {
+		k, _ := r.key()
+		r.colon()
+		end := skipValue(data, r.i)
+		obj[k] = data[r.i:end:end]
+		r.i = end
 	}
 	return obj, nil
 }
@@ -48,7 +53,7 @@ func Members(v []byte) ([]Member, bool) {
 	if i == len(v) || v[i] != '{' {
 		return nil, false
 	}
-	var ms []Member
+	ms := make([]Member, 0, 8)
 	r := reader{b: v, i: i + 1}
 	for r.next() {
 		k, _ := r.key()
