@@ -19,6 +19,7 @@ import (
 	"gatehouse"
 	"gatehouse/egress"
 	"gatehouse/httpapi"
+	"gatehouse/internal/jsonlog"
 	"gatehouse/ratelimit"
 
 	"github.com/redis/go-redis/v9"
@@ -289,7 +290,7 @@ func newLogger(c Config, w io.Writer) *slog.Logger {
 	if logFormat(c, w) == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(jsonlog.New(w, opts))
 }
 
 // logFormat resolves the "auto" format: text on a terminal, else JSON.
