@@ -276,7 +276,7 @@ func appendCanonString(out, s []byte) ([]byte, bool) {
 			break
 		}
 	}
-	if plain || (utf8.Valid(s) && bytes.IndexByte(s, '\\') < 0 && bytes.IndexAny(s, "<>&\u2028\u2029") < 0) {
+	if plain || (utf8.Valid(s) && bytes.IndexByte(s, '\\') < 0 && !bytes.ContainsAny(s, "<>&\u2028\u2029")) {
 		return append(out, s...), true // control characters are not valid JSON
 	}
 	var v string
