@@ -354,7 +354,11 @@ func (s *streamState) line(line string) error {
 		s.c.Done = true
 		return nil
 	}
-	if obj, err := jsonobj.Unmarshal([]byte(data)); isData && err == nil {
+	var obj map[string]json.RawMessage
+	if isData {
+		obj, _ = jsonobj.Unmarshal([]byte(data)) // nil unless an object
+	}
+	if obj != nil {
 		if s.read(obj) {
 			if err := s.sendHeld(); err != nil {
 				return err

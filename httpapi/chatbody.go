@@ -126,6 +126,8 @@ func checkKeys(keys []string, known map[string]bool, where string) error {
 // checkKeysOf is checkKeys for a body whose known fields fold as folded
 // and whose refused fields are refused, each with its reason.
 func checkKeysOf(keys []string, known map[string]bool, folded, refused map[string]string, where string) error {
+	// Searched in a slice: the loop ends at the first key that is not
+	// known, so it sees at most one more key than known has.
 	folds := make([]string, 0, len(keys))
 	for _, k := range keys {
 		f := foldKey(k)
@@ -193,8 +195,11 @@ func checkContentParts(content json.RawMessage, where string) error {
 	if len(c) == 0 || c[0] != '[' {
 		return nil
 	}
+	if !json.Valid(c) {
+		return gatehouse.FieldError(where, "must be a string or an array of content parts")
+	}
 	parts, ok := jsonobj.Elements(c)
-	if !ok || !json.Valid(c) {
+	if !ok {
 		return gatehouse.FieldError(where, "must be a string or an array of content parts")
 	}
 	for j, p := range parts {

@@ -20,7 +20,9 @@ import (
 
 // Handler writes JSON lines to one writer.
 type Handler struct {
-	slow  *slog.JSONHandler
+	slow *slog.JSONHandler
+	// w is where the fast path writes, shared with slow; nil when the
+	// options ask for what only slog does (every record takes slow).
 	w     *lockedWriter
 	level slog.Leveler
 }

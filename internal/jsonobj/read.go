@@ -30,18 +30,14 @@ func Unmarshal(data []byte) (map[string]json.RawMessage, error) {
 	if !json.Valid(data) {
 		return nil, errors.New("jsonobj: invalid JSON")
 	}
-	i := skipSpace(data, 0)
-	if data[i] != '{' {
+	r, ok := open(data, '{')
+	if !ok {
 		return nil, errors.New("jsonobj: not an object")
 	}
 	obj := make(map[string]json.RawMessage, 8)
-	r := reader{b: data, i: i + 1}
 	for r.next() {
-		k, _ := r.key()
-		r.colon()
-		end := skipValue(data, r.i)
-		obj[k] = data[r.i:end:end]
-		r.i = end
+		k, v := r.member()
+		obj[k] = v
 	}
 	return obj, nil
 }
@@ -49,18 +45,14 @@ func Unmarshal(data []byte) (map[string]json.RawMessage, error) {
 // Members returns the members of the JSON object v in order, or false if
 // v is not an object. v must be valid JSON.
 func Members(v []byte) ([]Member, bool) {
-	i := skipSpace(v, 0)
-	if i == len(v) || v[i] != '{' {
+	r, ok := open(v, '{')
+	if !ok {
 		return nil, false
 	}
-	ms := make([]Member, 0, 8)
-	r := reader{b: v, i: i + 1}
+	var ms []Member
 	for r.next() {
-		k, _ := r.key()
-		r.colon()
-		end := skipValue(v, r.i)
-		ms = append(ms, Member{Key: k, Value: v[r.i:end:end]})
-		r.i = end
+		k, val := r.member()
+		ms = append(ms, Member{Key: k, Value: val})
 	}
 	return ms, true
 }
@@ -68,18 +60,27 @@ func Members(v []byte) ([]Member, bool) {
 // Elements returns the elements of the JSON array v, or false if v is not
 // an array. v must be valid JSON.
 func Elements(v []byte) ([]json.RawMessage, bool) {
-	i := skipSpace(v, 0)
-	if i == len(v) || v[i] != '[' {
+	r, ok := open(v, '[')
+	if !ok {
 		return nil, false
 	}
 	var es []json.RawMessage
-	r := reader{b: v, i: i + 1}
 	for r.next() {
 		end := skipValue(v, r.i)
 		es = append(es, v[r.i:end:end])
 		r.i = end
 	}
 	return es, true
+}
+
+// open returns a reader of the members or elements of v, if v is an object
+// ('{') or an array ('[') as asked.
+func open(v []byte, bracket byte) (reader, bool) {
+	i := skipSpace(v, 0)
+	if i == len(v) || v[i] != bracket {
+		return reader{}, false
+	}
+	return reader{b: v, i: i + 1}, true
 }
 
 // Canonical returns the members of the JSON object v in order (v must be
@@ -90,11 +91,11 @@ func Elements(v []byte) ([]json.RawMessage, bool) {
 // or a string holds a NUL, if an object has a key twice, or if arrays and
 // objects nest more than maxDepth levels (v itself is the first).
 func Canonical(v []byte, maxDepth int) ([]Member, bool) {
-	i := skipSpace(v, 0)
-	if i == len(v) || v[i] != '{' {
+	w, ok := open(v, '{')
+	if !ok {
 		return nil, false
 	}
-	w := reader{b: v, i: i + 1, out: make([]byte, 0, len(v)), maxDepth: maxDepth}
+	w.out, w.maxDepth = make([]byte, 0, len(v)), maxDepth
 	var spans []span
 	var index map[string]bool
 	for w.next() {
@@ -167,6 +168,16 @@ func (r *reader) next() bool {
 		r.i = skipSpace(r.b, r.i+1)
 	}
 	return true
+}
+
+// member reads the member at i: its key, unescaped, and its value as
+// written.
+func (r *reader) member() (string, json.RawMessage) {
+	k, _ := r.key()
+	r.colon()
+	start := r.i
+	r.i = skipValue(r.b, start)
+	return k, r.b[start:r.i:r.i]
 }
 
 // colon moves past the colon after a key, to the value.
