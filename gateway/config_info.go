@@ -238,15 +238,13 @@ func (l *loader) reasoning(v *yaml.Node) *gatehouse.ModelReasoning {
 	r := &gatehouse.ModelReasoning{}
 	l.mapping(v, "reasoning", map[string]func(*yaml.Node){
 		"mandatory":           func(v *yaml.Node) { r.Mandatory = l.boolean(v, "mandatory") },
-		"default_enabled":     func(v *yaml.Node) { r.DefaultEnabled = ptr(l.boolean(v, "default_enabled")) },
+		"default_enabled":     func(v *yaml.Node) { r.DefaultEnabled = new(l.boolean(v, "default_enabled")) },
 		"default_effort":      func(v *yaml.Node) { r.DefaultEffort = l.oneOf(v, "default_effort", gatehouse.ReasoningEfforts) },
 		"supported_efforts":   func(v *yaml.Node) { r.SupportedEfforts = l.listOf(v, "supported_efforts", gatehouse.ReasoningEfforts) },
-		"supports_max_tokens": func(v *yaml.Node) { r.SupportsMaxTokens = ptr(l.boolean(v, "supports_max_tokens")) },
+		"supports_max_tokens": func(v *yaml.Node) { r.SupportsMaxTokens = new(l.boolean(v, "supports_max_tokens")) },
 	})
 	if r.DefaultEffort != "" && r.SupportedEfforts != nil && !slices.Contains(r.SupportedEfforts, r.DefaultEffort) {
 		l.errorf(v, "default_effort", "%q is not among the supported_efforts (%s)", r.DefaultEffort, strings.Join(r.SupportedEfforts, ", "))
 	}
 	return r
 }
-
-func ptr[T any](v T) *T { return &v }

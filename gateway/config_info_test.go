@@ -77,8 +77,8 @@ func TestLoadProvidersDescriptions(t *testing.T) {
 		Tokenizer: "GPT", InstructType: "chatml", InputModalities: []string{"text", "image"}, OutputModalities: []string{"text"},
 		SupportedParameters: []string{"max_tokens", "temperature", "tools", "tool_choice", "structured_outputs"},
 		CacheReadPrice:      &readPrice, CacheWritePrice: &writePrice,
-		Reasoning: &gatehouse.ModelReasoning{DefaultEnabled: ptr(true), DefaultEffort: "medium",
-			SupportedEfforts: []string{"low", "medium", "high"}, SupportsMaxTokens: ptr(false)},
+		Reasoning: &gatehouse.ModelReasoning{DefaultEnabled: new(true), DefaultEffort: "medium",
+			SupportedEfforts: []string{"low", "medium", "high"}, SupportsMaxTokens: new(false)},
 		Categories: []string{"programming", "marketing/seo"}, Distillable: true, Quantization: "fp16", ImplicitCaching: true,
 	}
 	if diff := cmp.Diff(wantModel, m.ModelInfo); diff != "" {
@@ -159,7 +159,5 @@ func TestLoadProvidersInvalidDescriptions(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func slicesEqual(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }

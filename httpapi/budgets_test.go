@@ -6,13 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"gatehouse"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // budgetJSON is a workspace budget as the API shows it.
@@ -111,8 +112,8 @@ func TestWorkspaceBudgets(t *testing.T) {
 
 	var got budgetAnswer
 	e.do("GET", path+"/monthly", e.mgmt, nil).want(t, http.StatusOK).decode(t, &got)
-	if !reflect.DeepEqual(got, again) {
-		t.Errorf("GET monthly = %+v, want %+v", got, again)
+	if diff := cmp.Diff(again, got); diff != "" {
+		t.Errorf("GET monthly differs from the PUT's answer (-put +get):\n%s", diff)
 	}
 	e.setBudget("team", "daily", map[string]any{"limit_usd": 2})
 	e.setBudget("team", "weekly", map[string]any{"limit_usd": 10, "include_byok_in_budgets": false})

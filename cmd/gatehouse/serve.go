@@ -65,17 +65,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	served := false
+	var served bool
 	defer func() { unlock(served) }()
+	served, err = serveStore(ctx, cfg, lns, catalog, logger, stderr)
+	return err
+}
+
+// serveStore opens the store and serves on lns until ctx is cancelled; it
+// says whether the server got as far as serving, and closes all it opened.
+func serveStore(ctx context.Context, cfg Config, lns *listeners, catalog *gatehouse.Catalog, logger *slog.Logger, stderr io.Writer) (served bool, err error) {
 	store, closeStore, err := openServeStore(ctx, cfg, logger)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer closeStore()
 	reportUnreadable(ctx, store, logger)
 	metering, closeMetering, err := startMetering(ctx, cfg, store, logger)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer closeMetering()
 	pruneCtx, stopPruning := context.WithCancel(ctx)
@@ -83,15 +90,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	go pruneContent(pruneCtx, store, cfg.ContentRetention, logger)
 	handler, metrics, closeHandler, err := newServeHandler(ctx, cfg, store, catalog, logger, metering)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer closeHandler()
 	banner, err := bootstrap(ctx, cfg, store, logger)
 	if err != nil {
-		return err
+		return false, err
 	}
-	served = true
-	return serveOn(ctx, cfg, lns, handler, metrics, writeTimeout(catalog), logger, func(url string) {
+	return true, serveOn(ctx, cfg, lns, handler, metrics, writeTimeout(catalog), logger, func(url string) {
 		if banner != nil {
 			fmt.Fprint(stderr, banner(url))
 		}
