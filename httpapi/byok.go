@@ -99,10 +99,6 @@ func (s *Server) deleteBYOKKey(w http.ResponseWriter, r *http.Request, p *princi
 	if err != nil {
 		return err
 	}
-	var empty struct{}
-	if err := decodeOptional(w, r, &empty); err != nil {
-		return err
-	}
 	if err := s.store.DeleteBYOKKey(r.Context(), p.org(), id); err != nil {
 		return err
 	}

@@ -146,10 +146,6 @@ func (s *Server) deleteDestination(w http.ResponseWriter, r *http.Request, p *pr
 	if err != nil {
 		return err
 	}
-	var empty struct{}
-	if err := decodeOptional(w, r, &empty); err != nil {
-		return err
-	}
 	if err := s.destinations.Delete(r.Context(), p.org(), id); err != nil {
 		return err
 	}

@@ -200,6 +200,19 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, dst any) error {
 	return decode(w, r, dst)
 }
 
+// noBody serves an operation that takes no body: it accepts none, or an
+// empty JSON object, and refuses any other body (400, 415 or 413) before
+// the operation runs, so that a malformed request never deletes anything.
+func noBody(h authHandler) authHandler {
+	return func(w http.ResponseWriter, r *http.Request, p *principal) error {
+		var empty struct{}
+		if err := decodeOptional(w, r, &empty); err != nil {
+			return err
+		}
+		return h(w, r, p)
+	}
+}
+
 // checkContentType accepts a JSON (or absent) Content-Type.
 func checkContentType(r *http.Request) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
