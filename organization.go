@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Organization owns members, workspaces, keys, guardrails and destinations.
@@ -98,8 +99,10 @@ func ValidateUserID(field, id string) error {
 		return FieldError(field, "must be at most %d characters", MaxUserIDLength)
 	}
 	for _, r := range id {
-		if r < 0x21 || r == 0x7f {
-			return FieldError(field, "must not contain spaces or control characters")
+		// Graphic and not a space: no control or format character (the
+		// bidirectional controls among them), no space of any script.
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) {
+			return FieldError(field, "must not contain spaces, control or format characters (found U+%04X)", r)
 		}
 	}
 	return nil

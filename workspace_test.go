@@ -1,6 +1,7 @@
 package gatehouse_test
 
 import (
+	"strings"
 	"testing"
 
 	"gatehouse"
@@ -41,5 +42,27 @@ func TestCheckWorkspaceDeletion(t *testing.T) {
 		if diff := cmp.Diff(c.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", c.name, diff)
 		}
+	}
+}
+
+// TestValidateUserID checks the characters a user id may hold: any graphic
+// character of any script, but no space, control or format character of
+// any kind (a user id is shown in the console and the audit log, where a
+// bidirectional control would make it read as another).
+func TestValidateUserID(t *testing.T) {
+	for _, id := range []string{"user_abc", "ada@example.com", "Zoë-42", "用户", "a.b:c/d"} {
+		if err := gatehouse.ValidateUserID("id", id); err != nil {
+			t.Errorf("%q refused: %v", id, err)
+		}
+	}
+	for _, id := range []string{"a b", "a\tb", "a\u0007b", "a\u007fb", "u\u0085x", "u\u00a0x", "x\u2028", "admin\u202e",
+		"a\u2066b", "a\u200bb", "a\u200db", "a\ufeffb", "a\u3000b", "a\ue000b"} {
+		err := gatehouse.ValidateUserID("id", id)
+		if err == nil || !strings.Contains(err.Error(), "must not contain spaces, control or format characters") {
+			t.Errorf("%q: error %v, want a refusal naming the character", id, err)
+		}
+	}
+	if err := gatehouse.ValidateUserID("id", " "); err == nil {
+		t.Error("a blank id was accepted")
 	}
 }

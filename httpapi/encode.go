@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"gatehouse"
 )
@@ -168,6 +171,9 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err != nil {
 		return err
 	}
+	if err := checkUnicode(body); err != nil {
+		return err
+	}
 	if err := rejectNulls(dst, nulls); err != nil {
 		return err
 	}
@@ -177,6 +183,63 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 		return decodeError(err, reflect.TypeOf(dst).Elem())
 	}
 	return nil
+}
+
+// checkUnicode refuses text that is not Unicode: bytes that are not UTF-8,
+// and \u escapes of a lone UTF-16 surrogate. encoding/json would store
+// either as U+FFFD, so a name would be kept other than it was sent. (The
+// model-call bodies keep that leniency: a prompt cut inside an emoji by a
+// JavaScript client is still answered, and the provider gets the same
+// U+FFFD Gatehouse reads.) body is valid JSON: a backslash only occurs in
+// a string, as the start of an escape.
+func checkUnicode(body []byte) error {
+	if !utf8.Valid(body) {
+		i := 0
+		for i < len(body) {
+			r, n := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			i += n
+		}
+		return gatehouse.Errorf(gatehouse.EINVALID, "request body is not valid UTF-8 (at byte %d)", i)
+	}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		if body[i+1] != 'u' {
+			i++ // a two-character escape; its second byte may be a backslash
+			continue
+		}
+		r := hexRune(body[i+2 : i+6])
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00 && i+12 <= len(body) && body[i+6] == '\\' && body[i+7] == 'u' &&
+			utf16.DecodeRune(r, hexRune(body[i+8:i+12])) != unicode.ReplacementChar:
+			i += 11 // a pair
+		case utf16.IsSurrogate(r):
+			return gatehouse.Errorf(gatehouse.EINVALID, "request body holds %s at byte %d, half of a UTF-16 surrogate pair: text must be Unicode", body[i:i+6], i)
+		default:
+			i += 5
+		}
+	}
+	return nil
+}
+
+// hexRune returns the rune of four hexadecimal digits (valid JSON's).
+func hexRune(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
 }
 
 // decodeOptional is decode for operations whose body may be empty (such as

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"gatehouse"
 )
@@ -221,6 +222,9 @@ func FuzzDecode(f *testing.F) {
 			if !json.Valid(trimmed) || trimmed[0] != '{' {
 				t.Fatalf("decode accepted %q into %T: not one JSON object", body, dst)
 			}
+			if !utf8.Valid(body) {
+				t.Fatalf("decode accepted %q into %T: not UTF-8", body, dst)
+			}
 		}
 	})
 }
@@ -281,6 +285,44 @@ func TestCheckRequestText(t *testing.T) {
 		err := checkRequestText(r)
 		if got := gatehouse.ErrorCode(err); err != nil && got != tc.want || err == nil && tc.want != "" {
 			t.Errorf("%s %q %q: error %v, want code %q", tc.pattern, tc.value, tc.query, err, tc.want)
+		}
+	}
+}
+
+// TestCheckUnicode checks the refusal of text that is not Unicode in a
+// management body: bytes that are not UTF-8 and lone surrogate escapes,
+// wherever they are, while pairs, escaped backslashes and any other text
+// pass.
+func TestCheckUnicode(t *testing.T) {
+	for _, tt := range []struct {
+		body, err string
+	}{
+		{`{"name":"é😀 plain"}`, ""},
+		{`{"name":"\ud83d\ude00"}`, ""},
+		{`{"name":"\uD83D\uDE00x"}`, ""},
+		{`{"name":"\\ud800"}`, ""},
+		{`{"name":"\\\ud83d\ude00"}`, ""},
+		{`{"name":"\"\u00e9\n\t"}`, ""},
+		{`{"name":"\ufffd"}`, ""},
+		{`{"name":"\ud800"}`, `\ud800 at byte 9`},
+		{`{"name":"\udc00"}`, `\udc00 at byte 9`},
+		{`{"name":"\ud800\u0041"}`, `\ud800 at byte 9`},
+		{`{"name":"\ud800\ud800"}`, `\ud800 at byte 9`},
+		{`{"name":"\ud800x\udc00"}`, `\ud800 at byte 9`},
+		{`{"name":"a\"\uDBFF"}`, `\uDBFF at byte 12`},
+		{`{"\ud800":1}`, `\ud800 at byte 2`},
+		{`{"name":["ok","\ude00"]}`, `\ude00 at byte 15`},
+		{"{\"name\":\"\xff\"}", "not valid UTF-8 (at byte 9)"},
+		{"{\"name\":\"\xed\xa0\x80\"}", "not valid UTF-8 (at byte 9)"}, // a surrogate encoded as UTF-8
+	} {
+		err := checkUnicode([]byte(tt.body))
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%s: refused: %v", tt.body, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%s: error %v, want one saying %q", tt.body, err, tt.err)
+		case err != nil:
+			wantCode(t, err, gatehouse.EINVALID)
 		}
 	}
 }

@@ -53,8 +53,8 @@ func (s *Server) listInvitations() authHandler {
 }
 
 type createInvitationRequest struct {
-	Email string `json:"email"`
-	Role  string `json:"role"`
+	Email string  `json:"email"`
+	Role  *string `json:"role" null:"no"` // absent: org:member, or the member's own role
 }
 
 func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -62,7 +62,11 @@ func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request, p *pri
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	v, token, err := s.store.CreateInvitation(r.Context(), p.org(), gatehouse.InvitationCreate{Email: req.Email, Role: req.Role})
+	role, err := givenRole(req.Role)
+	if err != nil {
+		return err
+	}
+	v, token, err := s.store.CreateInvitation(r.Context(), p.org(), gatehouse.InvitationCreate{Email: req.Email, Role: role})
 	if err != nil {
 		return err
 	}

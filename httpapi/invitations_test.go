@@ -213,3 +213,19 @@ func TestMemberRole(t *testing.T) {
 		t.Errorf("audit entries of %s: %v", ada, entries)
 	}
 }
+
+// TestEmptyRoleRefused: a role that is given must be a role, on every
+// operation that takes one; only an absent role means the default.
+func TestEmptyRoleRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, path := range []string{"/api/v1/organization/members", "/api/v1/organization/invitations"} {
+		for _, role := range []any{"", " ", "admin", nil} {
+			e.unchanged(path, func() {
+				res := e.do("POST", path, e.mgmt, map[string]any{"email": "new@example.com", "role": role})
+				resWantError(t, res, http.StatusBadRequest, "role")
+			})
+		}
+	}
+	e.do("POST", "/api/v1/organization/members", e.mgmt, map[string]any{"email": "new@example.com"}).want(t, http.StatusCreated)
+}

@@ -17,7 +17,7 @@ type addMemberRequest struct {
 	Email     string  `json:"email"`
 	FirstName *string `json:"first_name"`
 	LastName  *string `json:"last_name"`
-	Role      string  `json:"role"`
+	Role      *string `json:"role" null:"no"` // absent: org:member; never empty
 }
 
 func (s *Server) addMember(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -31,8 +31,12 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request, p *principal)
 			return gatehouse.FieldError("id", "must not be empty; leave it out to have one generated")
 		}
 	}
+	role, err := givenRole(req.Role)
+	if err != nil {
+		return err
+	}
 	m, err := s.store.CreateMember(r.Context(), p.org(), gatehouse.MemberCreate{
-		ID: id, Email: req.Email, FirstName: req.FirstName, LastName: req.LastName, Role: req.Role})
+		ID: id, Email: req.Email, FirstName: req.FirstName, LastName: req.LastName, Role: role})
 	if err != nil {
 		return err
 	}
@@ -44,4 +48,13 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request, p *princip
 		return err
 	}
 	return writeJSON(w, http.StatusOK, deleted)
+}
+
+// givenRole returns the role a request names, "" when it names none: a
+// role that is given must be one, "" included.
+func givenRole(role *string) (string, error) {
+	if role == nil {
+		return "", nil
+	}
+	return *role, gatehouse.ValidateRole("role", *role, false)
 }
