@@ -109,9 +109,9 @@ func (a *Accountant) Admit(ctx context.Context, key *Key, chain []*Key, r *Reser
 // Settle replaces r's hold with its cost, at once in memory; the caller
 // writes it to the ledger and calls Written when that is done.
 func (a *Accountant) Settle(r *Reservation, cost Money) {
-	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	now := a.now() // under the lock: settles reach the counters in the order of their instants
 	for _, acct := range a.accounts(r) {
 		acct.held.add(r, -1)
 		c := &acct.Usage

@@ -38,17 +38,30 @@ func (c Counter) At(now time.Time) Usage {
 }
 
 // Add returns the counter after recording amount at now: totals of past
-// periods are dropped before the amount is added.
+// periods are dropped before the amount is added. An amount recorded at an
+// instant before a period the counter already holds (a charge written late,
+// or by another instance whose clock is behind) belongs to an earlier,
+// closed period: it is added to the total and to none of the newer
+// periods, which it must not reset either. So the counters stay the sums
+// of the ledger, whose entries carry the same instants.
 func (c Counter) Add(now time.Time, amount Money) Counter {
-	u := c.At(now)
-	return Counter{
-		Total:      u.Total + amount,
-		Day:        u.Daily + amount,
-		DayStart:   Daily.Start(now),
-		Week:       u.Weekly + amount,
-		WeekStart:  Weekly.Start(now),
-		Month:      u.Monthly + amount,
-		MonthStart: Monthly.Start(now),
+	c.Total += amount
+	c.Day, c.DayStart = addIn(Daily, c.Day, c.DayStart, now, amount)
+	c.Week, c.WeekStart = addIn(Weekly, c.Week, c.WeekStart, now, amount)
+	c.Month, c.MonthStart = addIn(Monthly, c.Month, c.MonthStart, now, amount)
+	return c
+}
+
+// addIn records amount at now in one period's total, which holds the spend
+// of the period that starts at start.
+func addIn(i Interval, total Money, start, now time.Time, amount Money) (Money, time.Time) {
+	switch at := i.Start(now); {
+	case at.Equal(start):
+		return total + amount, start
+	case at.Before(start):
+		return total, start // a closed period's spend
+	default:
+		return amount, at
 	}
 }
 

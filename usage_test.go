@@ -112,6 +112,35 @@ func TestCounterAccumulates(t *testing.T) {
 	}
 }
 
+// TestCounterLateCharge: a charge recorded at an instant before the periods
+// the counter holds (written late, or by an instance whose clock is behind)
+// counts in the total and in the periods it shares with them, and resets
+// none of the newer ones: the counters stay the sums of the ledger.
+func TestCounterLateCharge(t *testing.T) {
+	var c gatehouse.Counter
+	now := utcAt(2026, 11, 30, 0, 0, 0, 1) // a Monday, November's last day
+	c = c.Add(now, 5)
+	for i, s := range []struct {
+		at   time.Time
+		add  gatehouse.Money
+		want gatehouse.Usage // read at now
+	}{
+		{utcAt(2026, 11, 29, 23, 59, 59, 999), 1, usageOf(6, 5, 5, 6)}, // Sunday: last week, same month
+		{utcAt(2026, 10, 31, 23, 0, 0, 0), 2, usageOf(8, 5, 5, 6)},     // last month
+		{now, 4, usageOf(12, 9, 9, 10)},                                // the periods still count on
+	} {
+		c = c.Add(s.at, s.add)
+		if got := c.At(now); got != s.want {
+			t.Fatalf("step %d (%v, +%d): %+v, want %+v", i, s.at, s.add, got, s.want)
+		}
+	}
+	// Tuesday, December 1st: the day and the month start again, the week goes on.
+	dec := utcAt(2026, 12, 1, 0, 0, 0, 0)
+	if got, want := c.Add(dec, 8).At(dec), usageOf(20, 8, 17, 8); got != want {
+		t.Fatalf("December 1st: %+v, want %+v", got, want)
+	}
+}
+
 func TestUsageIn(t *testing.T) {
 	u := usageOf(1, 2, 3, 4)
 	for i, want := range map[gatehouse.Interval]gatehouse.Money{

@@ -117,3 +117,47 @@ func openWithKey(t *testing.T, name string) (*sqlite.DB, *gatehouse.Organization
 	}
 	return db, org, k
 }
+
+// TestLedgerHoldAfterKeyDeleted: a call admitted in memory whose key is
+// deleted before the ledger writes its hold is still charged when it
+// settles: the hold is written under the organization of its ledger entry,
+// and the settle writes the entry and charges the workspace's budget.
+func TestLedgerHoldAfterKeyDeleted(t *testing.T) {
+	ctx := context.Background()
+	db, org, k := openWithKey(t, "deleted.db")
+	if _, err := db.SetWorkspaceBudget(ctx, org.ID, k.WorkspaceID, gatehouse.Monthly,
+		gatehouse.WorkspaceBudgetSet{LimitUSD: gatehouse.Val(gatehouse.USD(1))}); err != nil {
+		t.Fatal(err)
+	}
+	budgets, err := db.BudgetsForKey(ctx, k)
+	if err != nil || len(budgets) != 1 {
+		t.Fatalf("BudgetsForKey: %v, %v", budgets, err)
+	}
+	ledger := db.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: 500, Budgets: budgets, ExpiresAt: time.Now().Add(time.Hour),
+		Generation: &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: org.ID, WorkspaceID: k.WorkspaceID, KeyHash: k.Hash,
+			Model: "m", Provider: "p"}}
+	if err := db.DeleteKey(ctx, org.ID, k.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ledger.Hold(r); err != nil {
+		t.Fatalf("Hold: %v", err)
+	}
+	g := *r.Generation
+	g.Cost, g.Status = 300, gatehouse.GenerationCompleted
+	settled := make(chan error, 1)
+	ledger.Settle(r, &g, func(err error) { settled <- err })
+	if err := ledger.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-settled; err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	if stored, err := db.FindGeneration(ctx, org.ID, g.ID); err != nil || stored.Cost != 300 {
+		t.Fatalf("ledger entry %+v, %v; want one of 300", stored, err)
+	}
+	u, _, err := db.BudgetUsage(ctx, budgets[0].GuardrailID, budgets[0].Subject)
+	if err != nil || u.Total != 300 {
+		t.Fatalf("workspace budget usage %+v, %v; want 300", u, err)
+	}
+}

@@ -169,8 +169,12 @@ func (tx *Tx) lockKey(ctx context.Context, hash string, forUpdate bool) (*gateho
 const keyByHash = `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`
 
 // insertHolds writes reservations: each with the budgets and the chain of
-// keys it holds against. One of a key or budget deleted since it was
-// admitted is left out: there is nothing left for it to hold against.
+// keys it holds against. A call whose key was deleted since it was
+// admitted still runs, and is written under the organization of its
+// ledger entry, so that its settle charges it (as a reservation written
+// before the deletion is: it outlives its key); a lease of a deleted key
+// is left out, and so is a budget deleted meanwhile: there is nothing left
+// to hold against.
 func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) error {
 	var hashes, guardrails []string
 	for _, r := range rs {
@@ -182,6 +186,27 @@ func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) erro
 	keys, err := tx.existing(ctx, `SELECT hash, organization_id FROM api_keys`, "hash", hashes)
 	if err != nil {
 		return err
+	}
+	var orphans []*gatehouse.Reservation
+	for _, r := range rs {
+		if _, ok := keys[r.KeyHash]; !ok && !r.Lease && r.Generation != nil && r.Generation.OrganizationID != "" {
+			orphans = append(orphans, r)
+		}
+	}
+	if len(orphans) > 0 {
+		var ids []string
+		for _, r := range orphans {
+			ids = append(ids, r.Generation.OrganizationID)
+		}
+		orgs, err := tx.existing(ctx, `SELECT id, id FROM organizations`, "id", ids)
+		if err != nil {
+			return err
+		}
+		for _, r := range orphans {
+			if org, ok := orgs[r.Generation.OrganizationID]; ok {
+				keys[r.KeyHash] = org
+			}
+		}
 	}
 	live, err := tx.existing(ctx, `SELECT id, id FROM budgets`, "id", guardrails)
 	if err != nil {

@@ -21,6 +21,7 @@ func testUsagePlane(t *testing.T, open Opener) {
 		{"Settle", testPlaneSettle},
 		{"SettleIsOneTransaction", testPlaneSettleAtomic},
 		{"SettleGone", testPlaneSettleGone},
+		{"SettleAfterKeyDeleted", testPlaneSettleAfterKeyDeleted},
 		{"GuardrailsForKey", testPlaneGuardrailsForKey},
 		{"GuardrailsForKeyFollowWrites", testPlaneGuardrailsFollowWrites},
 		{"BudgetSubjects", testPlaneBudgetSubjects},
@@ -326,6 +327,39 @@ func testPlaneSettleGone(t *testing.T, open Opener) {
 	wantUsage(t, "key usage", f.readKey(t, k.Hash).Usage.At(now), cents(15), cents(15), cents(15), cents(15))
 	u, _ := f.budgetUsage(t, gr.ID, gatehouse.KeySubject(k.Hash))
 	wantUsage(t, "budget usage", u, cents(15), cents(15), cents(15), cents(15))
+}
+
+// testPlaneSettleAfterKeyDeleted: a call still running when its key is
+// deleted (a stream, say) is charged when it settles: its ledger entry is
+// written, and its cost reaches the key it was minted from, its guardrail
+// budget and its workspace's budget; only the deleted key's own counters,
+// gone with it, are not charged. Settling it again charges nothing.
+func testPlaneSettleAfterKeyDeleted(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	parent := f.newKey(t, f.org.ID, gatehouse.KeyCreate{Name: "parent", Limit: new(cents(100))})
+	minted := f.mintedKey(t, parent, nil)
+	gr := f.budgetGuardrail(t, "own", gatehouse.USD(1), gatehouse.Daily, false)
+	f.assignKey(t, gr, minted)
+	ws := f.setBudget(t, minted.WorkspaceID, gatehouse.Monthly, gatehouse.USD(1))
+	r := f.mustReserve(t, minted, cents(50), false, f.allBudgets(t, minted))
+	ok(t, f.deleteKey(minted))
+	g := generation(minted, cents(30), false)
+	ok(t, f.store.Settle(f.ctx, r.ID, g))
+	stored, err := f.store.FindGeneration(f.ctx, f.org.ID, g.ID)
+	ok(t, err)
+	if stored.Cost != cents(30) || stored.KeyHash != minted.Hash {
+		t.Errorf("ledger entry %+v, want $0.30 of the deleted key", stored)
+	}
+	now := f.clock.Now()
+	wantUsage(t, "parent usage", f.readKey(t, parent.Hash).Usage.At(now), cents(30), cents(30), cents(30), cents(30))
+	u, _ := f.budgetUsage(t, gr.ID, gatehouse.KeySubject(minted.Hash))
+	wantUsage(t, "guardrail budget usage", u, cents(30), cents(30), cents(30), cents(30))
+	u, _ = f.budgetUsage(t, ws.ID, gatehouse.WorkspaceSubject(minted.WorkspaceID))
+	wantUsage(t, "workspace budget usage", u, cents(30), cents(30), cents(30), cents(30))
+	wantCode(t, f.store.Settle(f.ctx, r.ID, generation(minted, cents(30), false)), gatehouse.ENOTFOUND)
+	// What the parent may still spend counts the charge.
+	_, err = f.reserve(parent, cents(71), false, f.budgets(t, parent))
+	wantMeta(t, err, "limit_remaining", cents(70))
 }
 
 // applied renders the guardrails of a key as "name subject" lines.
