@@ -522,6 +522,10 @@ type UpstreamError struct {
 	ProviderStatus int
 	Raw            []byte // the provider's error body, when it was JSON
 	Err            error  // the cause, for the log: such as the network error
+	// Delivered says that the provider had received the whole request
+	// when the call broke off without an answer (known for streams): it
+	// may have worked on it, and billed it.
+	Delivered bool
 }
 
 // Error describes the failure for the log, with its cause.

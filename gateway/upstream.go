@@ -16,7 +16,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gatehouse"
@@ -84,8 +86,20 @@ func (c *Client) forward(ctx context.Context, call gatehouse.CompletionCall, w g
 	if err != nil {
 		return gatehouse.Completion{}, err
 	}
+	var delivered atomic.Bool
+	if call.Stream {
+		// A stream stops with its client: whether the provider had the
+		// request by then decides whether the call is charged.
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+			delivered.Store(i.Err == nil)
+		}})
+	}
 	resp, err := c.post(ctx, p, call.APIKey, a.path, body)
 	if err != nil {
+		var ue *gatehouse.UpstreamError
+		if errors.As(err, &ue) && ue.Kind == gatehouse.UpstreamUnreachable {
+			ue.Delivered = delivered.Load()
+		}
 		return gatehouse.Completion{}, err
 	}
 	defer resp.Body.Close()

@@ -233,6 +233,59 @@ func TestChatCompletionClientDisconnect(t *testing.T) {
 	}
 }
 
+// TestChatCompletionStreamLeftBeforeAnswer: the client of a stream leaves
+// after the provider has the request but before it answers (a long
+// prefill, say). The call is canceled at the provider, which may have
+// worked on it, so it is charged what was reserved, as a stream cut short
+// is; it is not free.
+func TestChatCompletionStreamLeftBeforeAnswer(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, func(u *fakeUpstream) { u.delay = time.Minute }, nil)
+	srv := httptest.NewServer(e.handler)
+	t.Cleanup(srv.Close)
+	data, _ := json.Marshal(chatBody("acme/exact", "stream", true, "max_tokens", 100))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/v1/chat/completions", bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	errc := make(chan error, 1)
+	go func() {
+		res, err := srv.Client().Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		errc <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); len(e.up.requests()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the upstream got no request")
+		}
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the request was answered")
+	}
+	select {
+	case <-e.up.canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream call was not canceled")
+	}
+	var statuses []string
+	var costs []gatehouse.Money
+	held := 1
+	for deadline := time.Now().Add(10 * time.Second); (len(statuses) == 0 || held != 0) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		statuses, costs, held = e.ledger(e.hash)
+	}
+	if len(statuses) != 1 || statuses[0] != "partial" || costs[0] != 100_000_000 || held != 0 {
+		t.Fatalf("ledger %v %v, %d reservations; want one partial entry at the reservation", statuses, costs, held)
+	}
+	if m := e.money(e.hash); m.Usage != 100_000_000 {
+		t.Errorf("usage %s, want the reservation", m.Usage)
+	}
+}
+
 // sseClient posts a streamed chat completion to a real server running the
 // environment's handler and returns the response, its body open.
 func (e *chatEnv) sseClient(ctx context.Context, srv *httptest.Server, body any) *http.Response {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -69,7 +70,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall)
 	if sw.heldErr != nil {
 		err = sw.heldErr
 	}
-	if err != nil && !sw.started {
+	if err != nil && !sw.started && !deliveredToLeaver(r, c, err) {
 		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
 			s.logger.Warn("release failed; the reservation stays open and is charged what it reserved when it expires", "reservation_id", m.Reservation.ID, "error", rerr.Error())
 		}
@@ -84,6 +85,16 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall)
 		}
 	}
 	return s.settleAndSend(w, r, m, c.form, done, err, sw, gone)
+}
+
+// deliveredToLeaver reports a stream whose client left before its first
+// byte, after the provider had the request: the provider may have worked
+// on it (and billed it), so it is charged as a stream cut short is, what
+// was reserved, rather than released. (One the provider never received
+// is free, as any call that failed is.)
+func deliveredToLeaver(r *http.Request, c modelCall, err error) bool {
+	var ue *gatehouse.UpstreamError
+	return c.metered.Stream && r.Context().Err() != nil && errors.As(err, &ue) && ue.Delivered
 }
 
 // settleAndSend meters a call that was answered (callErr: a stream that
