@@ -209,7 +209,7 @@ func CheckModel(guardrails []AppliedGuardrail, modelSlug, provider string) error
 			{"allowed_models", g.AllowedModels, modelSlug, true},
 			{"ignored_models", g.IgnoredModels, modelSlug, false},
 		} {
-			if rule.list == nil || slices.Contains(rule.list, rule.value) == rule.allow {
+			if rule.list == nil || listed(rule.list, rule.value, !rule.allow) == rule.allow {
 				continue
 			}
 			what := "is not in the"
@@ -223,6 +223,18 @@ func CheckModel(guardrails []AppliedGuardrail, modelSlug, provider string) error
 		}
 	}
 	return nil
+}
+
+// listed reports whether value is in list; folded compares letters
+// whatever their case (Unicode case folding). Deny lists are read folded: an entry written in
+// another case than the catalog's slug ("fake/echo2" for "fake/Echo2")
+// still denies the model, rather than silently naming nothing. Allow lists
+// are exact: a wrong case there denies, which is the safe way to fail.
+func listed(list []string, value string, folded bool) bool {
+	if !folded {
+		return slices.Contains(list, value)
+	}
+	return slices.ContainsFunc(list, func(v string) bool { return strings.EqualFold(v, value) })
 }
 
 // Budget is a spending limit as it applies to one request: a guardrail's
