@@ -300,6 +300,19 @@ func CheckMintDepth(depth int) error {
 	return nil
 }
 
+// CheckMintedChain refuses a code from a minted key whose chain is dead:
+// a key it was minted from (ancestors, parent first; nil: deleted) is
+// disabled, expired or deleted. The key can no longer spend, so neither
+// can what it would mint.
+func CheckMintedChain(ancestors []*Key, now time.Time) error {
+	for _, a := range ancestors {
+		if a == nil || !a.Active(now) {
+			return Errorf(EFORBIDDEN, "this key was minted through OAuth from a key that is now disabled, expired or deleted: it cannot create authorization codes")
+		}
+	}
+	return nil
+}
+
 // MintedFrom checks, when a minted key reserves, one key of the chain it
 // was minted from (ancestor nil: deleted). What a minted key spends, its
 // parent spends too: the ancestor must be active, and the reservation must

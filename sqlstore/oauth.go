@@ -178,6 +178,9 @@ func (tx *Tx) codeCreator(ctx context.Context, orgID string, c *gatehouse.AuthCo
 	if err := gatehouse.CheckMintDepth(len(ancestors)); err != nil {
 		return nil, err
 	}
+	if err := gatehouse.CheckMintedChain(ancestors, tx.now); err != nil {
+		return nil, err
+	}
 	reserved, err := tx.reservedForKey(ctx, k)
 	if err != nil {
 		return nil, err

@@ -93,6 +93,10 @@ func testOAuthMintedDiesWithCreator(t *testing.T, open Opener) {
 			for _, k := range []*gatehouse.Key{minted, grandchild} {
 				_, err := f.reserve(k, cents(1), false, f.budgets(t, k))
 				wantCode(t, err, gatehouse.EFORBIDDEN)
+				// Nor can it mint a key, which could not spend either.
+				_, err = f.store.CreateAuthCode(f.ctx, f.org.ID, nil, gatehouse.AuthCodeCreate{
+					CallbackURL: "https://app.example.com/cb", CreatorKeyHash: k.Hash})
+				wantMessage(t, err, gatehouse.EFORBIDDEN, "this key was minted through OAuth from a key that is now disabled, expired or deleted")
 			}
 		})
 	}
