@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -62,7 +63,7 @@ func (c *AuthCodeCreate) Validate(now time.Time) error {
 		return FieldError("callback_url", "is required")
 	}
 	if !validCallbackURL(c.CallbackURL) {
-		return FieldError("callback_url", "must be an https URL, or an http URL on localhost or 127.0.0.1")
+		return FieldError("callback_url", "must be an https URL, or an http URL on localhost or 127.0.0.1, whose host is a DNS name or an IP address")
 	}
 	if c.CodeChallenge != nil {
 		if !validPKCEString(*c.CodeChallenge) {
@@ -100,7 +101,7 @@ func (c *AuthCodeCreate) Validate(now time.Time) error {
 
 func validCallbackURL(s string) bool {
 	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.User != nil {
+	if err != nil || u.Host == "" || u.User != nil || !validHost(u.Hostname()) {
 		return false
 	}
 	switch u.Scheme {
@@ -108,9 +109,36 @@ func validCallbackURL(s string) bool {
 		return true
 	case "http":
 		h := u.Hostname()
-		return h == "localhost" || h == "127.0.0.1" || (net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback())
+		return strings.EqualFold(h, "localhost") || (net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback())
 	}
 	return false
+}
+
+// validHost reports whether h is an IP address or a DNS host name: labels
+// of letters, digits and inner hyphens, up to 63 characters each and 253
+// in all. Go's URL parser lets through hosts such as "*", "a;b" or "a,b",
+// and the origin of a callback goes into the authorization page's
+// Content-Security-Policy (form-action), where those would widen it or add
+// a directive.
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // CallbackOrigin returns the scheme://host[:port] of a callback URL, which
