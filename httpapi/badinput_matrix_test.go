@@ -121,6 +121,14 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		"POST /api/v1/byok":        mxWith(mxWith(byok, "provider", "acme"), "workspace_id", "default"),
 		"PATCH /api/v1/byok/{id}":  byok,
 		"DELETE /api/v1/byok/{id}": {},
+		// The other operations without a body take {} as well.
+		"DELETE /api/v1/keys/{hash}":                                 {},
+		"DELETE /api/v1/workspaces/{id}":                             {},
+		"DELETE /api/v1/workspaces/{id}/budgets/{interval}":          {},
+		"DELETE /api/v1/guardrails/{id}":                             {},
+		"DELETE /api/v1/organization/members/{user_id}":              {},
+		"DELETE /api/v1/organization/invitations/{id}":               {},
+		"POST /api/v1/organization/members/{user_id}/password-reset": {},
 		"POST /api/v1/analytics/query": {
 			"metrics": []any{"request_count", "total_usage"}, "dimensions": []any{"model"}, "granularity": "day",
 			"time_range": map[string]any{"start": "2027-03-10T00:00:00Z", "end": "2027-03-17T00:00:00.000Z"},

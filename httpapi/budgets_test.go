@@ -90,11 +90,15 @@ func TestWorkspaceBudgets(t *testing.T) {
 			}
 		}
 		for _, method := range []string{"GET", "PUT", "DELETE"} {
-			res := e.do(method, path+"/yearly", e.mgmt, map[string]any{"limit_usd": 1}).want(t, http.StatusBadRequest)
+			var body any // a GET or DELETE takes none
+			if method == "PUT" {
+				body = map[string]any{"limit_usd": 1}
+			}
+			res := e.do(method, path+"/yearly", e.mgmt, body).want(t, http.StatusBadRequest)
 			if msg := res.errorMessage(t); msg != "interval: must be one of daily, weekly, monthly or lifetime" {
 				t.Errorf("%s yearly: %q", method, msg)
 			}
-			e.do(method, "/api/v1/workspaces/nope/budgets/daily", e.mgmt, map[string]any{"limit_usd": 1}).want(t, http.StatusNotFound)
+			e.do(method, "/api/v1/workspaces/nope/budgets/daily", e.mgmt, body).want(t, http.StatusNotFound)
 		}
 		e.do("GET", "/api/v1/workspaces/nope/budgets", e.mgmt, nil).want(t, http.StatusNotFound)
 		res = e.do("GET", path+"/daily", e.mgmt, nil).want(t, http.StatusNotFound)
@@ -104,7 +108,11 @@ func TestWorkspaceBudgets(t *testing.T) {
 		// Another organization's workspace is not found, by slug or id.
 		for _, ref := range []string{"team", ws} {
 			for _, method := range []string{"GET", "PUT", "DELETE"} {
-				e.do(method, "/api/v1/workspaces/"+ref+"/budgets/monthly", mgmtB, map[string]any{"limit_usd": 1}).want(t, http.StatusNotFound)
+				var body any
+				if method == "PUT" {
+					body = map[string]any{"limit_usd": 1}
+				}
+				e.do(method, "/api/v1/workspaces/"+ref+"/budgets/monthly", mgmtB, body).want(t, http.StatusNotFound)
 			}
 			e.do("GET", "/api/v1/workspaces/"+ref+"/budgets", mgmtB, nil).want(t, http.StatusNotFound)
 		}

@@ -27,10 +27,15 @@ const maxQueryText = 1000
 // returned (limit 0); with offset alone, the rest of it.
 func modelPage(r *http.Request) (offset, limit int, err error) {
 	q := r.URL.Query()
-	if offset, err = intParam(q.Get("offset"), "offset", 0, 0, maxOffset); err != nil {
+	for _, name := range []string{"offset", "limit"} {
+		if vs := q[name]; len(vs) == 1 && vs[0] == "" {
+			delete(q, name) // the catalog reads an empty parameter as absent
+		}
+	}
+	if offset, err = intParam(q, "offset", 0, 0, maxOffset); err != nil {
 		return 0, 0, err
 	}
-	if limit, err = intParam(q.Get("limit"), "limit", 0, 1, maxModelLimit); err != nil {
+	if limit, err = intParam(q, "limit", 0, 1, maxModelLimit); err != nil {
 		return 0, 0, err
 	}
 	return offset, limit, nil
@@ -97,6 +102,11 @@ func (p *queryParser) fail(name, format string, args ...any) {
 func (p *queryParser) get(name string) string {
 	v := p.q.Get(name)
 	switch {
+	case len(p.q[name]) > 1:
+		if p.err == nil {
+			p.err = repeatedParam(name)
+		}
+		return ""
 	case !plainText(v):
 		p.fail(name, "must be UTF-8 text without NUL characters")
 		return ""
@@ -141,7 +151,11 @@ func (p *queryParser) oneOf(name string, allowed []string) string {
 }
 
 func (p *queryParser) integer(name string) int {
-	n, err := intParam(p.text(name), name, 0, 0, math.MaxInt32)
+	v := p.text(name)
+	if v == "" {
+		return 0 // absent, or empty: the catalog reads both alike
+	}
+	n, err := intParam(url.Values{name: {v}}, name, 0, 0, math.MaxInt32)
 	if err != nil && p.err == nil {
 		p.err = err
 	}

@@ -279,9 +279,12 @@ func noBody(h authHandler) authHandler {
 // checkContentType accepts a JSON (or absent) Content-Type.
 func checkContentType(r *http.Request) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
+		mt, params, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return gatehouse.Errorf(gatehouse.EUNSUPPORTED, "Content-Type must be application/json (with curl, add -H 'Content-Type: application/json')")
+		}
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+			return gatehouse.Errorf(gatehouse.EUNSUPPORTED, "Content-Type's charset must be utf-8 (the body is read as UTF-8), not %q", cs)
 		}
 	}
 	return nil

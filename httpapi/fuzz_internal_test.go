@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -79,10 +80,14 @@ func FuzzIntParam(f *testing.F) {
 			def, lo, hi   int
 			wantDefaulted bool
 		}{
-			{"offset", 0, 0, maxOffset, raw == ""},
-			{"limit", gatehouse.DefaultPageSize, 1, gatehouse.MaxPageSize, raw == ""},
+			{"offset", 0, 0, maxOffset, false},
+			{"limit", gatehouse.DefaultPageSize, 1, gatehouse.MaxPageSize, false},
 		} {
-			v, err := intParam(raw, b.name, b.def, b.lo, b.hi)
+			if v, err := intParam(url.Values{}, b.name, b.def, b.lo, b.hi); err != nil || v != b.def {
+				t.Fatalf("intParam without %s = %d, %v; want the default %d", b.name, v, err, b.def)
+			}
+			// Given, even empty, the value must be an integer in range.
+			v, err := intParam(url.Values{b.name: {raw}}, b.name, b.def, b.lo, b.hi)
 			if err != nil {
 				wantCode(t, err, gatehouse.EINVALID)
 				if !strings.Contains(gatehouse.ErrorMessage(err), b.name) {

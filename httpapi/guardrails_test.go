@@ -79,10 +79,6 @@ func TestGuardrailList(t *testing.T) {
 	for _, q := range []string{"offset=-1", "offset=x", "offset=0.5", "limit=0", "limit=-1", "limit=101",
 		"limit=1000", "limit=x", "limit=", "offset=%20"} {
 		field := strings.Split(q, "=")[0]
-		if q == "limit=" { // empty means absent
-			e.do("GET", "/api/v1/guardrails?"+q, e.mgmt, nil).want(t, http.StatusOK)
-			continue
-		}
 		resWantError(t, e.do("GET", "/api/v1/guardrails?"+q, e.mgmt, nil), http.StatusBadRequest, field)
 	}
 	for _, ws := range []string{"00000000-0000-4000-8000-000000000000", "nope"} {

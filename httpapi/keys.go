@@ -26,13 +26,13 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p *principal) 
 	if err != nil {
 		return err
 	}
-	offset, err := intParam(r.URL.Query().Get("offset"), "offset", 0, 0, maxOffset)
+	offset, err := intParam(r.URL.Query(), "offset", 0, 0, maxOffset)
 	if err != nil {
 		return err
 	}
 	// The official client sends no limit and reads up to 100 keys a page;
 	// a smaller page may be asked for.
-	limit, err := intParam(r.URL.Query().Get("limit"), "limit", gatehouse.MaxKeysPerList, 1, gatehouse.MaxKeysPerList)
+	limit, err := intParam(r.URL.Query(), "limit", gatehouse.MaxKeysPerList, 1, gatehouse.MaxKeysPerList)
 	if err != nil {
 		return err
 	}

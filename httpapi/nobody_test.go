@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +63,57 @@ func TestBodilessOperationsRefuseBodies(t *testing.T) {
 			body, ct = "", ""
 		}
 		e.sendRawBody(op.method, op.path, e.mgmt, ct, body).want(t, op.status)
+	}
+}
+
+// TestNonCanonicalPathIsNotFound: a path with an empty, . or .. segment is
+// a JSON 404, not ServeMux's redirect to the cleaned path (which a client
+// following it would replay, a DELETE included, on another route), and
+// changes nothing.
+func TestNonCanonicalPathIsNotFound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	hash, _ := e.createKey(e.mgmt, map[string]any{"name": "kept"})
+	for _, p := range []string{
+		"/api/v1/workspaces/../keys/" + hash,
+		"/api/v1/keys/./" + hash,
+		"/api/v1//keys/" + hash,
+		"/api/v1/keys/" + hash + "/..",
+		"/api/v1/keys/%2e%2e/keys/" + hash,
+	} {
+		e.unchanged(p, func() {
+			req := httptest.NewRequest("DELETE", "/", nil)
+			req.URL.Path, req.URL.RawPath = p, ""
+			if strings.Contains(p, "%") {
+				req = httptest.NewRequest("DELETE", p, nil)
+			}
+			req.Header.Set("Authorization", "Bearer "+e.mgmt)
+			res := e.send(req)
+			resWantError(t, res, http.StatusNotFound, "no such route")
+			if loc := res.Header.Get("Location"); loc != "" {
+				t.Errorf("%s: Location %q", p, loc)
+			}
+		})
+	}
+	e.do("GET", "/api/v1/keys/"+hash, e.mgmt, nil).want(t, http.StatusOK)
+}
+
+// TestContentTypeCharset: a JSON body is read as UTF-8, so a Content-Type
+// naming another charset is a 415 (it would be read other than sent), on
+// management and model calls alike; utf-8 in any case is accepted.
+func TestContentTypeCharset(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, key := e.createKey(e.mgmt, map[string]any{"name": "caller"})
+	for _, cs := range []string{"utf-16", "latin1", "iso-8859-1"} {
+		ct := "application/json; charset=" + cs
+		e.unchanged(ct, func() {
+			resWantError(t, e.sendRawBody("POST", "/api/v1/keys", e.mgmt, ct, `{"name":"k"}`), http.StatusUnsupportedMediaType, "charset")
+			resWantError(t, e.sendRawBody("POST", "/api/v1/chat/completions", key, ct, `{"model":"a/b","messages":[]}`),
+				http.StatusUnsupportedMediaType, "charset")
+		})
+	}
+	for _, cs := range []string{"utf-8", "UTF-8", "utf8"} {
+		e.sendRawBody("POST", "/api/v1/keys", e.mgmt, "application/json; charset="+cs, `{"name":"k"}`).want(t, http.StatusCreated)
 	}
 }

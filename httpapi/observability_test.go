@@ -340,13 +340,13 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ method, path, allow string }{
-		{"DELETE", "/api/v1/keys", "GET, POST"},
-		{"PUT", "/api/v1/keys/" + hash, "GET, PATCH, DELETE"},
-		{"POST", "/api/v1/key", "GET"},
+		{"DELETE", "/api/v1/keys", "GET, HEAD, POST"},
+		{"PUT", "/api/v1/keys/" + hash, "GET, HEAD, PATCH, DELETE"},
+		{"POST", "/api/v1/key", "GET, HEAD"},
 		{"GET", "/api/v1/auth/keys", "POST"},
-		{"POST", "/healthz", "GET"},
-		{"DELETE", "/api/v1/guardrails/assignments/keys", "GET"},
-		{"PATCH", "/api/v1/organization/members", "GET, POST"},
+		{"POST", "/healthz", "GET, HEAD"},
+		{"DELETE", "/api/v1/guardrails/assignments/keys", "GET, HEAD"},
+		{"PATCH", "/api/v1/organization/members", "GET, HEAD, POST"},
 	} {
 		e.unchanged(c.method+" "+c.path, func() {
 			res := e.do(c.method, c.path, e.mgmt, nil).want(t, http.StatusMethodNotAllowed)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -17,10 +18,10 @@ func pageParams(r *http.Request) (gatehouse.Page, error) {
 	p := gatehouse.Page{Limit: gatehouse.DefaultPageSize}
 	q := r.URL.Query()
 	var err error
-	if p.Offset, err = intParam(q.Get("offset"), "offset", 0, 0, maxOffset); err != nil {
+	if p.Offset, err = intParam(q, "offset", 0, 0, maxOffset); err != nil {
 		return p, err
 	}
-	if p.Limit, err = intParam(q.Get("limit"), "limit", gatehouse.DefaultPageSize, 1, gatehouse.MaxPageSize); err != nil {
+	if p.Limit, err = intParam(q, "limit", gatehouse.DefaultPageSize, 1, gatehouse.MaxPageSize); err != nil {
 		return p, err
 	}
 	return p, nil
@@ -46,11 +47,15 @@ func list[T, J any](find func(r *http.Request, p *principal, page gatehouse.Page
 const maxOffset = 1 << 31
 
 // intParam parses an integer query parameter within [lo, hi].
-func intParam(raw, name string, def, lo, hi int) (int, error) {
-	if raw == "" {
+func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
+	vs, given := q[name]
+	if !given {
 		return def, nil
 	}
-	v, err := strconv.Atoi(raw)
+	if len(vs) > 1 {
+		return 0, repeatedParam(name)
+	}
+	v, err := strconv.Atoi(vs[0])
 	if err != nil || v < lo || v > hi {
 		return 0, gatehouse.FieldError(name, "must be an integer from %d to %d", lo, hi)
 	}
@@ -59,11 +64,14 @@ func intParam(raw, name string, def, lo, hi int) (int, error) {
 
 // boolParam parses a boolean query parameter: true or false (also 1 or 0).
 func boolParam(r *http.Request, name string) (bool, error) {
-	raw := r.URL.Query().Get(name)
-	if raw == "" {
+	vs, given := r.URL.Query()[name]
+	if !given {
 		return false, nil
 	}
-	v, err := strconv.ParseBool(raw)
+	if len(vs) > 1 {
+		return false, repeatedParam(name)
+	}
+	v, err := strconv.ParseBool(vs[0])
 	if err != nil {
 		return false, gatehouse.FieldError(name, "must be true or false")
 	}
@@ -107,6 +115,9 @@ func checkRequestText(r *http.Request) error {
 	}
 	q := r.URL.Query()
 	for _, name := range names {
+		if len(q[name]) > 1 {
+			return repeatedParam(name)
+		}
 		if !plainText(q.Get(name)) {
 			return gatehouse.FieldError(name, "must be UTF-8 text without NUL characters")
 		}
@@ -157,4 +168,11 @@ func pathKind(pattern string) string {
 		return "preset"
 	}
 	return "resource"
+}
+
+// repeatedParam is the error of a query parameter given more than once:
+// which value counts would be a guess, and a proxy in front of Gatehouse
+// may guess otherwise.
+func repeatedParam(name string) error {
+	return gatehouse.FieldError(name, "is given more than once in the query")
 }

@@ -13,8 +13,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"path"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +118,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}()
+		if !canonicalPath(r.URL.Path) {
+			// ServeMux would answer a redirect to the cleaned path, which a
+			// client following it would replay, a DELETE included, on
+			// another route.
+			writeError(rec, gatehouse.Errorf(gatehouse.ENOTFOUND,
+				"no such route: %s %s (a path has no empty, . or .. segments)", r.Method, r.URL.Path))
+			return
+		}
 		s.mux.ServeHTTP(rec, r)
 	}()
 	route := r.Pattern
@@ -325,6 +335,9 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if len(allowed) > 0 {
+		if slices.Contains(allowed, http.MethodGet) {
+			allowed = slices.Insert(allowed, 1, http.MethodHead) // ServeMux answers HEAD with the GET route
+		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		return writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: errorDetail{
 			Code:    http.StatusMethodNotAllowed,
@@ -377,4 +390,17 @@ func (m *metrics) observe(route, method string, status int, d time.Duration) {
 	}
 	m.requests.WithLabelValues(route, method, code).Inc()
 	m.duration.WithLabelValues(route, method, code).Observe(d.Seconds())
+}
+
+// canonicalPath reports whether p is as ServeMux matches it: rooted, with
+// no empty, . or .. segment (a trailing slash is kept).
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
