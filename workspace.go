@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -190,8 +191,14 @@ func (u *WorkspaceUpdate) validate() error {
 		name string
 		p    Patch[string]
 	}{{"default_text_model", u.DefaultTextModel}, {"default_image_model", u.DefaultImageModel}} {
-		if m.p.Set && !m.p.Null && (m.p.Value == "" || len(m.p.Value) > MaxModelSlugLength) {
+		if !m.p.Set || m.p.Null {
+			continue
+		}
+		if strings.TrimSpace(m.p.Value) == "" || len(m.p.Value) > MaxModelSlugLength {
 			return FieldError(m.name, "must be a model slug of 1 to %d characters, or null", MaxModelSlugLength)
+		}
+		if err := CheckDisplayText(m.name, m.p.Value, false); err != nil {
+			return err
 		}
 	}
 	if s := u.DefaultProviderSort; s.Set && !s.Null && !containsString(providerSorts, s.Value) {

@@ -117,3 +117,20 @@ func TestContentTypeCharset(t *testing.T) {
 		e.sendRawBody("POST", "/api/v1/keys", e.mgmt, "application/json; charset="+cs, `{"name":"k"}`).want(t, http.StatusCreated)
 	}
 }
+
+// TestWorkspaceDefaultModelText: a workspace's default models are shown
+// like names, so a control or bidirectional character, or a blank slug,
+// is a 400 naming the field.
+func TestWorkspaceDefaultModelText(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, field := range []string{"default_text_model", "default_image_model"} {
+		for _, v := range []string{"a\u0007b", "a\u202eb", "   ", "a\u0085b"} {
+			e.unchanged(field, func() {
+				res := e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{field: v})
+				resWantError(t, res, http.StatusBadRequest, field)
+			})
+		}
+		e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{field: "openai/gpt-4o"}).want(t, http.StatusOK)
+	}
+}
