@@ -304,6 +304,10 @@ type KeyService interface {
 	// CreateManagementKey creates a management key for the organization and
 	// returns it with its plaintext. EINVALID, ENOTFOUND.
 	CreateManagementKey(ctx context.Context, orgID, name string) (*Key, string, error)
+	// FindManagementKeys lists the management keys of the organization,
+	// disabled ones included, oldest first (ties by hash): empty when it
+	// has none. ENOTFOUND for an unknown organization.
+	FindManagementKeys(ctx context.Context, orgID string) ([]*Key, error)
 	// EnsureManagementKey makes sure a management key with this plaintext
 	// exists for the organization; it does nothing if one does. EINVALID if
 	// the plaintext is malformed or belongs to another organization.

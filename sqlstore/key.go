@@ -168,6 +168,21 @@ func (s *Store) CreateManagementKey(ctx context.Context, orgID, name string) (_ 
 	return k, plaintext, nil
 }
 
+// FindManagementKeys lists the management keys of the organization, oldest
+// first. An organization has a handful (one per administrator or machine),
+// so the list has no page.
+func (s *Store) FindManagementKeys(ctx context.Context, orgID string) (_ []*gatehouse.Key, err error) {
+	defer wrap(&err, "FindManagementKeys")
+	return view(ctx, s, func(tx *Tx) ([]*gatehouse.Key, error) {
+		if _, err := tx.organization(ctx, orgID); err != nil {
+			return nil, err
+		}
+		rows, err := tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys
+			WHERE organization_id = ? AND management = TRUE ORDER BY created_at, hash`, orgID)
+		return collect(rows, err, scanKey)
+	})
+}
+
 // EnsureManagementKey makes sure a management key with this plaintext exists
 // for the organization.
 func (s *Store) EnsureManagementKey(ctx context.Context, orgID, plaintext, name string) (_ *gatehouse.Key, err error) {

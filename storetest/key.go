@@ -21,6 +21,7 @@ func testKeys(t *testing.T, open Opener) {
 		{"FindKey", testKeyFindKey},
 		{"ManagementKeys", testKeyManagementKeys},
 		{"EnsureManagementKey", testKeyEnsureManagementKey},
+		{"FindManagementKeys", testKeyFindManagementKeys},
 		{"FindKeys", testKeyFindKeys},
 		{"FindKeysOrderAndCap", testKeyFindKeysOrderAndCap},
 		{"Update", testKeyUpdate},

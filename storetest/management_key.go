@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +95,65 @@ func testKeyEnsureManagementKey(t *testing.T, open Opener) {
 	}
 	_, err = f.store.EnsureManagementKey(f.ctx, "00000000-0000-4000-8000-000000000000", gatehouse.NewKeySecret(true), "")
 	wantCode(t, err, gatehouse.ENOTFOUND)
+}
+
+// testKeyFindManagementKeys checks that FindManagementKeys lists the
+// organization's management keys, and only them, oldest first, disabled
+// ones included, so that each can be found to be disabled or deleted.
+func testKeyFindManagementKeys(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	f.wantManagementKeys(t, "no management key yet")
+	f.newKey(t, f.org.ID, gatehouse.KeyCreate{})
+	other := f.newOrg(t, "Other")
+	_, _, err := f.store.CreateManagementKey(f.ctx, other.ID, "Other's")
+	ok(t, err)
+
+	first := f.newManagementKey(t, "First")
+	f.clock.Add(time.Minute)
+	// Two keys made in the same instant come by hash.
+	tie1, tie2 := f.newManagementKey(t, "Tie"), f.newManagementKey(t, "Tie")
+	if tie2.Hash < tie1.Hash {
+		tie1, tie2 = tie2, tie1
+	}
+	f.clock.Add(time.Minute)
+	last := f.newManagementKey(t, "Last")
+	f.wantManagementKeys(t, "after creation", first, tie1, tie2, last)
+
+	f.clock.Add(time.Minute)
+	disabled, err := f.store.SetManagementKeyDisabled(f.ctx, f.org.ID, tie1.Hash, true)
+	ok(t, err)
+	if !disabled.Disabled {
+		t.Fatalf("SetManagementKeyDisabled(true) = %s", keyString(disabled, f.clock.Now()))
+	}
+	f.wantManagementKeys(t, "after disabling one", first, disabled, tie2, last)
+
+	ok(t, f.store.DeleteManagementKey(f.ctx, f.org.ID, first.Hash))
+	f.wantManagementKeys(t, "after deleting the first", disabled, tie2, last)
+
+	_, err = f.store.FindManagementKeys(f.ctx, "00000000-0000-4000-8000-000000000000")
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	_, err = f.store.FindManagementKeys(f.ctx, "nope")
+	wantCode(t, err, gatehouse.ENOTFOUND)
+}
+
+// newManagementKey creates a management key of the fixture's organization.
+func (f *fixture) newManagementKey(t *testing.T, name string) *gatehouse.Key {
+	t.Helper()
+	k, _, err := f.store.CreateManagementKey(f.ctx, f.org.ID, name)
+	ok(t, err)
+	return k
+}
+
+// wantManagementKeys fails the test unless FindManagementKeys lists want,
+// in this order, field by field.
+func (f *fixture) wantManagementKeys(t *testing.T, what string, want ...*gatehouse.Key) {
+	t.Helper()
+	got, err := f.store.FindManagementKeys(f.ctx, f.org.ID)
+	ok(t, err)
+	if got == nil || len(got) != len(want) {
+		t.Fatalf("%s: FindManagementKeys = %v, want %v (not nil)", what, keyHashes(got), keyHashes(want))
+	}
+	for i := range want {
+		sameKey(t, fmt.Sprintf("%s: FindManagementKeys[%d]", what, i), got[i], want[i], f.clock.Now())
+	}
 }

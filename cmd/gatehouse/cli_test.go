@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+
+	"gatehouse"
 )
 
 // createOrg runs `orgs create` and returns the new organization's id.
@@ -130,9 +135,149 @@ func TestCLIWhileServing(t *testing.T) {
 	}
 }
 
+// TestCLIManagementKeys lists, disables, enables and deletes management
+// keys with the CLI, named by the key or by its hash, and reads the
+// result back from the store.
+func TestCLIManagementKeys(t *testing.T) {
+	vars := map[string]string{"GATEHOUSE_DATABASE_URL": filepath.Join(t.TempDir(), "g.db")}
+	org := createOrg(t, vars, "--name", "Acme")
+	createMgmtKey(t, vars, "--org", createOrg(t, vars, "--name", "Other")) // not listed
+	if out := mgmtKeys(t, vars, "list", "--org", org); !strings.Contains(out, "no management keys") {
+		t.Errorf("list of an organization without management keys:\n%s", out)
+	}
+	first := gatehouse.HashKey(createMgmtKey(t, vars, "--org", org, "--name", "First"))
+	secondKey := createMgmtKey(t, vars, "--org", org, "--name", "CI deploy")
+	second := gatehouse.HashKey(secondKey)
+	wantMgmtKeys(t, vars, org, listedKey{first, "active", "First"}, listedKey{second, "active", "CI deploy"})
+
+	out := mgmtKeys(t, vars, "disable", "--org", org, secondKey) // by the key
+	if want := "Disabled management key " + second + " (CI deploy) of organization " + org; !strings.Contains(out, want) {
+		t.Errorf("disable printed %q, want %q", out, want)
+	}
+	if k, err := storedKey(t, vars, second); err != nil || !k.Disabled {
+		t.Errorf("the store after disable: %v, %v; want the key disabled", k, err)
+	}
+	wantMgmtKeys(t, vars, org, listedKey{first, "active", "First"}, listedKey{second, "disabled", "CI deploy"})
+	if out := mgmtKeys(t, vars, "disable", "--org", org, second); !strings.Contains(out, "nothing changed") {
+		t.Errorf("disable of a disabled key printed %q", out)
+	}
+
+	mgmtKeys(t, vars, "enable", strings.ToUpper(second), "--org", org) // by the hash, before the flags
+	if k, err := storedKey(t, vars, second); err != nil || k.Disabled {
+		t.Errorf("the store after enable: %v, %v; want the key active", k, err)
+	}
+	wantMgmtKeys(t, vars, org, listedKey{first, "active", "First"}, listedKey{second, "active", "CI deploy"})
+
+	mgmtKeys(t, vars, "delete", "--org", org, secondKey)
+	if k, err := storedKey(t, vars, second); gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
+		t.Errorf("the store after delete: %v, %v; want ENOTFOUND", k, err)
+	}
+	wantMgmtKeys(t, vars, org, listedKey{first, "active", "First"})
+	mgmtKeys(t, vars, "delete", "--org", org, first)
+	if out := mgmtKeys(t, vars, "list", "--org", org); !strings.Contains(out, "no management keys") {
+		t.Errorf("list after deleting every key:\n%s", out)
+	}
+
+	// A KEY that is neither is refused without being repeated: it may be a secret.
+	_, _, err := cli(t, vars, "mgmt-keys", "delete", "--org", org, "sk-gh-v1-notamanagementkey")
+	if exitCode(err) != 2 || strings.Contains(err.Error(), "notamanagementkey") {
+		t.Errorf("delete of a regular key's plaintext: %v (exit %d), want a usage error that does not repeat it", err, exitCode(err))
+	}
+}
+
+// mgmtKeys runs `gatehouse mgmt-keys args...`, which must succeed, and
+// returns its output.
+func mgmtKeys(t *testing.T, vars map[string]string, args ...string) string {
+	t.Helper()
+	out, errOut, err := cli(t, vars, append([]string{"mgmt-keys"}, args...)...)
+	if err != nil {
+		t.Fatalf("mgmt-keys %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+// listedKey is a row of mgmt-keys list.
+type listedKey struct{ hash, state, name string }
+
+// wantMgmtKeys fails the test unless mgmt-keys list shows the keys of org
+// in this order, under a header, with their creation times in RFC 3339 UTC.
+func wantMgmtKeys(t *testing.T, vars map[string]string, org string, want ...listedKey) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(mgmtKeys(t, vars, "list", "--org", org), "\n"), "\n")
+	if len(lines) != len(want)+1 || strings.Join(strings.Fields(lines[0]), " ") != "HASH STATE CREATED NAME" {
+		t.Fatalf("mgmt-keys list:\n%s\nwant a header and %d keys", strings.Join(lines, "\n"), len(want))
+	}
+	for i, w := range want {
+		f := append(strings.Fields(lines[i+1]), "", "", "")
+		created, err := time.Parse(time.RFC3339, f[2])
+		if f[0] != w.hash || f[1] != w.state || strings.TrimSpace(strings.Join(f[3:], " ")) != w.name || err != nil || created.Location() != time.UTC {
+			t.Errorf("mgmt-keys list row %d = %q, want %s %s <created> %s", i, lines[i+1], w.hash, w.state, w.name)
+		}
+	}
+}
+
+// storedKey reads a key from the database itself, around any server's
+// cache.
+func storedKey(t *testing.T, vars map[string]string, hash string) (*gatehouse.Key, error) {
+	t.Helper()
+	cfg := DefaultConfig()
+	if err := cfg.fromEnv(env(vars)); err != nil {
+		t.Fatal(err)
+	}
+	var k *gatehouse.Key
+	err := withStore(context.Background(), cfg, io.Discard, openMode{existing: true}, func(store gatehouse.Store) (err error) {
+		k, err = store.FindKeyByHash(context.Background(), hash)
+		return err
+	})
+	return k, err
+}
+
+// TestCLIDisableWhileServing: management keys disabled and deleted with the
+// CLI while a server runs on the database, and holds them in its key
+// cache, are refused by that server within the bound the CLI states (on
+// SQLite the cache's 10 s TTL; on PostgreSQL, whose change feed reaches
+// the cache, about a second), and another key goes on working.
+func TestCLIDisableWhileServing(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			vars, bound := map[string]string{"GATEHOUSE_RATE_LIMIT_RPS": "0"}, 10*time.Second
+			if engine == "postgres" {
+				vars, _ = pgInstances(t)
+				bound = time.Second
+			} else {
+				vars["GATEHOUSE_DATABASE_URL"] = filepath.Join(t.TempDir(), "g.db")
+			}
+			org := createOrg(t, vars, "--name", "Acme")
+			disabled, deleted, kept := createMgmtKey(t, vars, "--org", org), createMgmtKey(t, vars, "--org", org), createMgmtKey(t, vars, "--org", org)
+			s := startServer(t, vars, "--addr", "127.0.0.1:0")
+			for _, key := range []string{disabled, deleted, kept} { // now in the cache
+				if status, body := s.do("GET", "/api/v1/key", key, nil); status != http.StatusOK {
+					t.Fatalf("GET /key before the CLI = %d %v", status, body)
+				}
+			}
+			mgmtKeys(t, vars, "disable", "--org", org, disabled)
+			mgmtKeys(t, vars, "delete", "--org", org, deleted)
+			deadline := time.Now().Add(bound + 5*time.Second) // slack for loaded machines
+			for _, key := range []string{disabled, deleted} {
+				for status := 0; status != http.StatusUnauthorized; {
+					if time.Now().After(deadline) {
+						t.Fatalf("GET /key with a key the CLI disabled or deleted = %d after %v, want 401", status, bound)
+					}
+					time.Sleep(20 * time.Millisecond)
+					status, _ = s.do("GET", "/api/v1/key", key, nil)
+				}
+			}
+			if status, body := s.do("GET", "/api/v1/key", kept, nil); status != http.StatusOK {
+				t.Errorf("GET /key with the key the CLI left alone = %d %v", status, body)
+			}
+		})
+	}
+}
+
 func TestCLIErrors(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "g.db")
-	createOrg(t, nil, "--name", "Acme", "--database", db) // the database exists
+	org := createOrg(t, nil, "--name", "Acme", "--database", db) // the database exists
+	hash := gatehouse.HashKey(gatehouse.NewKeySecret(true))      // of no key
 	tests := []struct {
 		name     string
 		args     []string
@@ -149,6 +294,17 @@ func TestCLIErrors(t *testing.T) {
 		{"mgmt-keys without subcommand", []string{"mgmt-keys"}, []string{"mgmt-keys create"}, 2},
 		{"mgmt-keys unknown org", []string{"mgmt-keys", "create", "--org", uuid.NewString(), "--database", db}, []string{"organization", "not found", "orgs list"}, 1},
 		{"mgmt-keys malformed org", []string{"mgmt-keys", "create", "--org", "nope", "--database", db}, []string{"organization"}, 1},
+		{"mgmt-keys unknown subcommand", []string{"mgmt-keys", "revoke"}, []string{"mgmt-keys disable", "--help"}, 2},
+		{"mgmt-keys list without --org", []string{"mgmt-keys", "list", "--database", db}, []string{"--org", "mgmt-keys list"}, 2},
+		{"mgmt-keys list unknown org", []string{"mgmt-keys", "list", "--org", uuid.NewString(), "--database", db}, []string{"organization", "not found", "orgs list"}, 1},
+		{"mgmt-keys disable without KEY", []string{"mgmt-keys", "disable", "--org", org, "--database", db}, []string{"KEY is required", "mgmt-keys disable --org ID KEY"}, 2},
+		{"mgmt-keys delete without --org", []string{"mgmt-keys", "delete", hash, "--database", db}, []string{"--org", "mgmt-keys delete"}, 2},
+		{"mgmt-keys enable malformed KEY", []string{"mgmt-keys", "enable", "--org", org, "--database", db, "0123abc"}, []string{"KEY must be", "mgmt-keys list"}, 2},
+		{"mgmt-keys disable two keys", []string{"mgmt-keys", "disable", "--org", org, hash, hash}, []string{"unexpected argument"}, 2},
+		{"mgmt-keys disable unknown key", []string{"mgmt-keys", "disable", "--org", org, "--database", db, gatehouse.NewKeySecret(true)},
+			[]string{"management key", "not found in organization " + org, "mgmt-keys list --org " + org}, 1},
+		{"mgmt-keys delete unknown key", []string{"mgmt-keys", "delete", "--org", org, "--database", db, hash}, []string{hash, "not found", "mgmt-keys list"}, 1},
+		{"mgmt-keys enable unknown org", []string{"mgmt-keys", "enable", "--org", uuid.NewString(), "--database", db, hash}, []string{"organization", "not found", "orgs list"}, 1},
 		{"unknown command", []string{"frobnicate"}, []string{"frobnicate", "--help"}, 2},
 		{"serve extra argument", []string{"serve", "now"}, []string{"now"}, 2},
 		{"serve unknown flag", []string{"--port", "8080"}, []string{"port", "--help"}, 2},
@@ -186,6 +342,9 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, "orgs list"},
 		{[]string{"mgmt-keys", "-h"}, "mgmt-keys create"},
 		{[]string{"mgmt-keys", "create", "--help"}, "-org"},
+		{[]string{"mgmt-keys", "list", "--help"}, "-org"},
+		{[]string{"mgmt-keys", "disable", "-h"}, "-org"},
+		{[]string{"mgmt-keys", "--help"}, "mgmt-keys disable|enable|delete"},
 		{[]string{"credits", "--help"}, "credits grant"},
 		{[]string{"credits", "grant", "--help"}, "-amount"},
 		{[]string{"credits", "show", "-h"}, "-org"},

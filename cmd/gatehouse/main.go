@@ -67,6 +67,14 @@ Usage:
   gatehouse mgmt-keys create --org ID [--name NAME] [--database URL]
       Create a management key for an organization; prints the key as the last line.
       With orgs list, it recovers access to a database whose key was lost.
+  gatehouse mgmt-keys list --org ID [--database URL]
+      List an organization's management keys, oldest first: hash, state (active or
+      disabled), creation time, name.
+  gatehouse mgmt-keys disable|enable|delete --org ID KEY [--database URL]
+      Disable a management key (its console sessions end), enable it again, or delete
+      it. KEY is the key or its hash, as mgmt-keys list shows it. Servers on the
+      database stop accepting a disabled or deleted key within 10 seconds (PostgreSQL:
+      about a second).
   gatehouse credits grant --org ID --amount USD [--database URL]
       Add credits to an organization (a negative amount takes them back); the
       gateway refuses its requests with 402 once its spend reaches them. Prints
