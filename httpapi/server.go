@@ -123,7 +123,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// client following it would replay, a DELETE included, on
 			// another route.
 			writeError(rec, gatehouse.Errorf(gatehouse.ENOTFOUND,
-				"no such route: %s %s (a path has no empty, . or .. segments)", r.Method, r.URL.Path))
+				"no such route: %s %s (a path must not have empty, . or .. segments)", r.Method, r.URL.Path))
 			return
 		}
 		s.mux.ServeHTTP(rec, r)
