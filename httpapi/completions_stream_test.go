@@ -213,21 +213,7 @@ func TestChatCompletionClientDisconnect(t *testing.T) {
 	}
 	cancel()
 	res.Body.Close()
-	select {
-	case <-e.up.canceled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the upstream call was not canceled")
-	}
-	var statuses []string
-	var costs []gatehouse.Money
-	held := 1
-	for deadline := time.Now().Add(10 * time.Second); (len(statuses) == 0 || held != 0) && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		statuses, costs, held = e.ledger(e.hash)
-	}
-	if len(statuses) != 1 || statuses[0] != "partial" || costs[0] != 100_000_000 || held != 0 {
-		t.Fatalf("ledger %v %v, %d reservations; want one partial entry at the reservation", statuses, costs, held)
-	}
+	e.wantChargedReservation(100_000_000)
 	if m := e.money(e.hash); m.Usage != 100_000_000 {
 		t.Errorf("usage %s", m.Usage)
 	}
@@ -266,21 +252,7 @@ func TestChatCompletionStreamLeftBeforeAnswer(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("the request was answered")
 	}
-	select {
-	case <-e.up.canceled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the upstream call was not canceled")
-	}
-	var statuses []string
-	var costs []gatehouse.Money
-	held := 1
-	for deadline := time.Now().Add(10 * time.Second); (len(statuses) == 0 || held != 0) && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		statuses, costs, held = e.ledger(e.hash)
-	}
-	if len(statuses) != 1 || statuses[0] != "partial" || costs[0] != 100_000_000 || held != 0 {
-		t.Fatalf("ledger %v %v, %d reservations; want one partial entry at the reservation", statuses, costs, held)
-	}
+	e.wantChargedReservation(100_000_000)
 	if m := e.money(e.hash); m.Usage != 100_000_000 {
 		t.Errorf("usage %s, want the reservation", m.Usage)
 	}
@@ -324,5 +296,27 @@ func nextData(t testing.TB, r *bufio.Reader, seen *[]string) string {
 		if data, ok := strings.CutPrefix(line, "data: "); ok {
 			return data
 		}
+	}
+}
+
+// wantChargedReservation waits until the provider's call was canceled, and
+// the ledger holds one partial entry charged at the reservation and no
+// open reservation: a stream that broke off.
+func (e *chatEnv) wantChargedReservation(reserved gatehouse.Money) {
+	e.t.Helper()
+	select {
+	case <-e.up.canceled:
+	case <-time.After(10 * time.Second):
+		e.t.Fatal("the upstream call was not canceled")
+	}
+	var statuses []string
+	var costs []gatehouse.Money
+	held := 1
+	for deadline := time.Now().Add(10 * time.Second); (len(statuses) == 0 || held != 0) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		statuses, costs, held = e.ledger(e.hash)
+	}
+	if len(statuses) != 1 || statuses[0] != "partial" || costs[0] != reserved || held != 0 {
+		e.t.Fatalf("ledger %v %v, %d reservations; want one partial entry at the reservation", statuses, costs, held)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"gatehouse"
 )
@@ -147,21 +146,7 @@ func TestResponsesClientDisconnect(t *testing.T) {
 	nextData(t, bufio.NewReader(res.Body), &seen)
 	cancel()
 	res.Body.Close()
-	select {
-	case <-e.up.canceled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the provider's call was not cancelled")
-	}
-	var statuses []string
-	var costs []gatehouse.Money
-	held := 1
-	for deadline := time.Now().Add(10 * time.Second); (len(statuses) == 0 || held != 0) && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		statuses, costs, held = e.ledger(e.hash)
-	}
-	if len(statuses) != 1 || statuses[0] != "partial" || costs[0] != 100_000_000 || held != 0 {
-		t.Fatalf("ledger %v %v, %d reservations; want one partial entry at the reservation", statuses, costs, held)
-	}
+	e.wantChargedReservation(100_000_000)
 }
 
 func TestResponsesPreset(t *testing.T) {
