@@ -185,25 +185,14 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	return nil
 }
 
-// checkUnicode refuses text that is not Unicode: bytes that are not UTF-8,
-// and \u escapes of a lone UTF-16 surrogate. encoding/json would store
-// either as U+FFFD, so a name would be kept other than it was sent. (The
-// model-call bodies keep that leniency: a prompt cut inside an emoji by a
+// checkUnicode refuses, in a management body (UTF-8, checked by
+// scanObject), \u escapes of a lone UTF-16 surrogate: encoding/json would
+// store U+FFFD in their place, so a name would be kept other than it was
+// sent. (Model calls keep that leniency: a prompt cut inside an emoji by a
 // JavaScript client is still answered, and the provider gets the same
-// U+FFFD Gatehouse reads.) body is valid JSON: a backslash only occurs in
-// a string, as the start of an escape.
+// U+FFFD Gatehouse reads, which is shorter than the escape.) body is valid
+// JSON: a backslash only occurs in a string, as the start of an escape.
 func checkUnicode(body []byte) error {
-	if !utf8.Valid(body) {
-		i := 0
-		for i < len(body) {
-			r, n := utf8.DecodeRune(body[i:])
-			if r == utf8.RuneError && n == 1 {
-				break
-			}
-			i += n
-		}
-		return gatehouse.Errorf(gatehouse.EINVALID, "request body is not valid UTF-8 (at byte %d)", i)
-	}
 	for i := 0; i < len(body); i++ {
 		if body[i] != '\\' {
 			continue
@@ -311,7 +300,29 @@ func scanObject(body []byte, t reflect.Type) (map[string]bool, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, gatehouse.Errorf(gatehouse.EINVALID, "request body must hold one JSON object and nothing after it")
 	}
+	if err := checkUTF8(body); err != nil {
+		return nil, err
+	}
 	return nulls, nil
+}
+
+// checkUTF8 refuses a body that is not UTF-8, as JSON must be (RFC 8259).
+// encoding/json would read each stray byte as U+FFFD, three bytes, so a
+// model call would reach its provider up to three times as long as the
+// body its reservation was estimated from.
+func checkUTF8(body []byte) error {
+	if utf8.Valid(body) {
+		return nil
+	}
+	i := 0
+	for i < len(body) {
+		r, n := utf8.DecodeRune(body[i:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		i += n
+	}
+	return gatehouse.Errorf(gatehouse.EINVALID, "request body is not valid UTF-8 (at byte %d)", i)
 }
 
 // maxNesting bounds how deeply arrays and objects may nest in a request

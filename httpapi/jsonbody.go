@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"unicode/utf8"
 
 	"gatehouse"
 	"gatehouse/internal/jsonobj"
@@ -12,9 +13,10 @@ import (
 // (duplicate keys, NUL characters, nesting deeper than maxNesting) and
 // writes each value as the provider will receive it, exactly as
 // encoding/json would encode it after decoding it into an any with
-// UseNumber. The body is first checked by json.Valid; when either refuses
-// it, scanObject reads it again to say where, in the words every other
-// body's errors use.
+// UseNumber. The body is first checked by json.Valid and utf8.Valid (a
+// stray byte would reach the provider as U+FFFD, three bytes, past what
+// its reservation was estimated from); when any refuses it, scanObject
+// reads it again to say where, in the words every other body's errors use.
 
 // member is a member of a JSON object (see jsonobj.Member).
 type member = jsonobj.Member
@@ -22,7 +24,7 @@ type member = jsonobj.Member
 // readObject reads a body that must be one JSON object and returns its
 // members in order, each with its value re-encoded.
 func readObject(raw []byte) ([]member, error) {
-	if !json.Valid(raw) {
+	if !json.Valid(raw) || !utf8.Valid(raw) {
 		return nil, scanError(raw)
 	}
 	ms, ok := jsonobj.Canonical(raw, maxNesting)
