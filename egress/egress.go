@@ -38,13 +38,16 @@ type Policy struct {
 // and unique-local fc00::/7), link-local (which holds 169.254.169.254, the
 // metadata address of most clouds), shared address space (RFC 6598, where
 // 100.100.100.200 serves Alibaba's metadata), "this network", multicast,
-// and the IPv6 forms that embed IPv4 addresses.
+// the documentation ranges (never a real destination), and the IPv6 forms
+// that embed IPv4 addresses (IPv4-compatible ::/96, NAT64, 6to4, Teredo).
 var blockedNets = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8",
+		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+		"224.0.0.0/4", "240.0.0.0/4",
+		"::/96", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "2001::/32", "2001:db8::/32", "2002::/16",
+		"fc00::/7", "fe80::/10", "ff00::/8",
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}
@@ -100,7 +103,9 @@ var ErrBlocked = errors.New("egress blocked")
 
 // CheckAddr refuses a blocked address that the policy does not open.
 func (p *Policy) CheckAddr(a netip.Addr) error {
-	a = a.Unmap()
+	// Without its zone ("::1%lo"): a prefix contains no zoned address, so
+	// a zoned loopback or private address would pass every check below.
+	a = a.WithZone("").Unmap()
 	for _, n := range p.allowNets {
 		if n.Contains(a) {
 			return nil
