@@ -207,21 +207,69 @@ func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.Upstre
 
 // redactKey removes the key a provider was sent from its error answer,
 // which clients and the log see: some providers quote the key they refuse.
-// The raw answer is dropped if it no longer reads as JSON.
+// The raw answer is read as JSON and the key removed from its decoded
+// strings, so that no escaping of the provider's ("\/", "\u0041") hides
+// it; an answer that does not read as JSON is dropped.
 func redactKey(e *gatehouse.UpstreamError, key string) *gatehouse.UpstreamError {
 	if key == "" {
 		return e
 	}
-	quoted, _ := json.Marshal(key) // as the key reads inside a JSON string
-	forms := [][]byte{[]byte(key), quoted[1 : len(quoted)-1]}
-	for _, f := range forms {
-		e.Message = strings.ReplaceAll(e.Message, string(f), "[redacted]")
-		e.Raw = bytes.ReplaceAll(e.Raw, f, []byte("[redacted]"))
-	}
-	if len(e.Raw) > 0 && !json.Valid(e.Raw) {
-		e.Raw = nil
+	e.Message = strings.ReplaceAll(e.Message, key, "[redacted]")
+	if len(e.Raw) > 0 {
+		e.Raw = redactJSON(e.Raw, key)
 	}
 	return e
+}
+
+// redactJSON returns raw with key replaced in every string, member names
+// included, as they decode: raw itself when it holds none, re-encoded when
+// it did, nil when it is not one JSON value.
+func redactJSON(raw []byte, key string) []byte {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil
+	}
+	changed := false
+	v = redactValue(v, key, &changed)
+	if !changed {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// redactValue replaces key in the strings of a decoded JSON value.
+func redactValue(v any, key string, changed *bool) any {
+	redact := func(s string) string {
+		if r := strings.ReplaceAll(s, key, "[redacted]"); r != s {
+			*changed = true
+			return r
+		}
+		return s
+	}
+	switch v := v.(type) {
+	case string:
+		return redact(v)
+	case []any:
+		for i := range v {
+			v[i] = redactValue(v[i], key, changed)
+		}
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[redact(k)] = redactValue(x, key, changed)
+		}
+		return out
+	}
+	return v
 }
 
 // readWhole reads a whole (non-streamed) answer: what metering needs of
