@@ -205,13 +205,20 @@ func redactPath(r *http.Request) string {
 	if token := r.PathValue("token"); token != "" {
 		path = strings.ReplaceAll(path, token, "[redacted]")
 	}
-	if !strings.Contains(path, "sk-") {
+	lower := strings.ToLower(path)
+	if !strings.Contains(lower, "sk-") && !strings.Contains(lower, "invite") {
 		return path
 	}
 	parts := strings.Split(path, "/")
+	afterInvite := false
 	for i, p := range parts {
-		if strings.HasPrefix(p, "sk-") {
-			parts[i] = "[redacted]"
+		switch {
+		case afterInvite && p != "":
+			parts[i] = "[redacted]" // a link's token, on a route that did not match (/invite/TOKEN/)
+		case strings.Contains(strings.ToLower(p), "sk-"):
+			parts[i] = "[redacted]" // a key, wherever it is in the segment (/keys:sk-…, /keys/%20sk-…)
+		case strings.EqualFold(p, "invite"):
+			afterInvite = true
 		}
 	}
 	return strings.Join(parts, "/")
