@@ -86,8 +86,9 @@ func (d PresetDraft) Fields() []string {
 	return out
 }
 
-// CheckModel refuses a draft whose model the catalog does not serve: a
-// preset that names a typo would fail every request that uses it.
+// CheckModel refuses a draft whose model the catalog does not serve (a
+// preset that names a typo would fail every request that uses it), or
+// serves for embeddings only (presets configure completions).
 func (d PresetDraft) CheckModel(c *Catalog) error {
 	raw, ok := d.Config["model"]
 	if !ok {
@@ -97,8 +98,12 @@ func (d PresetDraft) CheckModel(c *Catalog) error {
 	if err := json.Unmarshal(raw, &slug); err != nil {
 		return FieldError("model", "must be a string")
 	}
-	if _, _, ok := c.Model(slug); !ok {
+	m, _, ok := c.Model(slug)
+	switch {
+	case !ok:
 		return FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", slug)
+	case m.Embeds():
+		return FieldError("model", "%q is an embedding model, which presets do not serve", slug)
 	}
 	return nil
 }

@@ -405,3 +405,21 @@ func TestEmbeddingsBYOK(t *testing.T) {
 		t.Errorf("usage %s, byok %s; want 0, %s: a BYOK call counts as byok_usage only", m.Usage, m.BYOKUsage, cost)
 	}
 }
+
+// TestEmbeddingModelCompletesNothing: an embedding model has no completion
+// price, so a chat completion of it would be free: a 400, through the
+// model or through a preset, which cannot be saved with it either; the
+// provider is never called.
+func TestEmbeddingModelCompletesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEmbedEnv(t, nil, nil)
+	e.unchanged("chat with an embedding model", func() {
+		res := e.chat(e.key, chatBody("acme/embed"))
+		resWantError(t, res, http.StatusBadRequest, `"acme/embed" is an embedding model`)
+	})
+	res := e.do("POST", "/api/v1/presets/vec/chat/completions", e.mgmt, map[string]any{"model": "acme/embed", "max_tokens": 4000})
+	resWantError(t, res, http.StatusBadRequest, `"acme/embed" is an embedding model`)
+	if n := len(e.up.requests()); n != 0 {
+		t.Errorf("the provider got %d requests", n)
+	}
+}

@@ -103,8 +103,12 @@ func (a *appliedPreset) explain(err error) error {
 // field.
 func (s *Server) chatModel(req chatRequest, body map[string]json.RawMessage) (*gatehouse.Model, *gatehouse.Provider, error) {
 	model, provider, ok := s.data.Catalog.Model(req.Model)
-	if !ok {
+	switch {
+	case !ok:
 		return nil, nil, gatehouse.FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", req.Model)
+	case model.Embeds():
+		// It completes nothing, and has no completion price to charge.
+		return nil, nil, gatehouse.FieldError("model", "%q is an embedding model; POST /api/v1/embeddings serves it", req.Model)
 	}
 	if err := req.prefs.Check("provider", model, provider); err != nil {
 		return nil, nil, err
