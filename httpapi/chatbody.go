@@ -59,8 +59,11 @@ var messageFields = map[string]bool{
 	"refusal": true, "reasoning": true, "reasoning_details": true, "function_call": true,
 }
 
-// textPartFields are the fields of a text content part.
-var textPartFields = map[string]bool{"type": true, "text": true, "cache_control": true}
+// textPartFields are the fields of a text content part. cache_control is
+// not among them: a cache write is billed above the prompt price (1.25 to
+// 2 times it at Anthropic), which Gatehouse does not price, as the
+// Responses API refuses it too.
+var textPartFields = map[string]bool{"type": true, "text": true}
 
 // foldedTextPartFields maps folded names to text part fields, so that a
 // misspelt one is named as such rather than taken for another kind of part.
@@ -210,6 +213,9 @@ func checkContentParts(content json.RawMessage, where string) error {
 		}
 		keys := keysOf(pm)
 		for _, k := range keys {
+			if foldKey(k) == foldKey("cache_control") {
+				return gatehouse.FieldError(at+"."+k, "is not accepted: cache writes are billed above the prompt price, which Gatehouse does not price")
+			}
 			if !textPartFields[k] && !textPartFields[foldedTextPartFields[foldKey(k)]] {
 				return gatehouse.FieldError(at, "only text content parts are accepted: Gatehouse cannot price images, audio or files, so it cannot bound their cost")
 			}

@@ -423,3 +423,23 @@ func TestEmbeddingModelCompletesNothing(t *testing.T) {
 		t.Errorf("the provider got %d requests", n)
 	}
 }
+
+// TestCacheControlRefused: a text part asking for a cache write, which is
+// billed above the prompt price, is refused in chat and embeddings as in
+// the Responses API, whatever its case; the provider is never called.
+func TestCacheControlRefused(t *testing.T) {
+	t.Parallel()
+	e := newEmbedEnv(t, nil, nil)
+	for _, name := range []string{"cache_control", "Cache_Control"} {
+		part := []any{map[string]any{"type": "text", "text": "long doc", name: map[string]any{"type": "ephemeral", "ttl": "1h"}}}
+		e.unchanged(name, func() {
+			chat := map[string]any{"model": "acme/chat", "messages": []any{map[string]any{"role": "user", "content": part}}}
+			resWantError(t, e.chat(e.key, chat), http.StatusBadRequest, "cache")
+			embed := map[string]any{"model": "acme/embed", "input": []any{map[string]any{"content": part}}}
+			resWantError(t, e.embed(e.key, embed), http.StatusBadRequest, "cache")
+		})
+	}
+	if n := len(e.up.requests()); n != 0 {
+		t.Errorf("the provider got %d requests", n)
+	}
+}
