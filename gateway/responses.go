@@ -23,6 +23,9 @@ var responsesAPI = api{path: "/responses", body: responsesBody, read: inspectRes
 // max_output_tokens (which counts reasoning tokens too), and store false:
 // the provider keeps nothing that a later request could pull in unseen.
 func responsesBody(call gatehouse.CompletionCall) ([]byte, error) {
+	if err := checkReasoningBudget(call); err != nil {
+		return nil, err
+	}
 	out := make(map[string]json.RawMessage, len(call.Body)+4)
 	for k, v := range call.Body {
 		out[k] = v

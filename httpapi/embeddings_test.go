@@ -443,3 +443,24 @@ func TestCacheControlRefused(t *testing.T) {
 		t.Errorf("the provider got %d requests", n)
 	}
 }
+
+// TestReasoningBudgetBelowCap: a reasoning budget at or above the
+// completion cap sent with the call is a 400 naming it, and nothing is
+// charged or sent: a provider that made room for it would produce more
+// than was reserved. A budget below the cap goes through.
+func TestReasoningBudgetBelowCap(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, nil, nil)
+	for _, budget := range []any{50, 90000, -1, 1.5, "90000"} { // a number in a string reads as one
+		e.unchanged("reasoning budget", func() {
+			chat := chatBody("acme/exact", "max_tokens", 50, "reasoning", map[string]any{"effort": "high", "max_tokens": budget})
+			resWantError(t, e.chat(e.key, chat), http.StatusBadRequest, "reasoning.max_tokens")
+			resp := respondBody("acme/exact", "max_output_tokens", 50, "reasoning", map[string]any{"effort": "high", "max_tokens": budget})
+			resWantError(t, e.respond(e.key, resp), http.StatusBadRequest, "reasoning.max_tokens")
+		})
+	}
+	if n := len(e.up.requests()); n != 0 {
+		t.Errorf("the provider got %d requests", n)
+	}
+	e.chat(e.key, chatBody("acme/exact", "max_tokens", 50, "reasoning", map[string]any{"max_tokens": 20})).want(t, http.StatusOK)
+}
