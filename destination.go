@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -174,8 +175,11 @@ const maskedWhole = "********"
 func (c DestinationConfig) Masked() DestinationConfig {
 	out := DestinationConfig{Values: make(map[string]string, len(c.Values))}
 	for k, v := range c.Values {
-		if secretConfigKeys[k] {
+		switch {
+		case secretConfigKeys[k]:
 			v = Mask(v)
+		case urlConfigKeys[k]:
+			v = maskUserinfo(v)
 		}
 		out.Values[k] = v
 	}
@@ -186,6 +190,17 @@ func (c DestinationConfig) Masked() DestinationConfig {
 		}
 	}
 	return out
+}
+
+// maskUserinfo hides the credentials of a URL stored before URLs had to be
+// free of them (checkHTTPURL).
+func maskUserinfo(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User(maskedWhole)
+	return u.String()
 }
 
 // ShownConfig is the configuration a response shows: secrets masked. Of a
@@ -352,8 +367,11 @@ func (c DestinationConfig) validate(typ string, spec destinationType) error {
 		if len(v) > MaxConfigValueLength {
 			return FieldError(field, "must be at most %d characters", MaxConfigValueLength)
 		}
-		if urlConfigKeys[k] && !isHTTPURL(v) {
-			return FieldError(field, "must be an absolute http or https URL")
+		if urlConfigKeys[k] {
+			// A secret URL (Sentry's DSN) is sealed and masked: it may hold credentials.
+			if err := checkHTTPURL(field, v, secretConfigKeys[k]); err != nil {
+				return err
+			}
 		}
 	}
 	if m := c.Values["method"]; typ == "webhook" && m != "POST" && m != "PUT" {
@@ -382,9 +400,25 @@ func sameSecret(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-func isHTTPURL(s string) bool {
+// checkHTTPURL refuses what is not an absolute http(s) URL with a valid
+// port, and, unless the URL is itself a secret, one that holds
+// credentials: a URL is stored and shown as given (it names where
+// deliveries go), while a secret belongs in a field or header, which is
+// sealed and shown masked.
+func checkHTTPURL(field, s string, secret bool) error {
 	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return FieldError(field, "must be an absolute http or https URL")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return FieldError(field, "has port %q, which is not from 1 to 65535", p)
+		}
+	}
+	if u.User != nil && !secret {
+		return FieldError(field, "must not hold credentials (user:password@): a URL is stored and shown as given; send them in a header (such as Authorization), which is stored sealed and shown masked")
+	}
+	return nil
 }
 
 var headerNamePattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")

@@ -357,3 +357,25 @@ func TestDestinationLimitPerType(t *testing.T) {
 		resWantError(t, e.do("POST", "/api/v1/observability/destinations", e.mgmt, hook), http.StatusConflict, "webhook")
 	})
 }
+
+// TestDestinationURLRules: a destination's URL is stored and shown as
+// given, so one holding credentials is refused (they belong in a header,
+// sealed and masked), and so is a port out of range; nothing is created.
+func TestDestinationURLRules(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for url, want := range map[string]string{
+		"https://hookuser:secret@hooks.example.com/x": "must not hold credentials",
+		"https://token@hooks.example.com/x":           "must not hold credentials",
+		"https://hooks.example.com:99999/x":           "port",
+		"https://hooks.example.com:0/x":               "port",
+	} {
+		e.unchanged(url, func() {
+			res := e.do("POST", "/api/v1/observability/destinations", e.mgmt, map[string]any{"name": "hook", "type": "webhook",
+				"config": map[string]any{"url": url}})
+			if msg := resWantError(t, res, http.StatusBadRequest, "config.url"); !strings.Contains(msg.Message, want) {
+				t.Errorf("%s: %q, want it to say %q", url, msg.Message, want)
+			}
+		})
+	}
+}
