@@ -1,6 +1,7 @@
 package gatehouse
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -221,6 +222,36 @@ func CheckModel(guardrails []AppliedGuardrail, modelSlug, provider string) error
 				Message:  fmt.Sprintf("Request blocked: %s %q %s %s list of guardrail %q", kind, rule.value, what, rule.name, g.Name),
 				Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name, "rule": rule.name, kind: rule.value}}
 		}
+	}
+	return nil
+}
+
+// CheckReasoningBudget refuses a reasoning budget (the max_tokens of a
+// request's reasoning object) that is not below capTokens, the completion
+// cap sent with the call: a provider that makes room for it (Anthropic's
+// thinking needs max_tokens above its budget, and some routers raise
+// max_tokens to fit) would produce more than was reserved. The budget is
+// read as encoding/json reads it, whatever the case of its name, which
+// refuses more, never less; a reasoning value that is not an object with
+// a budget is left to the provider.
+func CheckReasoningBudget(reasoning json.RawMessage, capTokens int) error {
+	if len(reasoning) == 0 {
+		return nil
+	}
+	var r struct {
+		MaxTokens *json.Number `json:"max_tokens"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(reasoning))
+	dec.UseNumber()
+	if dec.Decode(&r) != nil || r.MaxTokens == nil {
+		return nil
+	}
+	n, err := r.MaxTokens.Int64()
+	switch {
+	case err != nil || n < 0:
+		return FieldError("reasoning.max_tokens", "must be a whole number of tokens")
+	case n >= int64(capTokens):
+		return FieldError("reasoning.max_tokens", "%d is not below the completion cap of %d tokens sent with the request (max_tokens): the provider could make room for it past what was reserved", n, capTokens)
 	}
 	return nil
 }

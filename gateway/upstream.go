@@ -149,8 +149,8 @@ func (c *Client) post(ctx context.Context, p *gatehouse.Provider, apiKey gatehou
 // max_completion_tokens), and, for streams, a request for the final usage
 // chunk.
 func prepareBody(call gatehouse.CompletionCall) ([]byte, error) {
-	if err := checkReasoningBudget(call); err != nil {
-		return nil, err
+	if err := gatehouse.CheckReasoningBudget(call.Body["reasoning"], call.MaxTokens); err != nil {
+		return nil, err // checked before the reservation too: never
 	}
 	out := make(map[string]json.RawMessage, len(call.Body)+3)
 	for k, v := range call.Body {
@@ -168,35 +168,6 @@ func prepareBody(call gatehouse.CompletionCall) ([]byte, error) {
 		out["stream_options"], _ = json.Marshal(opts)
 	}
 	return json.Marshal(out)
-}
-
-// checkReasoningBudget refuses a reasoning budget (reasoning.max_tokens)
-// that is not below the completion cap sent with the call: a provider that
-// makes room for it (Anthropic's thinking needs max_tokens above its
-// budget, and some routers raise max_tokens to fit) would produce more than
-// was reserved. The budget is read as encoding/json reads it, whatever the
-// case of its name, which refuses more, never less.
-func checkReasoningBudget(call gatehouse.CompletionCall) error {
-	raw, ok := call.Body["reasoning"]
-	if !ok {
-		return nil
-	}
-	var r struct {
-		MaxTokens *json.Number `json:"max_tokens"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if dec.Decode(&r) != nil || r.MaxTokens == nil {
-		return nil // not an object with a budget: the provider reads it as it does
-	}
-	n, err := r.MaxTokens.Int64()
-	switch {
-	case err != nil || n < 0:
-		return gatehouse.FieldError("reasoning.max_tokens", "must be a whole number of tokens")
-	case n >= int64(call.MaxTokens):
-		return gatehouse.FieldError("reasoning.max_tokens", "%d is not below the completion cap of %d tokens sent with the request (max_tokens): the provider could make room for it past what was reserved", n, call.MaxTokens)
-	}
-	return nil
 }
 
 // networkError classifies a failed call: a timeout or an unreachable

@@ -132,6 +132,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if capTokens == nil {
 		capTokens = req.MaxTokens
 	}
+	if err := gatehouse.CheckReasoningBudget(body["reasoning"], model.CompletionCap(capTokens)); err != nil {
+		return preset.explain(err)
+	}
 	attribution, err := chatAttribution(r, req.User)
 	if err != nil {
 		return err

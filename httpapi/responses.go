@@ -48,6 +48,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, p *princ
 	if err != nil {
 		return preset.explain(err)
 	}
+	if err := gatehouse.CheckReasoningBudget(body["reasoning"], model.CompletionCap(req.MaxOutputTokens)); err != nil {
+		return preset.explain(err)
+	}
 	attribution, err := chatAttribution(r, req.User)
 	if err != nil {
 		return err
