@@ -89,7 +89,7 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request, p *princi
 }
 
 type updateMemberRequest struct {
-	Role string `json:"role"`
+	Role *string `json:"role" null:"no"` // the one field a member's update changes: required
 }
 
 func (s *Server) updateMember(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -97,7 +97,10 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request, p *princip
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	m, err := s.store.UpdateMemberRole(r.Context(), p.org(), r.PathValue("user_id"), req.Role)
+	if req.Role == nil {
+		return gatehouse.FieldError("role", "is required: org:admin or org:member")
+	}
+	m, err := s.store.UpdateMemberRole(r.Context(), p.org(), r.PathValue("user_id"), *req.Role)
 	if err != nil {
 		return err
 	}

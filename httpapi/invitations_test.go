@@ -229,3 +229,16 @@ func TestEmptyRoleRefused(t *testing.T) {
 	}
 	e.do("POST", "/api/v1/organization/members", e.mgmt, map[string]any{"email": "new@example.com"}).want(t, http.StatusCreated)
 }
+
+// TestUpdateMemberNeedsRole: a member's update without a role says that the
+// role is required, rather than that an empty one is not a role.
+func TestUpdateMemberNeedsRole(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.addMember(e.mgmt, "ada@example.com")
+	e.unchanged("no role", func() {
+		resWantError(t, e.do("PATCH", "/api/v1/organization/members/"+id, e.mgmt, map[string]any{}), http.StatusBadRequest, "role: is required")
+		resWantError(t, e.do("PATCH", "/api/v1/organization/members/"+id, e.mgmt, map[string]any{"role": nil}), http.StatusBadRequest, "role")
+	})
+	e.do("PATCH", "/api/v1/organization/members/"+id, e.mgmt, map[string]any{"role": "org:admin"}).want(t, http.StatusOK)
+}
