@@ -26,6 +26,26 @@ func (s *Session) MayManageKey(k *Key) bool {
 	return scope == nil || k.CreatorUserID != nil && *k.CreatorUserID == *scope
 }
 
+// MayChangeKey reports whether the session may enable k or change its
+// terms (name, limit, expiry), given the workspaces it may put keys in
+// (allowed, as for ChooseWorkspace): a member removed from a key's
+// workspace may still disable or delete their key, but not bring it back
+// or extend it, as they could not create it there.
+func (s *Session) MayChangeKey(k *Key, allowed []*Workspace) bool {
+	if !s.MayManageKey(k) {
+		return false
+	}
+	if s.IsAdmin() {
+		return true
+	}
+	for _, w := range allowed {
+		if w.ID == k.WorkspaceID {
+			return true
+		}
+	}
+	return false
+}
+
 // ChooseWorkspace returns the workspace that ref names (its id or slug;
 // "" the default one) among those the session may put keys in (for an
 // admin every workspace, for a member theirs: WorkspaceService's

@@ -140,8 +140,10 @@ func (c *KeyCreate) Validate(now time.Time) error {
 	if !c.LimitReset.Valid() {
 		return FieldError("limit_reset", "must be one of daily, weekly, monthly or null")
 	}
-	if c.ExpiresAt != nil && !c.ExpiresAt.After(now) {
-		return FieldError("expires_at", "must be in the future")
+	if c.ExpiresAt != nil {
+		if err := checkExpiry(*c.ExpiresAt, now); err != nil {
+			return err
+		}
 	}
 	if c.CreatorUserID != nil && strings.TrimSpace(*c.CreatorUserID) == "" {
 		return FieldError("creator_user_id", "must not be empty")
@@ -230,8 +232,21 @@ func (u *KeyUpdate) Validate() error {
 // CheckExpiry refuses, at now, an update that sets an expiry that is not in
 // the future (a key is disabled, not expired, to stop it at once).
 func (u *KeyUpdate) CheckExpiry(now time.Time) error {
-	if u.ExpiresAt.Set && !u.ExpiresAt.Null && !u.ExpiresAt.Value.After(now) {
+	if u.ExpiresAt.Set && !u.ExpiresAt.Null {
+		return checkExpiry(u.ExpiresAt.Value, now)
+	}
+	return nil
+}
+
+// checkExpiry refuses an expiry that is not in the future, or that RFC
+// 3339 cannot write (a year past 9999: the API could show it but not take
+// it back).
+func checkExpiry(t, now time.Time) error {
+	switch {
+	case !t.After(now):
 		return FieldError("expires_at", "must be in the future")
+	case t.UTC().Year() > 9999:
+		return FieldError("expires_at", "must be before the year 10000")
 	}
 	return nil
 }

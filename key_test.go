@@ -121,3 +121,22 @@ func TestKeySecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiryBeforeYear10000: an expiry RFC 3339 cannot write is refused on
+// create and update, as one in the past is; 9999-12-31 is accepted.
+func TestExpiryBeforeYear10000(t *testing.T) {
+	now := utcAt(2028, 2, 23, 12, 0, 0, 0)
+	last, past := utcAt(9999, 12, 31, 23, 59, 59, 0), utcAt(10000, 1, 1, 0, 0, 0, 0)
+	if err := (&gatehouse.KeyCreate{Name: "k", ExpiresAt: &last}).Validate(now); err != nil {
+		t.Errorf("9999-12-31: %v", err)
+	}
+	for _, c := range []*gatehouse.KeyCreate{{Name: "k", ExpiresAt: &past}} {
+		if err := c.Validate(now); err == nil || !strings.Contains(err.Error(), "before the year 10000") {
+			t.Errorf("create at year 10000: %v", err)
+		}
+	}
+	u := gatehouse.KeyUpdate{ExpiresAt: gatehouse.Val(past)}
+	if err := u.CheckExpiry(now); err == nil || !strings.Contains(err.Error(), "before the year 10000") {
+		t.Errorf("update to year 10000: %v", err)
+	}
+}

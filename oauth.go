@@ -88,8 +88,10 @@ func (c *AuthCodeCreate) Validate(now time.Time) error {
 	if !c.UsageLimitType.Valid() {
 		return FieldError("usage_limit_type", "must be one of daily, weekly, monthly")
 	}
-	if c.ExpiresAt != nil && !c.ExpiresAt.After(now) {
-		return FieldError("expires_at", "must be in the future")
+	if c.ExpiresAt != nil {
+		if err := checkExpiry(*c.ExpiresAt, now); err != nil {
+			return err
+		}
 	}
 	if l := c.KeyLabel; l != nil {
 		if err := validateName("key_label", *l, MaxKeyLabelLength); err != nil {

@@ -95,6 +95,9 @@ func (s *Server) updateKey(w http.ResponseWriter, r *http.Request, sess *gatehou
 	}
 	u, err := keyUpdate(k, f)
 	if err == nil {
+		err = s.mayChangeKey(r.Context(), sess, k)
+	}
+	if err == nil {
 		_, err = s.store.UpdateKey(r.Context(), sess.OrganizationID, k.Hash, u)
 	}
 	if err != nil {
@@ -104,6 +107,20 @@ func (s *Server) updateKey(w http.ResponseWriter, r *http.Request, sess *gatehou
 		return s.keyPage(w, r, sess, http.StatusBadRequest, k, f)
 	}
 	http.Redirect(w, r, "/keys/"+k.Hash+"?done=saved", http.StatusSeeOther)
+	return nil
+}
+
+// mayChangeKey refuses (403) to enable or change a key of a workspace the
+// session may no longer put keys in: a member removed from it keeps only
+// the power to disable or delete their key.
+func (s *Server) mayChangeKey(ctx context.Context, sess *gatehouse.Session, k *gatehouse.Key) error {
+	allowed, err := s.keyWorkspaces(ctx, sess)
+	if err != nil {
+		return err
+	}
+	if !sess.MayChangeKey(k, allowed) {
+		return gatehouse.Errorf(gatehouse.EFORBIDDEN, "You no longer belong to this key's workspace: you may disable or delete the key, not enable or change it. Ask an admin.")
+	}
 	return nil
 }
 
@@ -162,6 +179,11 @@ func (s *Server) setDisabled(w http.ResponseWriter, r *http.Request, sess *gateh
 	k, err := s.findKey(r.Context(), sess, r.PathValue("hash"))
 	if err != nil {
 		return err
+	}
+	if !disabled {
+		if err := s.mayChangeKey(r.Context(), sess, k); err != nil {
+			return err
+		}
 	}
 	if _, err := s.store.UpdateKey(r.Context(), sess.OrganizationID, k.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(disabled)}); err != nil {
 		return err

@@ -133,3 +133,46 @@ func TestKeyFormErrors(t *testing.T) {
 		t.Errorf("a refused edit renamed the key to %q", after.Name)
 	}
 }
+
+// TestRemovedMemberCannotReviveKey: a member removed from a workspace keeps
+// the power to disable or delete their key there, but cannot enable it or
+// change its terms (an expiry pushed forward revives an expired key), as
+// they could not create it there; nothing changes when refused.
+func TestRemovedMemberCannotReviveKey(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ann := e.member("ann@example.com", gatehouse.RoleMember, "ann's password 12")
+	ws, err := e.store.CreateWorkspace(ctx, e.org.ID, gatehouse.WorkspaceUpdate{
+		Name: gatehouse.Val("Research"), Slug: gatehouse.Val("research")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.store.AddWorkspaceMembers(ctx, e.org.ID, ws.ID, []string{ann.ID}); err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := e.store.CreateKey(ctx, e.org.ID, gatehouse.KeyCreate{Name: "ann's", WorkspaceID: ws.ID, CreatorUserID: &ann.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.UpdateKey(ctx, e.org.ID, k.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.RemoveWorkspaceMembers(ctx, e.org.ID, ws.ID, []string{ann.ID}); err != nil {
+		t.Fatal(err)
+	}
+
+	c := e.client()
+	if resp := c.do("POST", "/sign-in", url.Values{"email": {"ann@example.com"}, "password": {"ann's password 12"}}, "Origin", e.URL); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in: %d\n%s", resp.StatusCode, c.page)
+	}
+	c.wantStatus(c.get("/keys/"+k.Hash), http.StatusOK)
+	c.wantStatus(c.post("/keys/"+k.Hash+"/enable", url.Values{}), http.StatusForbidden)
+	c.wantStatus(c.get("/keys/"+k.Hash), http.StatusOK)
+	c.wantStatus(c.post("/keys/"+k.Hash, url.Values{"name": {"renamed"}, "limit": {""}, "limit_reset": {""}, "expires_at": {"2030-12-31"}}), http.StatusForbidden)
+	got, err := e.store.FindKey(ctx, e.org.ID, k.Hash)
+	if err != nil || !got.Disabled || got.Name != "ann's" || got.ExpiresAt != nil {
+		t.Fatalf("after the refusals: %+v, %v; want it disabled and unchanged", got, err)
+	}
+	c.wantStatus(c.get("/keys/"+k.Hash), http.StatusOK)
+	c.wantStatus(c.post("/keys/"+k.Hash+"/delete", url.Values{"confirm": {"yes"}}), http.StatusSeeOther)
+}
