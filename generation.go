@@ -310,9 +310,18 @@ type GenerationService interface {
 	// before before, and returns how many it deleted.
 	PruneGenerationContent(ctx context.Context, before time.Time, limit int) (int, error)
 	// ResealGenerationContent re-encrypts up to limit stored contents after
-	// the generation id after (in id order) with the current key; it returns
-	// how many it re-sealed and the last id, for the next call.
-	ResealGenerationContent(ctx context.Context, after string, limit int) (int, string, error)
+	// the generation id after (in id order) with the current key. A content
+	// that no key opens is left as it is and counted (Unreadable); a
+	// failure re-seals nothing of the batch.
+	ResealGenerationContent(ctx context.Context, after string, limit int) (ContentResealed, error)
+}
+
+// ContentResealed is what a batch of ResealGenerationContent did: the
+// contents it re-sealed, those no key opens (left as they were), and the
+// last generation id it read, for the next batch.
+type ContentResealed struct {
+	Resealed, Unreadable int
+	Last                 string
 }
 
 // PruneContent deletes the content made before cutoff, batch at a time,
@@ -331,16 +340,19 @@ func PruneContent(ctx context.Context, s GenerationService, cutoff time.Time, ba
 }
 
 // ResealContent re-encrypts every stored content with the current key,
-// batch at a time, and returns how many it re-sealed.
-func ResealContent(ctx context.Context, s GenerationService, batch int) (int, error) {
-	total, after := 0, ""
+// batch at a time, and returns how many it re-sealed and how many no key
+// opens (left as they were). On an error, what it has not reached is still
+// sealed with the keys it was.
+func ResealContent(ctx context.Context, s GenerationService, batch int) (ContentResealed, error) {
+	var total ContentResealed
 	for {
-		n, last, err := s.ResealGenerationContent(ctx, after, batch)
-		total += n
-		if err != nil || n < batch {
+		r, err := s.ResealGenerationContent(ctx, total.Last, batch)
+		total.Resealed += r.Resealed
+		total.Unreadable += r.Unreadable
+		if err != nil || r.Resealed+r.Unreadable < batch {
 			return total, err
 		}
-		after = last
+		total.Last = r.Last
 	}
 }
 

@@ -142,9 +142,10 @@ func (f *fakeContentStore) PruneGenerationContent(_ context.Context, _ time.Time
 	return n, nil
 }
 
-func (f *fakeContentStore) ResealGenerationContent(_ context.Context, after string, limit int) (int, string, error) {
+func (f *fakeContentStore) ResealGenerationContent(_ context.Context, after string, limit int) (ContentResealed, error) {
 	n, err := f.PruneGenerationContent(context.Background(), time.Time{}, limit)
-	return n, after + "x", err
+	unreadable := min(n, 1) // one content of each batch opened by no key
+	return ContentResealed{Resealed: n - unreadable, Unreadable: unreadable, Last: after + "x"}, err
 }
 
 func TestContentBatches(t *testing.T) {
@@ -153,7 +154,7 @@ func TestContentBatches(t *testing.T) {
 		t.Errorf("PruneContent = %d, %v in %d batches, %d left; want 1001 in 3", n, err, f.batches, f.left)
 	}
 	f = &fakeContentStore{left: 400}
-	if n, err := ResealContent(context.Background(), f, 200); n != 400 || err != nil || f.batches != 3 {
-		t.Errorf("ResealContent = %d, %v in %d batches; want 400 in 3 (the last finds none)", n, err, f.batches)
+	if r, err := ResealContent(context.Background(), f, 200); r.Resealed != 398 || r.Unreadable != 2 || err != nil || f.batches != 3 {
+		t.Errorf("ResealContent = %+v, %v in %d batches; want 398 re-sealed and 2 unreadable in 3 (the last finds none)", r, err, f.batches)
 	}
 }

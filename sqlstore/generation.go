@@ -232,37 +232,33 @@ func (s *Store) PruneGenerationContent(ctx context.Context, before time.Time, li
 }
 
 // ResealGenerationContent re-encrypts, with the current key, up to limit
-// stored contents whose generation id follows after, in id order; it
-// returns how many and the last id.
-func (s *Store) ResealGenerationContent(ctx context.Context, after string, limit int) (_ int, _ string, err error) {
+// stored contents after the generation id after, in one write; a content
+// that no key opens is left as it is, counted.
+func (s *Store) ResealGenerationContent(ctx context.Context, after string, limit int) (_ gatehouse.ContentResealed, err error) {
 	defer wrap(&err, "ResealGenerationContent")
-	type resealed struct {
-		n    int
-		last string
-	}
-	r, err := update(ctx, s, func(tx *Tx) (resealed, error) {
+	return update(ctx, s, func(tx *Tx) (gatehouse.ContentResealed, error) {
+		r := gatehouse.ContentResealed{Last: after}
 		rows, err := tx.Query(ctx, `SELECT generation_id, sealed FROM generation_content WHERE generation_id > ?
 			ORDER BY generation_id LIMIT ?`, after, limit)
 		list, err := collect(rows, err, scanPair)
 		if err != nil {
-			return resealed{}, err
+			return r, err
 		}
 		for _, c := range list {
+			r.Last = c[0]
 			plain, err := tx.box.Open(c[1], contentAD(c[0]))
 			if err != nil {
-				return resealed{}, gatehouse.WrapError(err, gatehouse.EINVALID, "the stored content of generation %s cannot be opened with the current or previous keys", c[0])
+				r.Unreadable++ // no key given opens it: nothing to re-seal, and nothing lost by leaving it
+				continue
 			}
 			if _, err := tx.Exec(ctx, `UPDATE generation_content SET sealed = ? WHERE generation_id = ?`,
 				tx.box.Seal(plain, contentAD(c[0])), c[0]); err != nil {
-				return resealed{}, err
+				return r, err
 			}
+			r.Resealed++
 		}
-		if len(list) == 0 {
-			return resealed{0, after}, nil
-		}
-		return resealed{len(list), list[len(list)-1][0]}, nil
+		return r, nil
 	})
-	return r.n, r.last, err
 }
 
 // CreateFeedback records feedback on a generation of the organization,

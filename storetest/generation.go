@@ -242,12 +242,15 @@ func testGenerationContentReseal(t *testing.T, open Opener) {
 	}
 	total, after := 0, ""
 	for {
-		n, last, err := f.store.ResealGenerationContent(f.ctx, after, 2)
+		r, err := f.store.ResealGenerationContent(f.ctx, after, 2)
 		ok(t, err)
-		if n == 0 {
+		if r.Resealed+r.Unreadable == 0 {
 			break
 		}
-		total, after = total+n, last
+		if r.Unreadable != 0 {
+			t.Fatalf("%d contents unreadable", r.Unreadable)
+		}
+		total, after = total+r.Resealed, r.Last
 	}
 	if total != 3 {
 		t.Fatalf("re-sealed %d contents, want 3", total)

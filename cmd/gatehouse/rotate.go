@@ -76,30 +76,51 @@ func rotateSecretKeyCommand(ctx context.Context, args []string, getenv func(stri
 	pending := ""
 	if file != "" {
 		pending = file + ".new"
-		if err := os.WriteFile(pending, []byte(encoded+"\n"), 0o600); err != nil {
+		if err := writeKeyFile(pending, newKey); err != nil { // synced: it reaches the disk first
 			return fmt.Errorf("write the new key to %s: %w", pending, err)
 		}
 	}
-	n, err := reseal(ctx, cfg, box, stdout, logger, *skip)
+	n, contentErr, err := reseal(ctx, cfg, box, stdout, logger, *skip)
 	if err != nil {
 		if pending != "" {
 			os.Remove(pending)
 		}
 		return err
 	}
-	if file != "" {
-		if err := os.Rename(pending, file); err != nil {
-			return fmt.Errorf("re-sealed %s, but could not move the new key from %s to %s: %w (move it by hand; the secrets now need it)", counted(n), pending, file, err)
-		}
-		fmt.Fprintf(stdout, "Re-sealed %s with a new key, now in %s.\n", counted(n), file)
+	if file == "" {
 		reportSkipped(stdout, n.Skipped)
+		fmt.Fprintf(stdout, "Re-sealed %s with the new key below.\n"+
+			"Set GATEHOUSE_SECRET_KEY to it on every instance; until all of them run it, keep the old key in\n"+
+			"GATEHOUSE_SECRET_KEY_PREVIOUS, and run this command again (with --new-key) before removing it.\n%s\n", counted(n), encoded)
+		return contentStopped(contentErr, "the old key")
+	}
+	if contentErr != nil {
+		// Some content is still sealed with the old key, which the key file
+		// is about to lose: it is kept beside it first.
+		old := file + ".previous"
+		if err := writeKeyFile(old, oldKey); err != nil {
+			return fmt.Errorf("re-sealed %s, but re-sealing the stored content stopped (%v), and the old key could not be kept in %s: %w; "+
+				"the key file %s still holds the old key and %s the new one: keep both", counted(n), contentErr, old, err, file, pending)
+		}
+	}
+	if err := os.Rename(pending, file); err != nil {
+		return fmt.Errorf("re-sealed %s, but could not move the new key from %s to %s: %w (move it by hand; the secrets now need it)", counted(n), pending, file, err)
+	}
+	fmt.Fprintf(stdout, "Re-sealed %s with a new key, now in %s.\n", counted(n), file)
+	reportSkipped(stdout, n.Skipped)
+	return contentStopped(contentErr, "the old key, kept in "+file+".previous,")
+}
+
+// contentStopped is the error of a rotation whose re-sealing of stored
+// content stopped: the destinations and BYOK keys have the new key, and
+// the rest of the content still needs oldKey (where it is kept) in
+// GATEHOUSE_SECRET_KEY_PREVIOUS until the command runs again to the end.
+func contentStopped(err error, oldKey string) error {
+	if err == nil {
 		return nil
 	}
-	reportSkipped(stdout, n.Skipped)
-	fmt.Fprintf(stdout, "Re-sealed %s with the new key below.\n"+
-		"Set GATEHOUSE_SECRET_KEY to it on every instance; until all of them run it, keep the old key in\n"+
-		"GATEHOUSE_SECRET_KEY_PREVIOUS, and run this command again (with --new-key) before removing it.\n%s\n", counted(n), encoded)
-	return nil
+	return fmt.Errorf("re-sealing the stored content of generations stopped: %w. The secrets have the new key; the content not "+
+		"re-sealed yet stays readable only with %s in GATEHOUSE_SECRET_KEY_PREVIOUS: set it there and run this command again to finish", err, oldKey)
 }
 
 // counted says what a rotation re-sealed.
@@ -109,38 +130,38 @@ func counted(n gatehouse.Resealed) string {
 
 // reseal opens the store with box and re-seals every secret at rest
 // (destination secrets and BYOK keys), then the stored content of
-// generations (saying how many on stdout). Secrets that no key given opens
-// refuse it, naming them, unless skip.
-func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, stdout io.Writer, logger *slog.Logger, skip bool) (gatehouse.Resealed, error) {
+// generations (saying how many on stdout, and how many no key opens).
+// Secrets that no key given opens refuse it, naming them, unless skip; an
+// error of the content's re-sealing comes apart (contentErr), once the
+// secrets have the new key.
+func reseal(ctx context.Context, cfg Config, box *gatehouse.SecretBox, stdout io.Writer, logger *slog.Logger, skip bool) (_ gatehouse.Resealed, contentErr, err error) {
 	store, err := openStoreWith(ctx, cfg, box, logger, true)
 	if err != nil {
-		return gatehouse.Resealed{}, err
+		return gatehouse.Resealed{}, nil, err
 	}
 	defer store.Close()
 	n, err := store.ResealSecrets(ctx, skip)
 	if gatehouse.ErrorCode(err) == gatehouse.ECONFLICT {
-		return n, errors.New("re-seal the secrets: " + gatehouse.ErrorMessage(err) + "; nothing was changed. " +
+		return n, nil, errors.New("re-seal the secrets: " + gatehouse.ErrorMessage(err) + "; nothing was changed. " +
 			"Is GATEHOUSE_SECRET_KEY (or the key file) the key the server runs with? Give keys those secrets may have been " +
 			"sealed with in GATEHOUSE_SECRET_KEY_PREVIOUS; if none is left, send them again (a destination: PATCH " +
 			"/observability/destinations/{id} with its config; a BYOK key: replace it) or delete them, or rotate with " +
 			"--skip-unreadable to leave them unreadable")
 	}
 	if err != nil {
-		return n, errors.New("re-seal the secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
+		return n, nil, errors.New("re-seal the secrets: " + gatehouse.ErrorMessage(err) + " (nothing was changed; is the current key right?)")
 	}
 	// The content of generations is many rows: it is re-sealed in batches,
 	// once the destinations (which need the new key from now on) are done.
-	// What a failure leaves is readable while the old key stays in
-	// GATEHOUSE_SECRET_KEY_PREVIOUS, and expires with the retention.
-	contents, err := gatehouse.ResealContent(ctx, store, 200)
-	if err != nil {
-		logger.Warn("re-sealing the stored content of generations stopped: the rest stays readable only while the old key is in GATEHOUSE_SECRET_KEY_PREVIOUS (it expires with GATEHOUSE_CONTENT_RETENTION); run the command again to finish",
-			"resealed", contents, "error", err.Error())
+	contents, contentErr := gatehouse.ResealContent(ctx, store, 200)
+	if contents.Resealed > 0 {
+		fmt.Fprintf(stdout, "Re-sealed the stored content of %d generations.\n", contents.Resealed)
 	}
-	if contents > 0 {
-		fmt.Fprintf(stdout, "Re-sealed the stored content of %d generations.\n", contents)
+	if contents.Unreadable > 0 {
+		fmt.Fprintf(stdout, "Left the stored content of %d generations that no key given opens as it was: it stays unreadable, "+
+			"and goes with GATEHOUSE_CONTENT_RETENTION.\n", contents.Unreadable)
 	}
-	return n, nil
+	return n, contentErr, nil
 }
 
 // reportSkipped names the secrets a rotation with --skip-unreadable left

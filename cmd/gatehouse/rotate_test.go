@@ -346,3 +346,52 @@ func TestRotateSecretKeyContent(t *testing.T) {
 		t.Error("after rotation the old key still opens the content, or the new one does not")
 	}
 }
+
+// TestRotateSecretKeyContentUnreadable: a stored content that no key opens
+// (sealed with a key that is gone) does not stop the rotation: the others
+// are re-sealed and open with the new key alone, the unreadable one is
+// counted and left as it was, and the command succeeds.
+func TestRotateSecretKeyContentUnreadable(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	oldKey, goneKey := gatehouse.NewSecretKey(), gatehouse.NewSecretKey()
+	if err := os.WriteFile(db+".key", []byte(base64.StdEncoding.EncodeToString(oldKey)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store := func(key []byte) interface {
+		gatehouse.Store
+		Close() error
+	} {
+		box, err := gatehouse.NewSecretBox(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return openDatabase(t, db, box)
+	}
+	s := store(goneKey)
+	lost := storetest.StoreContent(t, s, "lost prompt", "lost completion")
+	s.Close()
+	s = store(oldKey)
+	var kept []*gatehouse.Generation
+	for range 3 {
+		kept = append(kept, storetest.StoreContent(t, s, "kept prompt", "kept completion"))
+	}
+	s.Close()
+
+	stdout, stderr, err := runCommand(nil, "rotate-secret-key", "--database", db)
+	if err != nil {
+		t.Fatalf("rotate-secret-key: %v\n%s%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "Re-sealed the stored content of 3 generations.") || !strings.Contains(stdout, "of 1 generations that no key given opens") {
+		t.Errorf("output:\n%s%s", stdout, stderr)
+	}
+	s = store(readKeyFile(t, db+".key"))
+	defer s.Close()
+	for _, g := range kept {
+		if sc, err := s.FindGenerationContent(context.Background(), g.OrganizationID, g.ID, time.Time{}); err != nil || sc.Content == nil {
+			t.Errorf("content %s after rotation: %v", g.ID, err)
+		}
+	}
+	if _, err := s.FindGenerationContent(context.Background(), lost.OrganizationID, lost.ID, time.Time{}); err == nil {
+		t.Error("the content sealed with a key that is gone opens")
+	}
+}
