@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,9 +77,9 @@ type BackupInfo struct {
 	Tables []TableRows
 	// Migrations is the number of schema migrations applied to it.
 	Migrations int
-	// Sealed is the number of destinations holding sealed secrets, and
-	// Unreadable the ids of those the box given to CheckBackup cannot
-	// open (none checked without a box).
+	// Sealed is the number of sealed secrets checked (sqlstore.SealedSecrets:
+	// destinations, BYOK keys, the newest stored content), and Unreadable
+	// those the box given to CheckBackup cannot open, named by kind and id.
 	Sealed     int
 	Unreadable []string
 }
@@ -114,6 +115,9 @@ func CheckBackup(ctx context.Context, file string, box *gatehouse.SecretBox) (*B
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&info.Migrations); err != nil || info.Migrations == 0 {
 		return nil, fmt.Errorf("%s is not a Gatehouse database (it has no schema migrations)", file)
 	}
+	if err := knownMigrations(ctx, db, file); err != nil {
+		return nil, err
+	}
 	if info.Tables, err = tableRows(ctx, db); err != nil {
 		return nil, err
 	}
@@ -123,6 +127,34 @@ func CheckBackup(ctx context.Context, file string, box *gatehouse.SecretBox) (*B
 		}
 	}
 	return info, nil
+}
+
+// knownMigrations refuses a database that a newer Gatehouse migrated: this
+// binary would refuse to open it once restored (sqlstore.ErrSchemaNewer).
+func knownMigrations(ctx context.Context, db *sql.DB, file string) error {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM schema_migrations ORDER BY name`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var unknown []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return err
+		}
+		if _, err := fs.Stat(migrations, name); err != nil {
+			unknown = append(unknown, name)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("%s was migrated by a newer Gatehouse (it records %s, which this binary does not know): "+
+			"restore it with that version or a later one", file, strings.Join(unknown, ", "))
+	}
+	return nil
 }
 
 // tableRows counts the rows of every table but SQLite's own.

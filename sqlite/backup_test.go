@@ -153,7 +153,7 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 		t.Errorf("CheckBackup with the key: %+v, %v; want 1 sealed secret, all readable", info, err)
 	}
 	other, _ := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if info, err := sqlite.CheckBackup(ctx, last, other); err != nil || len(info.Unreadable) != 1 || info.Unreadable[0] != dest {
+	if info, err := sqlite.CheckBackup(ctx, last, other); err != nil || len(info.Unreadable) != 1 || info.Unreadable[0] != "destination "+dest {
 		t.Errorf("CheckBackup with another key: %+v, %v; want %s unreadable", info, err, dest)
 	}
 }
@@ -413,4 +413,31 @@ func count(t *testing.T, file, query string) int {
 		t.Fatalf("%s on %s: %v", query, file, err)
 	}
 	return n
+}
+
+// TestCheckBackupRefusesNewerSchema: a backup that a newer Gatehouse
+// migrated is refused before anything is restored: this binary would
+// refuse to open it.
+func TestCheckBackupRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "g.db")
+	box, _ := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	db, err := sqlite.Open(ctx, path, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`INSERT INTO schema_migrations (name, applied_at) VALUES ('migration/0099_future.sql', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if _, err := sqlite.CheckBackup(ctx, path, box); err == nil || !strings.Contains(err.Error(), "newer Gatehouse") ||
+		!strings.Contains(err.Error(), "0099_future") {
+		t.Errorf("CheckBackup of a newer schema: %v", err)
+	}
 }

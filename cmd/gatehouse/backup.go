@@ -68,11 +68,11 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	}
 	printTables(stdout, info)
 	if len(info.Unreadable) > 0 {
-		return fmt.Errorf("backed up %s into %s with its key in %s, but the secrets of %d destinations (%s) are not sealed with that key: "+
+		return fmt.Errorf("backed up %s into %s with its key in %s, but %d sealed secrets (%s) do not open with that key: "+
 			"a secret key rotation is not finished (GATEHOUSE_SECRET_KEY_PREVIOUS); run gatehouse rotate-secret-key once more, then back up again",
 			cfg.DatabaseURL, *to, keyFile, len(info.Unreadable), strings.Join(info.Unreadable, ", "))
 	}
-	fmt.Fprintf(stdout, "Backed up %s into %s, and the secret key that reads its %d sealed destination secrets into %s.\n"+
+	fmt.Fprintf(stdout, "Backed up %s into %s, and the secret key that reads its sealed secrets (%d checked) into %s.\n"+
 		"Both files are readable by their owner only. Anyone who holds both can read those secrets: store the key apart if you can.\n",
 		cfg.DatabaseURL, *to, info.Sealed, keyFile)
 	return nil
@@ -187,11 +187,11 @@ func restoreKey(ctx context.Context, cfg Config, from, keyFrom string) (key []by
 		return nil, "", fmt.Errorf("--from %s: %w", from, err)
 	}
 	if key == nil && info.Sealed > 0 {
-		return nil, "", fmt.Errorf("no secret key for the %d sealed destination secrets of %s: %s is missing; give the backup's key file with --key-from, or set GATEHOUSE_SECRET_KEY",
+		return nil, "", fmt.Errorf("no secret key for the %d sealed secrets of %s (destinations, BYOK keys, stored content): %s is missing; give the backup's key file with --key-from, or set GATEHOUSE_SECRET_KEY",
 			info.Sealed, from, keyFrom)
 	}
 	if len(info.Unreadable) > 0 {
-		return nil, "", fmt.Errorf("the key of %s does not open the secrets of %d destinations of %s (%s): nothing was restored; give the key that was in use when the backup was taken (--key-from or GATEHOUSE_SECRET_KEY)",
+		return nil, "", fmt.Errorf("the key of %s does not open %d sealed secrets of %s (%s): nothing was restored; give the key that was in use when the backup was taken (--key-from or GATEHOUSE_SECRET_KEY)",
 			source, len(info.Unreadable), from, strings.Join(info.Unreadable, ", "))
 	}
 	return key, install, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -200,5 +201,47 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRestoreChecksBYOKKeys: a backup whose only sealed secrets are BYOK
+// keys is refused with a key that does not open them, or with none, as
+// one with destinations is; the right key restores it.
+func TestRestoreChecksBYOKKeys(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "gatehouse.db")
+	key := gatehouse.NewSecretKey()
+	os.WriteFile(db+".key", []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600)
+	box, err := gatehouse.NewSecretBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openDatabase(t, db, box)
+	org, err := store.CreateOrganization(context.Background(), "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	addBYOKKey(t, db, key, org.ID)
+	backup := filepath.Join(dir, "b.db")
+	if _, _, err := cli(t, nil, "backup", "--database", db, "--to", backup); err != nil {
+		t.Fatal(err)
+	}
+	wrongFile := filepath.Join(dir, "wrong.key")
+	os.WriteFile(wrongFile, []byte(base64.StdEncoding.EncodeToString(gatehouse.NewSecretKey())+"\n"), 0o600)
+	target := filepath.Join(dir, "r.db")
+	if _, _, err := cli(t, nil, "restore", "--from", backup, "--key-from", wrongFile, "--database", target); err == nil ||
+		!strings.Contains(err.Error(), "does not open") || !strings.Contains(err.Error(), "BYOK key") {
+		t.Errorf("restore with a wrong key: %v", err)
+	}
+	os.Rename(backup+".key", backup+".key.away")
+	if _, _, err := cli(t, nil, "restore", "--from", backup, "--database", target); err == nil || !strings.Contains(err.Error(), "no secret key") {
+		t.Errorf("restore without a key: %v", err)
+	}
+	if fileExists(target) || fileExists(target+".key") {
+		t.Fatalf("a refused restore created %s or its key", target)
+	}
+	if _, _, err := cli(t, nil, "restore", "--from", backup, "--key-from", backup+".key.away", "--database", target); err != nil {
+		t.Fatalf("restore with the right key: %v", err)
 	}
 }
