@@ -29,7 +29,12 @@ func (s *Server) SetAnalyticsTimeout(d time.Duration) { s.analyticsTimeout = d }
 // API its database connections and half of the CPUs at least. The wait
 // for a slot counts towards the timeout. A read whose time ran out is a 408, whatever the
 // engine made of its cancelled query.
-func (s *Server) analyticsRead(ctx context.Context, read func(ctx context.Context) error) error {
+//
+// An organization first takes one of its own share of the slots (half of
+// them, at least one), so that the reads waiting for a slot are never all
+// one organization's: many heavy reads of one tenant queue behind each
+// other, and another tenant's read waits for at most a share of them.
+func (s *Server) analyticsRead(ctx context.Context, orgID string, read func(ctx context.Context) error) error {
 	d := s.analyticsTimeoutOrDefault()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -37,20 +42,33 @@ func (s *Server) analyticsRead(ctx context.Context, read func(ctx context.Contex
 		return gatehouse.WrapError(err, gatehouse.ETIMEOUT,
 			"the query took longer than %s (GATEHOUSE_ANALYTICS_TIMEOUT), waiting for other analytics reads included: narrow its time range, filter it by key or workspace, or group by fewer dimensions", d)
 	}
-	select {
-	case s.analyticsSlots <- struct{}{}:
-		defer func() { <-s.analyticsSlots }()
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return timedOut(ctx.Err())
+	for _, slots := range []chan struct{}{s.analyticsShare(orgID), s.analyticsSlots} {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return timedOut(ctx.Err())
+			}
+			return ctx.Err()
 		}
-		return ctx.Err()
 	}
 	err := read(ctx)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return timedOut(err)
 	}
 	return err
+}
+
+// analyticsShare returns the organization's share of the analytics slots.
+// The shares stay for the life of the process: one small channel per
+// organization that ever read its analytics.
+func (s *Server) analyticsShare(orgID string) chan struct{} {
+	if c, ok := s.analyticsShares.Load(orgID); ok {
+		return c.(chan struct{})
+	}
+	c, _ := s.analyticsShares.LoadOrStore(orgID, make(chan struct{}, max(1, cap(s.analyticsSlots)/2)))
+	return c.(chan struct{})
 }
 
 func (s *Server) analyticsTimeoutOrDefault() time.Duration {
@@ -98,7 +116,7 @@ func (s *Server) getActivity(w http.ResponseWriter, r *http.Request, p *principa
 	}
 	s.settled(r.Context())
 	var rows []*gatehouse.ActivityRow
-	if err := s.analyticsRead(r.Context(), func(ctx context.Context) (err error) {
+	if err := s.analyticsRead(r.Context(), p.org(), func(ctx context.Context) (err error) {
 		rows, err = s.store.Activity(ctx, p.org(), f)
 		return err
 	}); err != nil {
@@ -361,7 +379,7 @@ func (s *Server) queryAnalytics(w http.ResponseWriter, r *http.Request, p *princ
 	s.settled(r.Context())
 	var res *gatehouse.AnalyticsResult
 	var elapsed time.Duration
-	if err := s.analyticsRead(r.Context(), func(ctx context.Context) (err error) {
+	if err := s.analyticsRead(r.Context(), p.org(), func(ctx context.Context) (err error) {
 		start := time.Now()
 		res, err = s.store.QueryAnalytics(ctx, p.org(), q)
 		elapsed = time.Since(start)

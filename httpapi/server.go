@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gatehouse"
@@ -49,6 +50,7 @@ type Server struct {
 	// read running (see analyticsRead).
 	analyticsTimeout time.Duration
 	analyticsSlots   chan struct{}
+	analyticsShares  sync.Map // organization id -> chan struct{}: its share of analyticsSlots
 	// metricsElsewhere: /metrics is served on another listener, so this
 	// one answers 404 for it.
 	metricsElsewhere bool
