@@ -128,6 +128,9 @@ func (s *Server) getActivity(w http.ResponseWriter, r *http.Request, p *principa
 // activityFilter reads the query parameters of GET /activity.
 func activityFilter(r *http.Request, now time.Time) (gatehouse.ActivityFilter, error) {
 	q := r.URL.Query()
+	if err := singleValues(q, "user_id", "workspace_id", "date", "api_key_hash", "group_by"); err != nil {
+		return gatehouse.ActivityFilter{}, err
+	}
 	f := gatehouse.ActivityFilter{UserID: q.Get("user_id"), WorkspaceID: q.Get("workspace_id")}
 	f.Since, f.Until = gatehouse.ActivityWindow(now)
 	if d := q.Get("date"); d != "" {

@@ -60,12 +60,18 @@ func (s *Server) listAuditLog() authHandler {
 func auditFilter(r *http.Request) (gatehouse.AuditFilter, error) {
 	q := r.URL.Query()
 	f := gatehouse.AuditFilter{Actor: q.Get("actor"), Operation: q.Get("operation"), ResourceType: q.Get("resource_type"), ResourceID: q.Get("resource_id")}
+	if err := singleValues(q, "actor", "operation", "resource_type", "resource_id", "since", "until"); err != nil {
+		return f, err
+	}
 	var err error
 	if f.Since, err = timeParam(q.Get("since"), "since"); err != nil {
 		return f, err
 	}
 	if f.Until, err = timeParam(q.Get("until"), "until"); err != nil {
 		return f, err
+	}
+	if f.Since != nil && f.Until != nil && f.Since.After(*f.Until) {
+		return f, gatehouse.FieldError("since", "is after until: no entry could match")
 	}
 	return f, nil
 }

@@ -18,6 +18,9 @@ func (s *Server) SetContentRetention(d time.Duration) {
 
 // generationID reads the id query parameter of the generation routes.
 func generationID(r *http.Request) (string, error) {
+	if err := singleValues(r.URL.Query(), "id"); err != nil {
+		return "", err
+	}
 	id := r.URL.Query().Get("id")
 	switch {
 	case id == "":

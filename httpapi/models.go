@@ -90,12 +90,9 @@ func origin(referer *string) string {
 // getGeneration serves GET /generation?id=: one ledger entry. A regular key
 // sees its own generations, a management key those of its organization.
 func (s *Server) getGeneration(w http.ResponseWriter, r *http.Request, p *principal) error {
-	id := r.URL.Query().Get("id")
-	switch {
-	case id == "":
-		return gatehouse.FieldError("id", "is required: the id of a completion, such as gen-…")
-	case !plainText(id):
-		return gatehouse.FieldError("id", "must be UTF-8 text without NUL characters")
+	id, err := generationID(r)
+	if err != nil {
+		return err
 	}
 	s.settled(r.Context())
 	g, err := s.store.FindGeneration(r.Context(), p.org(), id)

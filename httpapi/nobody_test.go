@@ -134,3 +134,21 @@ func TestWorkspaceDefaultModelText(t *testing.T) {
 		e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{field: "openai/gpt-4o"}).want(t, http.StatusOK)
 	}
 }
+
+// TestRepeatedQueryParameters: a query parameter given twice is a 400
+// naming it on the activity, generation and audit-log reads as on the
+// lists, and an audit-log window that ends before it starts is a 400.
+func TestRepeatedQueryParameters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, c := range []struct{ path, field string }{
+		{"/api/v1/activity?group_by=model&group_by=workspace", "group_by"},
+		{"/api/v1/activity?api_key_hash=a&api_key_hash=b", "api_key_hash"},
+		{"/api/v1/generation?id=gen-a&id=gen-b", "id"},
+		{"/api/v1/audit-log?since=2026-01-01T00:00:00Z&since=2026-02-01T00:00:00Z", "since"},
+		{"/api/v1/audit-log?actor=a&actor=b", "actor"},
+		{"/api/v1/audit-log?since=2026-12-01T00:00:00Z&until=2026-01-01T00:00:00Z", "since"},
+	} {
+		resWantError(t, e.do("GET", c.path, e.mgmt, nil), http.StatusBadRequest, c.field)
+	}
+}

@@ -176,3 +176,13 @@ func pathKind(pattern string) string {
 func repeatedParam(name string) error {
 	return gatehouse.FieldError(name, "is given more than once in the query")
 }
+
+// singleValues refuses a query parameter of names given more than once.
+func singleValues(q url.Values, names ...string) error {
+	for _, n := range names {
+		if len(q[n]) > 1 {
+			return repeatedParam(n)
+		}
+	}
+	return nil
+}
