@@ -14,6 +14,7 @@ import (
 
 	"gatehouse"
 	"gatehouse/sqlite"
+	"gatehouse/sqlstore"
 )
 
 // backupCommand runs `gatehouse backup --to FILE`: a consistent copy of a
@@ -43,6 +44,11 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	if cfg.isPostgres() {
 		return usageError{"gatehouse backup copies a SQLite database; back up PostgreSQL with pg_dump, and keep GATEHOUSE_SECRET_KEY with it (see the README's Backup and restore)"}
 	}
+	release, err := lockUnlessServed(cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer release()
 	keyFile := *to + ".key"
 	if !*force {
 		for _, f := range []string{*to, keyFile} {
@@ -234,6 +240,35 @@ func loadKeyFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("secret key file %s: %w", path, err)
 	}
 	return key, nil
+}
+
+// lockUnlessServed takes the database's serve lock for a backup when no
+// server holds it, and then refuses a database whose charge journal holds
+// charges: a server killed on it delivered them and did not write them,
+// and only a server writes them (before it serves), so the copy would lose
+// them. A running server writes its journal behind within milliseconds:
+// the backup goes ahead beside it, holding nothing.
+func lockUnlessServed(path string) (release func(), err error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, errNoDatabase(path)
+	}
+	release, _, err = sqlite.Lock(path, "gatehouse backup")
+	if errors.Is(err, sqlite.ErrLocked) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	journal, err := sqlstore.JournalFiles(sqlite.JournalPath(path))
+	if err == nil && len(journal) > 0 {
+		err = fmt.Errorf("%s holds charges that a server killed on %s delivered and did not write to it: start gatehouse serve on it once "+
+			"(it writes them before it serves), then back up, beside it or after stopping it; nothing was written", journal[0], path)
+	}
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
 }
 
 // writeKeyFile writes key as the server's key files hold it, readable by

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/sqlite"
 )
 
 // TestBackupAndRestore: `gatehouse backup` copies the database of a
@@ -243,5 +244,31 @@ func TestRestoreChecksBYOKKeys(t *testing.T) {
 	}
 	if _, _, err := cli(t, nil, "restore", "--from", backup, "--key-from", backup+".key.away", "--database", target); err != nil {
 		t.Fatalf("restore with the right key: %v", err)
+	}
+}
+
+// TestBackupRefusesUnwrittenJournal: a database that no server serves and
+// whose charge journal holds charges (a server was killed) is not backed
+// up, since the copy would lose them; nothing is written.
+func TestBackupRefusesUnwrittenJournal(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "gatehouse.db")
+	s := startServer(t, nil, "--addr", "127.0.0.1:0", "--database", db)
+	s.stop()
+	segment := sqlite.JournalPath(db) + ".1"
+	if err := os.WriteFile(segment, []byte("charges a killed server left"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(dir, "b.db")
+	if _, _, err := cli(t, nil, "backup", "--database", db, "--to", backup); err == nil || !strings.Contains(err.Error(), segment) ||
+		!strings.Contains(err.Error(), "start gatehouse serve") {
+		t.Errorf("backup with an unwritten journal: %v", err)
+	}
+	if fileExists(backup) || fileExists(backup+".key") {
+		t.Errorf("a refused backup wrote files")
+	}
+	os.Remove(segment)
+	if _, _, err := cli(t, nil, "backup", "--database", db, "--to", backup); err != nil {
+		t.Errorf("backup once the journal is written: %v", err)
 	}
 }
