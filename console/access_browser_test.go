@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"gatehouse"
+
+	"github.com/chromedp/chromedp"
 )
 
 // TestBrowserAdminPages: the workspaces, guardrails, destinations and
@@ -94,5 +96,50 @@ func TestBrowserAdminPages(t *testing.T) {
 	}
 	if all, _, _ := e.store.FindWorkspaces(ctx, e.org.ID, gatehouse.Page{Limit: 10}); len(all) != 2 {
 		t.Errorf("%d workspaces after a member's attempts", len(all))
+	}
+}
+
+// TestBrowserRemovedMemberKey: a member removed from a workspace sees her
+// disabled key there with a notice that she may disable or delete it only:
+// no edit form, no Enable button; posting the enable form anyway is a 403
+// that says why, and the key stays disabled.
+func TestBrowserRemovedMemberKey(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ada := e.member("ada@example.com", "", adaPassword)
+	ws, err := e.store.CreateWorkspace(ctx, e.org.ID, gatehouse.WorkspaceUpdate{Name: gatehouse.Val("Research"), Slug: gatehouse.Val("research")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.store.AddWorkspaceMembers(ctx, e.org.ID, ws.ID, []string{ada.ID}); err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := e.store.CreateKey(ctx, e.org.ID, gatehouse.KeyCreate{Name: "ada-research", CreatorUserID: &ada.ID, WorkspaceID: ws.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.UpdateKey(ctx, e.org.ID, k.Hash, gatehouse.KeyUpdate{Disabled: gatehouse.Val(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.RemoveWorkspaceMembers(ctx, e.org.ID, ws.ID, []string{ada.ID}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.newBrowser(t)
+	b.signIn("ada@example.com", adaPassword)
+	b.visit("/keys/" + k.Hash)
+	b.must(b.contains("ada-research") && b.contains("You no longer belong to this key's workspace"), "her key's page: %s", b.text("main"))
+	b.must(!b.has(`form[action="/keys/`+k.Hash+`/enable"]`) && !b.has(`form[action="/keys/`+k.Hash+`"]`),
+		"the page offers to enable or change the key")
+	b.must(b.has(`form[action="/keys/`+k.Hash+`/delete"]`), "the page does not offer to delete the key")
+	b.screenshot("removed-member-key")
+	// The form the page no longer shows, posted anyway.
+	b.run(chromedp.Evaluate[chromedp.Void](`(() => { const f = document.createElement("form"); f.method = "post";
+		f.action = "/keys/`+k.Hash+`/enable"; const c = document.querySelector('input[name="csrf"]').cloneNode();
+		f.appendChild(c); document.body.appendChild(f); document.body.dataset.page = "old"; f.submit(); })()`),
+		chromedp.WaitReady(chromedp.CSS(`body:not([data-page="old"]) main`)))
+	b.must(b.status() == http.StatusForbidden && b.contains("You no longer belong to this key's workspace"),
+		"enabling a key of a workspace she left: %d %s", b.status(), b.text("main"))
+	if got, err := e.store.FindKey(ctx, e.org.ID, k.Hash); err != nil || !got.Disabled {
+		t.Fatalf("the key after the refusal: %+v, %v", got, err)
 	}
 }

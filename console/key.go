@@ -10,13 +10,15 @@ import (
 
 // keyData is the data of a key's page.
 type keyData struct {
-	Row  keyRow
-	Form *form
-	// Expires is the day the key's expiry falls in, as the form shows it.
+	Row   keyRow
+	Form  *form
 	Chart *chart
 	// Spend, Requests and Tokens sum the chart's window.
 	Spend            gatehouse.Money
 	Requests, Tokens int64
+	// Locked is a key of a workspace the member has left: the page offers
+	// to disable or delete it only (mayChangeKey).
+	Locked bool
 }
 
 // findKey returns a key the session may see, or ENOTFOUND: a member
@@ -77,7 +79,7 @@ func (s *Server) keyPage(w http.ResponseWriter, r *http.Request, sess *gatehouse
 	if err != nil {
 		return err
 	}
-	data := keyData{Row: newKeyRow(k, workspaceNames(allowed), s.now()), Form: f, Chart: c}
+	data := keyData{Row: newKeyRow(k, workspaceNames(allowed), s.now()), Form: f, Chart: c, Locked: !sess.MayChangeKey(k, allowed)}
 	data.Spend, data.Requests, data.Tokens = t.since(d, d.first)
 	return s.render(w, r, sess, status, "key", k.Name, data)
 }
