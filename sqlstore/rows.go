@@ -477,11 +477,13 @@ func scanAuditEntry(s Scanner) (*gatehouse.AuditEntry, error) {
 // auditWhere returns the condition on audit_log rows that f selects in the
 // organization, and its arguments.
 //
-// A resource id is matched inside the JSON text of resource_ids as its
-// JSON-quoted form, so "ab" does not match "xaby". It is matched with
-// replace(), not LIKE: SQLite's LIKE ignores ASCII case where PostgreSQL's
-// does not, while replace() is case-sensitive on both and takes the id
-// literally, % and _ included, with nothing to escape.
+// A resource id is matched inside the JSON text of resource_ids (an array
+// of strings, encoded without spaces) as a whole element: its JSON-quoted
+// form between the array's delimiters ([ or , before, , or ] after), so
+// "ab" does not match "xaby", nor "," the comma between two ids. It is
+// matched with replace(), not LIKE: SQLite's LIKE ignores ASCII case where
+// PostgreSQL's does not, while replace() is case-sensitive on both and
+// takes the id literally, % and _ included, with nothing to escape.
 func auditWhere(orgID string, f gatehouse.AuditFilter) (where string, args []any) {
 	args = []any{orgID}
 	arg := func(v any) string {
@@ -506,7 +508,11 @@ func auditWhere(orgID string, f gatehouse.AuditFilter) (where string, args []any
 	}
 	if f.ResourceID != "" {
 		quoted, _ := json.Marshal(f.ResourceID) // a string always encodes
-		conds = append(conds, "replace(resource_ids, "+arg(string(quoted))+", '') <> resource_ids")
+		var element []string
+		for _, around := range [][2]string{{"[", "]"}, {"[", ","}, {",", ","}, {",", "]"}} {
+			element = append(element, "replace(resource_ids, "+arg(around[0]+string(quoted)+around[1])+", '') <> resource_ids")
+		}
+		conds = append(conds, "("+strings.Join(element, " OR ")+")")
 	}
 	return strings.Join(conds, " AND "), args
 }
