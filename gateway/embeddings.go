@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 )
 
 // Embed forwards an embeddings request to the provider's /embeddings and
@@ -49,23 +50,21 @@ func readEmbeddings(r io.Reader, rewrite func(map[string]json.RawMessage)) (gate
 	if err != nil || len(raw) > MaxResponseBytes {
 		return gatehouse.Completion{}, errors.New("the answer could not be read")
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+	obj, err := jsonobj.Unmarshal(raw)
+	if err != nil {
 		return gatehouse.Completion{}, errors.New("the answer is not a JSON object")
 	}
-	var answer struct {
-		ID    string            `json:"id"`
-		Data  []json.RawMessage `json:"data"`
-		Usage *struct {
-			PromptTokens *int64 `json:"prompt_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(raw, &answer); err != nil || answer.Data == nil {
+	// Each field by its exact name, apart: an odd id costs nothing, and an
+	// unreadable usage is usage not known (charged the reservation), not an
+	// answer thrown away after the provider's work.
+	var data []json.RawMessage
+	if err := json.Unmarshal(obj["data"], &data); err != nil || data == nil {
 		return gatehouse.Completion{}, errors.New("the answer has no data array of embeddings")
 	}
-	c := gatehouse.Completion{UpstreamID: answer.ID}
-	if answer.Usage != nil && answer.Usage.PromptTokens != nil {
-		c.PromptTokens, c.UsageKnown = *answer.Usage.PromptTokens, true
+	var c gatehouse.Completion
+	_ = json.Unmarshal(obj["id"], &c.UpstreamID)
+	if n, ok := usageCounts(obj["usage"], "prompt_tokens"); ok {
+		c.PromptTokens, c.UsageKnown = n[0], true
 	}
 	if rewrite != nil {
 		rewrite(obj)

@@ -56,12 +56,6 @@ func (r *responseObject) decode(obj map[string]json.RawMessage) {
 	_ = json.Unmarshal(obj["incomplete_details"], &r.IncompleteDetails)
 }
 
-// responseUsage is the usage of a response object.
-type responseUsage struct {
-	InputTokens  *int64 `json:"input_tokens"`
-	OutputTokens *int64 `json:"output_tokens"`
-}
-
 // responseItem is an output item of a response: a message's text parts,
 // a reasoning item's summary and text.
 type responseItem struct {
@@ -82,9 +76,8 @@ func inspectResponse(obj map[string]json.RawMessage) gatehouse.Completion {
 	var r responseObject
 	r.decode(obj)
 	c := gatehouse.Completion{UpstreamID: r.ID}
-	var u responseUsage
-	if json.Unmarshal(obj["usage"], &u) == nil && u.InputTokens != nil && u.OutputTokens != nil {
-		c.PromptTokens, c.CompletionTokens, c.UsageKnown = *u.InputTokens, *u.OutputTokens, true
+	if n, ok := usageCounts(obj["usage"], "input_tokens", "output_tokens"); ok {
+		c.PromptTokens, c.CompletionTokens, c.UsageKnown = n[0], n[1], true
 	}
 	var items []json.RawMessage
 	_ = json.Unmarshal(obj["output"], &items)

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -108,6 +109,9 @@ func (c *Client) forward(ctx context.Context, call gatehouse.CompletionCall, w g
 		return stream(ctx, resp.Body, w, call.Rewrite, a.event)
 	}
 	done, err := readWhole(resp.Body, call.Rewrite, a.read)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return done, networkError(ctx, p, err) // the answer was still coming when the time was up: a timeout
+	}
 	if err != nil {
 		return done, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamBadAnswer, Provider: p.ID, ProviderStatus: resp.StatusCode,
 			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", p.ID, err)}
@@ -301,20 +305,49 @@ type chunk struct {
 		Message      *text   `json:"message"`
 		Delta        *text   `json:"delta"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-	} `json:"usage"`
 }
 
 // decode reads the fields of a chunk from an answer's object, each by its
 // exact name, as the clients that read the answer do (not folding case, as
 // a decode of the whole object into the struct would); one that does not
-// read is left as it is.
+// read is left as it is. The usage is read apart, by usageCounts.
 func (ch *chunk) decode(obj map[string]json.RawMessage) {
 	_ = json.Unmarshal(obj["id"], &ch.ID)
 	_ = json.Unmarshal(obj["choices"], &ch.Choices)
-	_ = json.Unmarshal(obj["usage"], &ch.Usage)
+}
+
+// usageCounts reads the token counts of a usage object by their exact
+// names, as the official clients read them: each must be there once, as a
+// whole number an int64 holds. Anything else (usage that is not an object,
+// a count missing, given twice, written as a float or a string, or out of
+// range) is usage not known, which is charged the reservation. A name in
+// another case ("PROMPT_TOKENS", "prompt_tokenſ") is another name, and
+// ignored: encoding/json would fold it onto the count, and the last of
+// them would win.
+func usageCounts(usage json.RawMessage, names ...string) ([]int64, bool) {
+	ms, ok := jsonobj.Members(usage)
+	if !ok || !json.Valid(usage) {
+		return nil, false
+	}
+	counts := make([]int64, len(names))
+	for i, name := range names {
+		seen := 0
+		for _, m := range ms {
+			if m.Key != name {
+				continue
+			}
+			seen++
+			n, err := strconv.ParseInt(string(m.Value), 10, 64)
+			if err != nil {
+				return nil, false
+			}
+			counts[i] = n
+		}
+		if seen != 1 {
+			return nil, false
+		}
+	}
+	return counts, true
 }
 
 // text is the text of a message or a delta: its content, and its
@@ -333,8 +366,8 @@ func inspect(obj map[string]json.RawMessage, delta bool) gatehouse.Completion {
 	var ch chunk
 	ch.decode(obj)
 	c := gatehouse.Completion{UpstreamID: ch.ID}
-	if ch.Usage != nil {
-		c.PromptTokens, c.CompletionTokens, c.UsageKnown = ch.Usage.PromptTokens, ch.Usage.CompletionTokens, true
+	if n, ok := usageCounts(obj["usage"], "prompt_tokens", "completion_tokens"); ok {
+		c.PromptTokens, c.CompletionTokens, c.UsageKnown = n[0], n[1], true
 	}
 	if len(ch.Choices) > 0 {
 		if f := ch.Choices[0].FinishReason; f != nil {
