@@ -20,7 +20,15 @@ type Proxies []netip.Prefix
 
 // ClientIP returns the address the request came from: the connection's
 // peer, or, when the peer is a trusted proxy, the right-most address of
-// X-Forwarded-For (or Forwarded) that is not itself a trusted proxy.
+// X-Forwarded-For (or, without one, Forwarded) that is not itself a trusted
+// proxy.
+//
+// X-Forwarded-For comes first because it is what the common proxies write
+// (nginx's $proxy_add_x_forwarded_for, Caddy, HAProxy's forwardfor, Go's
+// ReverseProxy), and they pass a client's own Forwarded header through
+// untouched: were Forwarded to win whenever present, a client would choose
+// its rate-limit bucket (or drain another's) by sending one. A proxy that
+// writes only Forwarded must drop a client's X-Forwarded-For.
 func (p Proxies) ClientIP(r *http.Request) string {
 	peer, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
@@ -46,8 +54,8 @@ func (p Proxies) ClientIP(r *http.Request) string {
 
 // HTTPS reports whether the client reached us over TLS: the connection is
 // TLS, or the peer is a trusted proxy that says the client used https (the
-// last proto= of Forwarded, else the last X-Forwarded-Proto value: what the
-// proxy nearest to us set).
+// last X-Forwarded-Proto value, else the last proto= of Forwarded: what the
+// proxy nearest to us set; X-Forwarded-Proto first, as for ClientIP).
 func (p Proxies) HTTPS(r *http.Request) bool {
 	if r.TLS != nil {
 		return true
@@ -57,15 +65,15 @@ func (p Proxies) HTTPS(r *http.Request) bool {
 		return false
 	}
 	proto := ""
-	if fwd := r.Header.Values("Forwarded"); len(fwd) > 0 {
+	if xs := r.Header.Values("X-Forwarded-Proto"); len(xs) > 0 {
+		parts := strings.Split(xs[len(xs)-1], ",")
+		proto = strings.TrimSpace(parts[len(parts)-1])
+	} else if fwd := r.Header.Values("Forwarded"); len(fwd) > 0 {
 		forEachPair(fwd, func(k, v string) {
 			if strings.EqualFold(k, "proto") {
 				proto = v
 			}
 		})
-	} else if xs := r.Header.Values("X-Forwarded-Proto"); len(xs) > 0 {
-		parts := strings.Split(xs[len(xs)-1], ",")
-		proto = strings.TrimSpace(parts[len(parts)-1])
 	}
 	return strings.EqualFold(proto, "https")
 }
@@ -93,21 +101,21 @@ func forEachPair(values []string, f func(k, v string)) {
 	}
 }
 
-// forwardedFor lists the addresses of the Forwarded header's for= values,
-// or else of X-Forwarded-For, in order; unparsable entries end the list at
-// that point, since nothing to their left can be trusted.
+// forwardedFor lists the addresses of X-Forwarded-For, or else of the
+// Forwarded header's for= values, in order; unparsable entries end the
+// list at that point, since nothing to their left can be trusted.
 func forwardedFor(h http.Header) []netip.Addr {
 	var raw []string
-	if fwd := h.Values("Forwarded"); len(fwd) > 0 {
-		forEachPair(fwd, func(k, v string) {
+	if xs := h.Values("X-Forwarded-For"); len(xs) > 0 {
+		for _, v := range xs {
+			raw = append(raw, strings.Split(v, ",")...)
+		}
+	} else {
+		forEachPair(h.Values("Forwarded"), func(k, v string) {
 			if strings.EqualFold(k, "for") {
 				raw = append(raw, v)
 			}
 		})
-	} else {
-		for _, v := range h.Values("X-Forwarded-For") {
-			raw = append(raw, strings.Split(v, ",")...)
-		}
 	}
 	var out []netip.Addr
 	for i := len(raw) - 1; i >= 0; i-- {

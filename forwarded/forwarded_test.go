@@ -28,7 +28,10 @@ func TestClientIP(t *testing.T) {
 		{"direct", request("203.0.113.9:5555", "X-Forwarded-For", "1.2.3.4"), "203.0.113.9"},
 		{"through a trusted proxy", request("10.0.0.2:5555", "X-Forwarded-For", "1.2.3.4, 198.51.100.7"), "198.51.100.7"},
 		{"through two trusted proxies", request("10.0.0.2:5555", "X-Forwarded-For", "198.51.100.7, 10.0.0.3"), "198.51.100.7"},
-		{"Forwarded wins", request("10.0.0.2:5555", "Forwarded", `for="[2001:db8::1]";proto=https`, "X-Forwarded-For", "1.2.3.4"), "2001:db8::1"},
+		// The proxy appended the client's address to X-Forwarded-For and
+		// passed the client's own Forwarded header through: it picks nothing.
+		{"X-Forwarded-For wins over a client's Forwarded", request("10.0.0.2:5555", "Forwarded", `for="[2001:db8::1]";proto=https`, "X-Forwarded-For", "1.2.3.4"), "1.2.3.4"},
+		{"Forwarded alone", request("10.0.0.2:5555", "Forwarded", `for="[2001:db8::1]";proto=https`), "2001:db8::1"},
 		{"no header from a proxy", request("10.0.0.2:5555"), "10.0.0.2"},
 	} {
 		if got := proxies.ClientIP(tc.r); got != tc.want {
@@ -52,7 +55,7 @@ func TestHTTPS(t *testing.T) {
 		{"a trusted proxy says http", request("10.0.0.2:5555", "X-Forwarded-Proto", "http"), false},
 		{"the nearest proxy's word counts", request("10.0.0.2:5555", "X-Forwarded-Proto", "https, http"), false},
 		{"Forwarded proto", request("10.0.0.2:5555", "Forwarded", "for=1.2.3.4;proto=https"), true},
-		{"Forwarded wins over X-Forwarded-Proto", request("10.0.0.2:5555", "Forwarded", "for=1.2.3.4;proto=http", "X-Forwarded-Proto", "https"), false},
+		{"X-Forwarded-Proto wins over a client's Forwarded", request("10.0.0.2:5555", "Forwarded", "for=1.2.3.4;proto=https", "X-Forwarded-Proto", "http"), false},
 	} {
 		if got := proxies.HTTPS(tc.r); got != tc.want {
 			t.Errorf("%s: HTTPS = %v, want %v", tc.name, got, tc.want)

@@ -77,7 +77,11 @@ func (r *Redis) Allow(ctx context.Context, key string) (Result, error) {
 }
 
 func (r *Redis) allow(ctx context.Context, key string) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	// Not the request's context: a client that hangs up must not make the
+	// call fail and put the limiter in its per-process fallback (which
+	// would give every key a second burst on every instance). Only Redis
+	// failing within the timeout does.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
 	t := r.cfg.interval().Microseconds()
 	if t < 1 {

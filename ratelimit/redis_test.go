@@ -156,3 +156,26 @@ func TestRedisUnreachableFallsBack(t *testing.T) {
 		t.Errorf("falling back took %v; requests must not wait on a dead Redis", d)
 	}
 }
+
+// TestRedisClientGoneKeepsShared: a request whose client has hung up (its
+// context canceled) is still counted in the shared bucket, and does not
+// put the limiter in its per-process fallback, which would give every key
+// a second burst on every instance.
+func TestRedisClientGoneKeepsShared(t *testing.T) {
+	client := redisClient(t)
+	cfg := Config{RPS: 0.001, Burst: 2}
+	prefix := testPrefix(t, client)
+	l := NewRedis(client, cfg, prefix, NewMemory(cfg, nil), func(err error) { t.Errorf("fallback on a client gone: %v", err) })
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res, err := l.Allow(gone, "k"); err != nil || !res.Allowed || res.Remaining != 1 {
+		t.Fatalf("a request of a client gone: %+v, %v; want it counted in Redis", res, err)
+	}
+	ctx := context.Background()
+	if res, _ := l.Allow(ctx, "k"); !res.Allowed || res.Remaining != 0 {
+		t.Fatalf("the next request: %+v, want the shared bucket's last token", res)
+	}
+	if res, _ := l.Allow(ctx, "k"); res.Allowed {
+		t.Fatalf("a third request was allowed: %+v (a per-process fallback would)", res)
+	}
+}
