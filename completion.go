@@ -1,7 +1,6 @@
 package gatehouse
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -241,9 +240,7 @@ func CheckReasoningBudget(reasoning json.RawMessage, capTokens int) error {
 	var r struct {
 		MaxTokens *json.Number `json:"max_tokens"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(reasoning))
-	dec.UseNumber()
-	if dec.Decode(&r) != nil || r.MaxTokens == nil {
+	if json.Unmarshal(reasoning, &r) != nil || r.MaxTokens == nil {
 		return nil
 	}
 	n, err := r.MaxTokens.Int64()

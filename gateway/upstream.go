@@ -153,9 +153,6 @@ func (c *Client) post(ctx context.Context, p *gatehouse.Provider, apiKey gatehou
 // max_completion_tokens), and, for streams, a request for the final usage
 // chunk.
 func prepareBody(call gatehouse.CompletionCall) ([]byte, error) {
-	if err := gatehouse.CheckReasoningBudget(call.Body["reasoning"], call.MaxTokens); err != nil {
-		return nil, err // checked before the reservation too: never
-	}
 	out := make(map[string]json.RawMessage, len(call.Body)+3)
 	for k, v := range call.Body {
 		out[k] = v
@@ -325,8 +322,11 @@ func (ch *chunk) decode(obj map[string]json.RawMessage) {
 // ignored: encoding/json would fold it onto the count, and the last of
 // them would win.
 func usageCounts(usage json.RawMessage, names ...string) ([]int64, bool) {
+	if !json.Valid(usage) { // Members reads valid JSON only
+		return nil, false
+	}
 	ms, ok := jsonobj.Members(usage)
-	if !ok || !json.Valid(usage) {
+	if !ok {
 		return nil, false
 	}
 	counts := make([]int64, len(names))

@@ -155,7 +155,7 @@ func (p *queryParser) integer(name string) int {
 	if v == "" {
 		return 0 // absent, or empty: the catalog reads both alike
 	}
-	n, err := intParam(url.Values{name: {v}}, name, 0, 0, math.MaxInt32)
+	n, err := intValue(v, name, 0, math.MaxInt32)
 	if err != nil && p.err == nil {
 		p.err = err
 	}

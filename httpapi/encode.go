@@ -217,18 +217,8 @@ func checkUnicode(body []byte) error {
 
 // hexRune returns the rune of four hexadecimal digits (valid JSON's).
 func hexRune(h []byte) rune {
-	var r rune
-	for _, c := range h {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		default:
-			r = r<<4 | rune(c-'A'+10)
-		}
-	}
-	return r
+	r, _ := strconv.ParseUint(string(h), 16, 32)
+	return rune(r)
 }
 
 // decodeOptional is decode for operations whose body may be empty (such as

@@ -55,7 +55,12 @@ func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
 	if len(vs) > 1 {
 		return 0, repeatedParam(name)
 	}
-	v, err := strconv.Atoi(vs[0])
+	return intValue(vs[0], name, lo, hi)
+}
+
+// intValue parses the value of an integer query parameter within [lo, hi].
+func intValue(raw, name string, lo, hi int) (int, error) {
+	v, err := strconv.Atoi(raw)
 	if err != nil || v < lo || v > hi {
 		return 0, gatehouse.FieldError(name, "must be an integer from %d to %d", lo, hi)
 	}
@@ -114,10 +119,10 @@ func checkRequestText(r *http.Request) error {
 		return nil // no query to parse: most routes
 	}
 	q := r.URL.Query()
+	if err := singleValues(q, names...); err != nil {
+		return err
+	}
 	for _, name := range names {
-		if len(q[name]) > 1 {
-			return repeatedParam(name)
-		}
 		if !plainText(q.Get(name)) {
 			return gatehouse.FieldError(name, "must be UTF-8 text without NUL characters")
 		}

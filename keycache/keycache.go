@@ -55,9 +55,14 @@ type Cache struct {
 	heartbeat atomic.Int64
 }
 
+// DefaultTTL is how long an entry lives by default: on SQLite, where no
+// change feed runs, how long a change made by another process (the
+// command line) takes to reach a server.
+const DefaultTTL = 10 * time.Second
+
 // Options tune a Cache.
 type Options struct {
-	// TTL bounds the life of an entry (default 10s).
+	// TTL bounds the life of an entry (default DefaultTTL).
 	TTL time.Duration
 	// MaxEntries bounds the number of keys held (default 100,000).
 	MaxEntries int
@@ -80,7 +85,7 @@ type Options struct {
 // New wraps store.
 func New(store gatehouse.Store, opts Options) *Cache {
 	if opts.TTL <= 0 {
-		opts.TTL = 10 * time.Second
+		opts.TTL = DefaultTTL
 	}
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = 100_000

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,48 +131,40 @@ func CheckBackup(ctx context.Context, file string, box *gatehouse.SecretBox) (*B
 // knownMigrations refuses a database that a newer Gatehouse migrated: this
 // binary would refuse to open it once restored (sqlstore.ErrSchemaNewer).
 func knownMigrations(ctx context.Context, db *sql.DB, file string) error {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM schema_migrations ORDER BY name`)
+	rows, err := db.QueryContext(ctx, `SELECT name FROM schema_migrations`)
+	names, err := collectNames(rows, err)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	var unknown []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return err
-		}
-		if _, err := fs.Stat(migrations, name); err != nil {
-			unknown = append(unknown, name)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(unknown) > 0 {
-		return fmt.Errorf("%s was migrated by a newer Gatehouse (it records %s, which this binary does not know): "+
-			"restore it with that version or a later one", file, strings.Join(unknown, ", "))
+	if err := sqlstore.KnownMigrations(migrations, names); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
+}
+
+// collectNames reads the rows of a query of one text column, and closes
+// them.
+func collectNames(rows *sql.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
 }
 
 // tableRows counts the rows of every table but SQLite's own.
 func tableRows(ctx context.Context, db *sql.DB) ([]TableRows, error) {
 	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY rowid`)
+	names, err := collectNames(rows, err)
 	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		names = append(names, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	out := make([]TableRows, 0, len(names))

@@ -80,17 +80,8 @@ func Migrate(ctx context.Context, m Migrator, fsys fs.FS, create bool) (Schema, 
 		return Schema{}, fmt.Errorf("%w (it has no schema_migrations table): name a database that gatehouse serve or "+
 			"gatehouse orgs create made", ErrNoSchema)
 	}
-	var unknown []string
-	for _, a := range applied {
-		if !slices.Contains(names, a) {
-			unknown = append(unknown, a)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return Schema{}, fmt.Errorf("%w: it records migrations this binary does not know (%s; this binary's newest is %s): "+
-			"a newer Gatehouse has migrated it. Run that version or a later one, or restore the backup taken before the upgrade",
-			ErrSchemaNewer, strings.Join(unknown, ", "), version(names[len(names)-1]))
+	if err := checkKnown(names, applied); err != nil {
+		return Schema{}, err
 	}
 	schema := Schema{Version: version(names[len(names)-1]), Migrations: len(names)}
 	for _, name := range names { // the newest migration it had
@@ -137,4 +128,34 @@ func Pending(fsys fs.FS, applied []string) ([]string, error) {
 // version is a migration's name without its directory and extension.
 func version(name string) string {
 	return strings.TrimSuffix(path.Base(name), ".sql")
+}
+
+// KnownMigrations refuses (ErrSchemaNewer) a database whose
+// schema_migrations records applied, when it holds a migration that fsys
+// (migration/*.sql) does not: a newer Gatehouse migrated it, and this one
+// would misread what the newer one writes.
+func KnownMigrations(fsys fs.FS, applied []string) error {
+	names, err := fs.Glob(fsys, "migration/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	return checkKnown(names, applied)
+}
+
+// checkKnown is KnownMigrations for the sorted names of the migrations.
+func checkKnown(names, applied []string) error {
+	var unknown []string
+	for _, a := range applied {
+		if !slices.Contains(names, a) {
+			unknown = append(unknown, a)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return fmt.Errorf("%w: it records migrations this binary does not know (%s; this binary's newest is %s): "+
+		"a newer Gatehouse has migrated it. Run that version or a later one, or restore the backup taken before the upgrade",
+		ErrSchemaNewer, strings.Join(unknown, ", "), version(names[len(names)-1]))
 }

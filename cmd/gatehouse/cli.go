@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/keycache"
 )
 
 // orgsCommand runs `gatehouse orgs create` and `gatehouse orgs list`.
@@ -311,7 +312,7 @@ func (a *mgmtKeysArgs) keyNotFound(ctx context.Context, store gatehouse.Store) e
 // done says what a change did, and when the servers on the database see
 // it: this process writes around their key caches.
 func (a *mgmtKeysArgs) done(what string) string {
-	when := "within 10 seconds, when their cached copy of the key expires" // keycache's default TTL, which serve uses
+	when := fmt.Sprintf("within %d seconds, when their cached copy of the key expires", int(keycache.DefaultTTL.Seconds())) // serve's TTL
 	if a.cfg.isPostgres() {
 		when = "within about a second: their key caches follow the database's change feed"
 	}
