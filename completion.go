@@ -3,6 +3,7 @@ package gatehouse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -24,21 +25,42 @@ type Provider struct {
 	// Responses says the provider serves the OpenAI Responses API too, at
 	// BaseURL + /responses: only then does POST /responses reach it.
 	Responses bool
-	Timeout   time.Duration
-	Models    []*Model
+	// Timeout bounds a whole call, from sending the request to the last
+	// byte of the answer; FirstByteTimeout bounds the wait for the answer
+	// to begin (its status line), which a model that reasons before it
+	// answers, or a long prompt's prefill, may take minutes to reach.
+	Timeout          time.Duration
+	FirstByteTimeout time.Duration
+	Models           []*Model
 	ProviderInfo
 }
 
-// DefaultProviderTimeout is how long a call to a provider may take when
-// the provider sets no timeout of its own.
-const DefaultProviderTimeout = 2 * time.Minute
+// DefaultProviderTimeout is how long a whole call to a provider may take
+// when the provider sets no timeout of its own, and
+// DefaultFirstByteTimeout how long its answer may take to begin: the
+// clients of reasoning models wait as long (OpenAI's and Anthropic's
+// official clients time out after ten minutes).
+const (
+	DefaultProviderTimeout  = 30 * time.Minute
+	DefaultFirstByteTimeout = 10 * time.Minute
+)
 
-// CallTimeout returns how long a call to the provider may take.
+// CallTimeout returns how long a whole call to the provider may take.
 func (p *Provider) CallTimeout() time.Duration {
 	if p.Timeout > 0 {
 		return p.Timeout
 	}
 	return DefaultProviderTimeout
+}
+
+// AnswerTimeout returns how long the provider's answer may take to begin:
+// its first-byte timeout, never more than the whole call's.
+func (p *Provider) AnswerTimeout() time.Duration {
+	d := p.FirstByteTimeout
+	if d <= 0 {
+		d = DefaultFirstByteTimeout
+	}
+	return min(d, p.CallTimeout())
 }
 
 // Model is a model of a provider, with its prices.
@@ -546,6 +568,7 @@ const (
 	UpstreamUnreachable UpstreamKind = "unreachable" // no answer: the provider could not be reached, or its URL is invalid
 	UpstreamTimeout     UpstreamKind = "timeout"     // it did not answer within its timeout
 	UpstreamBadAnswer   UpstreamKind = "bad_answer"  // it answered, but not with a readable completion
+	UpstreamTooLarge    UpstreamKind = "too_large"   // it answered in full, but the answer is larger than Gatehouse delivers
 	UpstreamRejected    UpstreamKind = "rejected"    // it answered with an error status (ProviderStatus)
 )
 
@@ -563,9 +586,30 @@ type UpstreamError struct {
 	Raw            []byte // the provider's error body, when it was JSON
 	Err            error  // the cause, for the log: such as the network error
 	// Delivered says that the provider had received the whole request
-	// when the call broke off without an answer (known for streams): it
-	// may have worked on it, and billed it.
+	// (it was written to the provider) when the call failed: it may have
+	// worked on it, and billed it.
 	Delivered bool
+	// Charged, once the failed call is metered, is what it was charged
+	// (see Billed), under the generation GenerationID; nil when nothing.
+	Charged      *Money
+	GenerationID string
+}
+
+// Billed reports whether a failed call is one the provider may bill, and
+// so is charged: once the provider received the request, only its own
+// refusal (an answer with a status other than 2xx, which providers do not
+// bill) is free. Every other ending after the request was written (a
+// timeout waiting for or reading the answer, an answer too large or
+// unreadable, a connection cut, the client leaving) is charged: the usage
+// the answer reported where it could be read, else the reservation. A
+// call that never reached the provider, and errors that are not the
+// provider's (Gatehouse's own), are free.
+func Billed(err error) bool {
+	var ue *UpstreamError
+	if !errors.As(err, &ue) || !ue.Delivered {
+		return false
+	}
+	return ue.ProviderStatus == 0 || ue.ProviderStatus/100 == 2
 }
 
 // Error describes the failure for the log, with its cause.

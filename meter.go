@@ -3,6 +3,7 @@ package gatehouse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -287,7 +288,9 @@ func reserveInDB(ctx context.Context, usage UsageService, ledger Ledger, r *Rese
 // Settle records the call in the ledger at its exact cost from the usage
 // the provider reported, capped at the reservation (the excess reported as
 // an anomaly), or at the reservation when there is no usable usage (none
-// reported, negative counts, or callErr: a stream that broke off), and then
+// reported, negative counts, or callErr: a stream that broke off, or a
+// failure the provider may bill, see Billed; but for an answer too large to
+// deliver, whose usage was read in full), and then
 // publishes its trace. It runs to the end when ctx is cancelled. With a
 // Ledger it returns at once (the ledger writes behind); an error means the
 // call was served and is charged what it reserved once its reservation
@@ -300,7 +303,7 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 	defer cancel()
 	gen.Status, gen.Cost = GenerationCompleted, reserved
 	// Negative counts would credit the key: they count as no usage.
-	if c.UsageKnown && callErr == nil && c.PromptTokens >= 0 && c.CompletionTokens >= 0 {
+	if c.UsageKnown && usageFinal(callErr) && c.PromptTokens >= 0 && c.CompletionTokens >= 0 {
 		gen.PromptTokens, gen.CompletionTokens = c.PromptTokens, c.CompletionTokens
 		if cost := mt.call.Model.Cost(c.PromptTokens, c.CompletionTokens); cost <= reserved {
 			gen.Cost = cost
@@ -348,6 +351,16 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 	}
 	m.trace(mt, c, ended)
 	return nil
+}
+
+// usageFinal reports whether the usage of a call that ended with callErr
+// is the provider's last word: it is when the call succeeded, or when its
+// answer came in full but was too large to deliver. A stream that broke
+// off is charged the reservation (the provider may go on working), as is
+// any other failure (see Billed).
+func usageFinal(callErr error) bool {
+	var ue *UpstreamError
+	return callErr == nil || errors.As(callErr, &ue) && ue.Kind == UpstreamTooLarge
 }
 
 // record settles a reservation that has no hold and waits until its

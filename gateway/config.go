@@ -23,9 +23,13 @@ import (
 // whose configuration sets none, when a request sets none either.
 const DefaultMaxCompletionTokens = 4096
 
-// DefaultTimeout is how long a provider may take to answer when its
-// configuration sets no timeout.
-const DefaultTimeout = 2 * time.Minute
+// DefaultTimeout is how long a whole call to a provider may take when its
+// configuration sets no timeout, and DefaultFirstByteTimeout how long its
+// answer may take to begin.
+const (
+	DefaultTimeout          = gatehouse.DefaultProviderTimeout
+	DefaultFirstByteTimeout = gatehouse.DefaultFirstByteTimeout
+)
 
 // maxTokensLimit bounds the integer settings, as the API bounds max_tokens.
 const maxTokensLimit = 10_000_000
@@ -61,7 +65,8 @@ func (e *LineError) Error() string {
 //	    api_key_env: LOCAL_API_KEY     # optional: the variable holding the provider's key; if named it must be set
 //	    byok: false                    # optional, default false: usage counts as byok_usage
 //	    responses: false               # optional, default false: it serves the OpenAI Responses API too (POST /responses)
-//	    timeout: 120s                  # optional, Go duration, default 2m
+//	    timeout: 30m                   # optional, Go duration, default 30m: the whole call, to the answer's last byte
+//	    first_byte_timeout: 10m        # optional, default 10m (at most timeout): until the answer begins
 //	    models:
 //	      - id: llama3.2               # the upstream's model name; clients address local/llama3.2
 //	        name: Llama 3.2            # optional
@@ -243,8 +248,8 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 var upperEnvNameRE = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
 func (l *loader) provider(n *yaml.Node, what string) *gatehouse.Provider {
-	p := &gatehouse.Provider{Timeout: DefaultTimeout}
-	var modelsNode *yaml.Node
+	p := &gatehouse.Provider{Timeout: DefaultTimeout, FirstByteTimeout: DefaultFirstByteTimeout}
+	var modelsNode, firstByte *yaml.Node
 	l.mapping(n, what, withSettings(l.providerInfoSettings(&p.ProviderInfo), map[string]func(*yaml.Node){
 		"id": func(v *yaml.Node) {
 			if s, ok := l.str(v, "id"); ok && !providerIDRE.MatchString(s) {
@@ -258,8 +263,15 @@ func (l *loader) provider(n *yaml.Node, what string) *gatehouse.Provider {
 		"byok":        func(v *yaml.Node) { p.BYOK = l.boolean(v, "byok") },
 		"responses":   func(v *yaml.Node) { p.Responses = l.boolean(v, "responses") },
 		"timeout":     func(v *yaml.Node) { p.Timeout = l.duration(v, "timeout") },
-		"models":      func(v *yaml.Node) { modelsNode = v },
+		"first_byte_timeout": func(v *yaml.Node) {
+			p.FirstByteTimeout = l.duration(v, "first_byte_timeout")
+			firstByte = v
+		},
+		"models": func(v *yaml.Node) { modelsNode = v },
 	}), "id", "base_url", "models")
+	if firstByte != nil && p.FirstByteTimeout > p.Timeout {
+		l.errorf(firstByte, "first_byte_timeout", "is %s, longer than the provider's timeout of %s, which bounds the whole call: shorten it, or lengthen timeout", p.FirstByteTimeout, p.Timeout)
+	}
 	if modelsNode != nil {
 		p.Models = l.models(modelsNode, p.ID)
 	}

@@ -47,6 +47,7 @@ providers:
     byok: true
     responses: true
     timeout: 90s
+    first_byte_timeout: 20s
     models:
       - id: gpt-4o-mini
         prompt_price: 1e-1
@@ -64,11 +65,11 @@ func TestLoadProvidersValid(t *testing.T) {
 	}
 	local, openai := c.Providers[0], c.Providers[1]
 	if local.ID != "local" || local.BaseURL != "http://127.0.0.1:11434/v1" || local.APIKey != "" || local.APIKeyEnv != "" ||
-		local.BYOK || local.Responses || local.Timeout != 2*time.Minute {
+		local.BYOK || local.Responses || local.Timeout != 30*time.Minute || local.AnswerTimeout() != 10*time.Minute {
 		t.Errorf("local provider = %+v", local)
 	}
 	if openai.ID != "openai" || openai.APIKeyEnv != "OPENAI_API_KEY" || openai.APIKey != "sk-test-secret" ||
-		!openai.BYOK || !openai.Responses || openai.Timeout != 90*time.Second {
+		!openai.BYOK || !openai.Responses || openai.Timeout != 90*time.Second || openai.AnswerTimeout() != 20*time.Second {
 		t.Errorf("openai provider = %+v", openai)
 	}
 	for _, tt := range []struct {
@@ -122,7 +123,8 @@ func TestLoadProvidersInvalid(t *testing.T) {
 		{"ftp base_url", "providers:\n  - id: local\n    base_url: ftp://x/v1\n" + model, ":3:15: base_url: must be an absolute http or https URL"},
 		{"base_url with endpoint", "providers:\n  - id: local\n    base_url: http://x/v1/chat/completions\n" + model, ":3:15: base_url: must be the API's base"},
 		{"base_url list", "providers:\n  - id: local\n    base_url: [a]\n" + model, ":3:15: base_url: must be a single value, not a list"},
-		{"unknown provider setting", head + "    api_key: sk-x\n" + model, ":4:5: api_key: unknown setting in provider \"local\": want one of api_key_env, base_url, byok, datacenters, headquarters, id, models, moderated, name, privacy_policy_url, responses, status_page_url, terms_of_service_url, timeout, zdr"},
+		{"first byte after the whole call", head + "    timeout: 1m\n    first_byte_timeout: 2m\n" + model, ":5:25: first_byte_timeout: is 2m0s, longer than the provider's timeout of 1m0s, which bounds the whole call: shorten it, or lengthen timeout"},
+		{"unknown provider setting", head + "    api_key: sk-x\n" + model, ":4:5: api_key: unknown setting in provider \"local\": want one of api_key_env, base_url, byok, datacenters, first_byte_timeout, headquarters, id, models, moderated, name, privacy_policy_url, responses, status_page_url, terms_of_service_url, timeout, zdr"},
 		{"repeated setting", head + "    base_url: http://y/v1\n" + model, ":4:5: base_url: is set twice (first on line 3)"},
 		{"byok", head + "    byok: sometimes\n" + model, ":4:11: byok: must be true or false"},
 		{"responses", head + "    responses: [yes]\n" + model, ":4:16: responses: must be a single value"},

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,9 +16,6 @@ import (
 // reads the whole answer: what metering needs is its usage.prompt_tokens
 // (an embedding has no completion). The key goes as in Complete.
 func (c *Client) Embed(ctx context.Context, call gatehouse.EmbeddingCall) (gatehouse.Completion, error) {
-	p := call.Provider
-	ctx, cancel := context.WithTimeout(ctx, Deadline(p))
-	defer cancel()
 	out := make(map[string]json.RawMessage, len(call.Body)+1)
 	for k, v := range call.Body {
 		out[k] = v
@@ -27,28 +25,26 @@ func (c *Client) Embed(ctx context.Context, call gatehouse.EmbeddingCall) (gateh
 	if err != nil {
 		return gatehouse.Completion{}, err
 	}
-	resp, err := c.post(ctx, p, call.APIKey, "/embeddings", body)
+	x, err := c.exchange(ctx, call.Provider, call.APIKey, "/embeddings", body)
 	if err != nil {
 		return gatehouse.Completion{}, err
 	}
-	defer resp.Body.Close()
-	done, err := readEmbeddings(resp.Body, call.Rewrite)
-	if err != nil {
-		if ctx.Err() != nil {
-			return done, networkError(ctx, p, err)
-		}
-		return done, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamBadAnswer, Provider: p.ID, ProviderStatus: resp.StatusCode,
-			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", p.ID, err)}
-	}
-	return done, nil
+	defer x.close()
+	done, err := readEmbeddings(x.resp.Body, call.Rewrite)
+	return done, x.answerError(err)
 }
 
 // readEmbeddings reads an embeddings answer: a JSON object with a data
 // array. Usage is known when it has a whole, non-negative prompt_tokens.
+// An answer larger than MaxResponseBytes is read to its end for its usage
+// alone (see tooLarge).
 func readEmbeddings(r io.Reader, rewrite func(map[string]json.RawMessage)) (gatehouse.Completion, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxResponseBytes+1))
-	if err != nil || len(raw) > MaxResponseBytes {
-		return gatehouse.Completion{}, errors.New("the answer could not be read")
+	if err != nil {
+		return gatehouse.Completion{}, fmt.Errorf("the answer could not be read: %w", err)
+	}
+	if len(raw) > MaxResponseBytes {
+		return tooLarge(io.MultiReader(bytes.NewReader(raw), r), embeddingUsage)
 	}
 	obj, err := jsonobj.Unmarshal(raw)
 	if err != nil {
@@ -61,14 +57,21 @@ func readEmbeddings(r io.Reader, rewrite func(map[string]json.RawMessage)) (gate
 	if err := json.Unmarshal(obj["data"], &data); err != nil || data == nil {
 		return gatehouse.Completion{}, errors.New("the answer has no data array of embeddings")
 	}
-	var c gatehouse.Completion
+	c := embeddingUsage(obj)
 	_ = json.Unmarshal(obj["id"], &c.UpstreamID)
-	if n, ok := usageCounts(obj["usage"], "prompt_tokens"); ok {
-		c.PromptTokens, c.UsageKnown = n[0], true
-	}
 	if rewrite != nil {
 		rewrite(obj)
 	}
 	c.Final = obj
 	return c, nil
+}
+
+// embeddingUsage reads the usage of an embeddings answer: its
+// prompt_tokens (an embedding has no completion).
+func embeddingUsage(obj map[string]json.RawMessage) gatehouse.Completion {
+	var c gatehouse.Completion
+	if n, ok := usageCounts(obj["usage"], "prompt_tokens"); ok {
+		c.PromptTokens, c.UsageKnown = n[0], true
+	}
+	return c
 }

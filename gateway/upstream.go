@@ -47,7 +47,7 @@ func NewClient() *Client {
 	return &Client{HTTP: &http.Client{Transport: t}}
 }
 
-// Deadline returns the provider's timeout, or the default of two minutes.
+// Deadline returns how long a whole call to the provider may take.
 func Deadline(p *gatehouse.Provider) time.Duration { return p.CallTimeout() }
 
 // Complete forwards a chat completion and reads the answer. The provider's
@@ -80,43 +80,95 @@ var chatAPI = api{path: "/chat/completions", body: prepareBody,
 // forward makes a model call of an API and reads the answer, whole or
 // streamed.
 func (c *Client) forward(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter, a api) (gatehouse.Completion, error) {
-	p := call.Provider
-	ctx, cancel := context.WithTimeout(ctx, Deadline(p))
-	defer cancel()
 	body, err := a.body(call)
 	if err != nil {
 		return gatehouse.Completion{}, err
 	}
-	var delivered atomic.Bool
-	if call.Stream {
-		// A stream stops with its client: whether the provider had the
-		// request by then decides whether the call is charged.
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
-			delivered.Store(i.Err == nil)
-		}})
-	}
-	resp, err := c.post(ctx, p, call.APIKey, a.path, body)
+	x, err := c.exchange(ctx, call.Provider, call.APIKey, a.path, body)
 	if err != nil {
-		var ue *gatehouse.UpstreamError
-		if errors.As(err, &ue) && ue.Kind == gatehouse.UpstreamUnreachable {
-			ue.Delivered = delivered.Load()
-		}
 		return gatehouse.Completion{}, err
 	}
-	defer resp.Body.Close()
-	if call.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	defer x.close()
+	if call.Stream && strings.HasPrefix(x.resp.Header.Get("Content-Type"), "text/event-stream") {
 		w.Start()
-		return stream(ctx, resp.Body, w, call.Rewrite, a.event)
+		return stream(x.ctx, x.resp.Body, w, call.Rewrite, a.event)
 	}
-	done, err := readWhole(resp.Body, call.Rewrite, a.read)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return done, networkError(ctx, p, err) // the answer was still coming when the time was up: a timeout
-	}
+	done, err := readWhole(x.resp.Body, call.Rewrite, a.read)
+	return done, x.answerError(err)
+}
+
+// Why a call's context ends before its answer: the provider's two
+// timeouts.
+var (
+	errAnswerTimeout = errors.New("the answer did not begin within the provider's first-byte timeout")
+	errCallTimeout   = errors.New("the answer did not end within the provider's timeout")
+)
+
+// call is one request to a provider, bounded by the provider's timeouts,
+// and its answer once it began.
+type call struct {
+	p      *gatehouse.Provider
+	ctx    context.Context // ends with the caller's, or at a timeout (its cause says which)
+	cancel context.CancelCauseFunc
+	resp   *http.Response
+	// delivered is set once the request was written to the provider: from
+	// then on it may work on it, and bill it (gatehouse.Billed).
+	delivered atomic.Bool
+}
+
+// exchange sends a JSON body to one of the provider's endpoints (see post)
+// within the provider's timeouts: its answer must begin within its
+// first-byte timeout, and end within its timeout. An error is an
+// *UpstreamError that says whether the provider received the request.
+func (c *Client) exchange(ctx context.Context, p *gatehouse.Provider, apiKey gatehouse.Secret, path string, body []byte) (*call, error) {
+	x := &call{p: p}
+	whole, cancelWhole := context.WithTimeoutCause(ctx, p.CallTimeout(), errCallTimeout)
+	x.ctx, x.cancel = context.WithCancelCause(whole)
+	cancel := x.cancel
+	x.cancel = func(cause error) { cancel(cause); cancelWhole() }
+	traced := httptrace.WithClientTrace(x.ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			x.delivered.Store(true)
+		}
+	}})
+	answer := time.AfterFunc(p.AnswerTimeout(), func() { cancel(errAnswerTimeout) })
+	resp, err := c.post(traced, p, apiKey, path, body)
+	answer.Stop()
 	if err != nil {
-		return done, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamBadAnswer, Provider: p.ID, ProviderStatus: resp.StatusCode,
-			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", p.ID, err)}
+		x.cancel(context.Canceled)
+		var ue *gatehouse.UpstreamError
+		if errors.As(err, &ue) {
+			ue.Delivered = x.delivered.Load()
+		}
+		return nil, err
 	}
-	return done, nil
+	x.resp = resp
+	return x, nil
+}
+
+func (x *call) close() {
+	x.resp.Body.Close()
+	x.cancel(context.Canceled)
+}
+
+// answerError describes a failure to read an answer that began (err from
+// readWhole): a timeout when the provider's time was up, else the
+// provider's answer as it was. The provider had the request.
+func (x *call) answerError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *gatehouse.UpstreamError
+	switch {
+	case errors.As(err, &ue):
+	case x.ctx.Err() != nil:
+		ue = networkError(x.ctx, x.p, err)
+	default:
+		ue = &gatehouse.UpstreamError{Kind: gatehouse.UpstreamBadAnswer, Provider: x.p.ID,
+			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", x.p.ID, err)}
+	}
+	ue.Provider, ue.ProviderStatus, ue.Delivered = x.p.ID, x.resp.StatusCode, true
+	return ue
 }
 
 // post sends a JSON body to one of the provider's endpoints with the
@@ -142,7 +194,7 @@ func (c *Client) post(ctx context.Context, p *gatehouse.Provider, apiKey gatehou
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		return nil, redactKey(upstreamError(p, resp), key)
+		return nil, redactKey(upstreamError(p, resp), key, apiKey != "")
 	}
 	return resp, nil
 }
@@ -171,11 +223,15 @@ func prepareBody(call gatehouse.CompletionCall) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// networkError classifies a failed call: a timeout or an unreachable
-// provider.
+// networkError classifies a failed call: a timeout (of the answer's
+// beginning, or of the whole call) or an unreachable provider.
 func networkError(ctx context.Context, p *gatehouse.Provider, err error) *gatehouse.UpstreamError {
 	var ne net.Error
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errAnswerTimeout) && p.AnswerTimeout() < p.CallTimeout():
+		return &gatehouse.UpstreamError{Kind: gatehouse.UpstreamTimeout, Provider: p.ID, Err: err,
+			Message: fmt.Sprintf("the provider %s did not begin its answer within %s (its first-byte timeout)", p.ID, p.AnswerTimeout())}
+	case errors.Is(cause, errAnswerTimeout) || errors.Is(cause, errCallTimeout) || errors.Is(cause, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		return &gatehouse.UpstreamError{Kind: gatehouse.UpstreamTimeout, Provider: p.ID, Err: err,
 			Message: fmt.Sprintf("the provider %s did not answer within %s", p.ID, Deadline(p))}
 	}
@@ -209,79 +265,17 @@ func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.Upstre
 	return e
 }
 
-// redactKey removes the key a provider was sent from its error answer,
-// which clients and the log see: some providers quote the key they refuse.
-// The raw answer is read as JSON and the key removed from its decoded
-// strings, so that no escaping of the provider's ("\/", "\u0041") hides
-// it; an answer that does not read as JSON is dropped.
-func redactKey(e *gatehouse.UpstreamError, key string) *gatehouse.UpstreamError {
-	if key == "" {
-		return e
-	}
-	e.Message = strings.ReplaceAll(e.Message, key, "[redacted]")
-	if len(e.Raw) > 0 {
-		e.Raw = redactJSON(e.Raw, key)
-	}
-	return e
-}
-
-// redactJSON returns raw with key replaced in every string, member names
-// included, as they decode: raw itself when it holds none, re-encoded when
-// it did, nil when it is not one JSON value.
-func redactJSON(raw []byte, key string) []byte {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil
-	}
-	changed := false
-	v = redactValue(v, key, &changed)
-	if !changed {
-		return raw
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
-// redactValue replaces key in the strings of a decoded JSON value.
-func redactValue(v any, key string, changed *bool) any {
-	redact := func(s string) string {
-		if r := strings.ReplaceAll(s, key, "[redacted]"); r != s {
-			*changed = true
-			return r
-		}
-		return s
-	}
-	switch v := v.(type) {
-	case string:
-		return redact(v)
-	case []any:
-		for i := range v {
-			v[i] = redactValue(v[i], key, changed)
-		}
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[redact(k)] = redactValue(x, key, changed)
-		}
-		return out
-	}
-	return v
-}
-
 // readWhole reads a whole (non-streamed) answer: what metering needs of
-// it, as read says, and the answer rewritten.
+// it, as read says, and the answer rewritten. An answer larger than
+// MaxResponseBytes is not delivered, but read to its end for its usage
+// (see tooLarge).
 func readWhole(r io.Reader, rewrite func(map[string]json.RawMessage), read func(map[string]json.RawMessage) gatehouse.Completion) (gatehouse.Completion, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxResponseBytes+1))
-	if err != nil || len(raw) > MaxResponseBytes {
-		return gatehouse.Completion{}, errors.New("the answer could not be read")
+	if err != nil {
+		return gatehouse.Completion{}, fmt.Errorf("the answer could not be read: %w", err)
+	}
+	if len(raw) > MaxResponseBytes {
+		return tooLarge(io.MultiReader(bytes.NewReader(raw), r), read)
 	}
 	obj, err := jsonobj.Unmarshal(raw)
 	if err != nil {
@@ -291,6 +285,99 @@ func readWhole(r io.Reader, rewrite func(map[string]json.RawMessage), read func(
 	rewrite(obj)
 	c.Final = obj
 	return c, nil
+}
+
+// tooLarge reads an answer larger than Gatehouse delivers to its end, for
+// its usage: the provider did the work, so the call is charged what the
+// answer says it cost (or the reservation, when it says nothing readable).
+// Only the usage is kept; the rest is read token by token and dropped.
+func tooLarge(r io.Reader, read func(map[string]json.RawMessage) gatehouse.Completion) (gatehouse.Completion, error) {
+	var c gatehouse.Completion
+	usage, err := topLevelMember(r, "usage")
+	if err == nil {
+		c = read(map[string]json.RawMessage{"usage": usage})
+		c.Output, c.Reasoning, c.FinishReason = "", "", ""
+	}
+	if err != nil && !errors.Is(err, errNotJSON) {
+		return c, fmt.Errorf("the answer could not be read: %w", err) // a timeout, or the connection cut
+	}
+	return c, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamTooLarge,
+		Message: fmt.Sprintf("the provider's answer is larger than the %d MiB Gatehouse delivers: ask for less (fewer tokens or inputs, or encoding_format base64 for embeddings)", MaxResponseBytes>>20)}
+}
+
+// errNotJSON is an answer that is not one JSON object.
+var errNotJSON = errors.New("the answer is not a JSON object")
+
+// topLevelMember reads a JSON object from r and returns the value of its
+// member name, which must be there exactly once (as usage is read, by its
+// exact name); the other members are read and dropped, so that the memory
+// it takes is bounded by the largest string, not the object. An error
+// wrapping errNotJSON means the answer was read but is no such object.
+func topLevelMember(r io.Reader, name string) (json.RawMessage, error) {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, notJSON(err)
+	}
+	var value json.RawMessage
+	seen := 0
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, notJSON(err)
+		}
+		if key == name {
+			seen++
+			if err := dec.Decode(&value); err != nil {
+				return nil, notJSON(err)
+			}
+			continue
+		}
+		if err := skipValue(dec); err != nil {
+			return nil, notJSON(err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, notJSON(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, notJSON(err)
+	}
+	if seen != 1 {
+		return nil, errNotJSON
+	}
+	return value, nil
+}
+
+// notJSON is a failure to read an answer as a JSON object: the reading's
+// own error (a timeout, a cut connection), or errNotJSON for bytes that
+// are not one.
+func notJSON(err error) error {
+	var se *json.SyntaxError
+	if err == nil || err == io.EOF || errors.As(err, &se) {
+		return errNotJSON
+	}
+	return err
+}
+
+// skipValue reads one JSON value from dec, token by token.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // chunk is the part of a completion object or stream chunk that metering

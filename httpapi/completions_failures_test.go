@@ -61,7 +61,10 @@ func TestChatCompletionUpstreamErrors(t *testing.T) {
 
 // TestChatCompletionProviderNonsense: an answer that is neither an error
 // nor a completion (a status below 400 that is not a success, a success
-// that is not JSON) is 502, with the provider named; never charged.
+// that is not JSON) is 502, with the provider named. A status other than
+// 2xx is the provider's refusal, and free; a success that is not JSON is
+// charged what was reserved, as every failure after the provider received
+// the request is (TestProviderReceivedIsCharged).
 func TestChatCompletionProviderNonsense(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -69,20 +72,25 @@ func TestChatCompletionProviderNonsense(t *testing.T) {
 		status      int
 		body        string
 		wantMessage string
+		charged     bool
 	}{
-		{"304", http.StatusNotModified, "", "the provider acme answered 304"},
-		{"200 not JSON", http.StatusOK, "all good", "the provider acme sent an invalid answer: the answer is not a JSON object"},
+		{"304", http.StatusNotModified, "", "the provider acme answered 304", false},
+		{"200 not JSON", http.StatusOK, "all good", "the provider acme sent an invalid answer: the answer is not a JSON object", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := newChatEnv(t, func(u *fakeUpstream) { u.status, u.errBody, u.errType = c.status, c.body, "text/plain" }, nil)
 			for _, stream := range []bool{false, true} {
 				got := e.chat(e.key, chatBody("acme/chat", "stream", stream)).want(t, http.StatusBadGateway).apiError(t)
-				if got.Code != http.StatusBadGateway || got.Message != c.wantMessage || got.Metadata["provider_name"] != "acme" {
+				if got.Code != http.StatusBadGateway || !strings.HasPrefix(got.Message, c.wantMessage) || got.Metadata["provider_name"] != "acme" {
 					t.Errorf("stream %v: error %+v", stream, got)
 				}
 			}
-			e.wantNothingCharged(e.hash)
+			if c.charged {
+				e.wantEveryReceivedCallPaid(2, false)
+			} else {
+				e.wantNothingCharged(e.hash)
+			}
 		})
 	}
 }
@@ -108,6 +116,9 @@ func TestChatCompletionUnreachable(t *testing.T) {
 	}
 }
 
+// TestChatCompletionTimeout: a provider that does not answer in time is a
+// 408, its call canceled; the provider had the request, so it is charged
+// what was reserved.
 func TestChatCompletionTimeout(t *testing.T) {
 	t.Parallel()
 	e := newChatEnvTimeout(t, func(u *fakeUpstream) { u.delay = time.Minute }, map[string]any{"limit": 1}, 200*time.Millisecond)
@@ -126,8 +137,8 @@ func TestChatCompletionTimeout(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the upstream call was not canceled")
 	}
-	e.wantNothingCharged(e.hash) // the reservation was released
-	if m := e.money(e.hash); m.LimitRemaining == nil || *m.LimitRemaining != gatehouse.USD(1) {
+	e.wantEveryReceivedCallPaid(2, false)
+	if m := e.money(e.hash); m.LimitRemaining == nil || *m.LimitRemaining != gatehouse.USD(1)-m.Usage {
 		t.Errorf("limit_remaining %v", m.LimitRemaining)
 	}
 }

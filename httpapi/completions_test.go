@@ -44,6 +44,13 @@ type fakeUpstream struct {
 	// refuse answers a request whose bearer token is a key of it with the
 	// key's status and an error that quotes the token, as some providers do.
 	refuse map[string]int
+	// Ways to fail after the request was received: stall begins the
+	// answer (a stream's first comment, or a whole answer's first byte)
+	// and then sends nothing for that long; pad puts a member of that many
+	// bytes first in a whole answer; cut closes the connection unanswered.
+	stall time.Duration
+	pad   int
+	cut   bool
 
 	mu       sync.Mutex
 	bodies   []map[string]any // the requests received
@@ -107,6 +114,14 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if u.misbehave(w, r, body) {
+		return
+	}
+	if streamed, _ := body["stream"].(bool); u.pad > 0 && !streamed {
+		pw := &padWriter{ResponseWriter: w, pad: u.pad}
+		defer pw.finish()
+		w = pw
+	}
 	if u.status != 0 {
 		ct := u.errType
 		if ct == "" {
@@ -161,6 +176,61 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(answer)
+}
+
+// misbehave fails a received request as cut or stall say, and reports
+// whether it did.
+func (u *fakeUpstream) misbehave(w http.ResponseWriter, r *http.Request, body map[string]any) bool {
+	switch {
+	case u.cut:
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return true
+	case u.stall > 0:
+		if stream, _ := body["stream"].(bool); stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, ": PROCESSING\n\n")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"chatcmpl-up",`)
+		}
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(u.stall):
+		case <-r.Context().Done():
+			u.callerLeft()
+		}
+		return true
+	}
+	return false
+}
+
+// padWriter holds a whole answer back, and sends it with a first member
+// "x_padding" of pad bytes: an answer too large to deliver, whose usage
+// comes last.
+type padWriter struct {
+	http.ResponseWriter
+	pad int
+	buf bytes.Buffer
+}
+
+func (p *padWriter) Write(b []byte) (int, error) { return p.buf.Write(b) }
+
+func (p *padWriter) finish() {
+	answer := p.buf.Bytes()
+	if len(answer) == 0 || answer[0] != '{' {
+		p.ResponseWriter.Write(answer)
+		return
+	}
+	p.ResponseWriter.Write([]byte(`{"x_padding":"`))
+	chunk := bytes.Repeat([]byte("a"), 64<<10)
+	for n := p.pad; n > 0; n -= len(chunk) {
+		p.ResponseWriter.Write(chunk[:min(n, len(chunk))])
+	}
+	p.ResponseWriter.Write([]byte(`",`))
+	p.ResponseWriter.Write(answer[1:])
 }
 
 // embed answers an embeddings request: one vector per input (a string, or

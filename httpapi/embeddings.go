@@ -253,8 +253,8 @@ func (s *Server) embeddingModel(req embeddingRequest) (*gatehouse.Model, *gateho
 // the meter enforces the key's guardrails and limits and reserves the worst
 // case (a prompt of as many tokens as the request has bytes, and no
 // completion), the request goes to the provider, and the meter settles the
-// exact cost from the usage's prompt_tokens, or releases the reservation
-// when the provider failed.
+// exact cost from the usage's prompt_tokens; a failure is charged or
+// released as for a chat completion (see failed).
 func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *principal) error {
 	if p.key.Management {
 		return gatehouse.Errorf(gatehouse.EFORBIDDEN, "management keys cannot call models; use a regular API key")
@@ -295,10 +295,7 @@ func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *pri
 		cancel()
 	}
 	if err != nil {
-		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
-			s.logger.Warn("release failed; the reservation stays open and is charged what it reserved when it expires", "reservation_id", m.Reservation.ID, "error", rerr.Error())
-		}
-		return err
+		return s.failed(r, m, done, err)
 	}
 	return s.settleEmbeddings(w, r, m, model, done)
 }

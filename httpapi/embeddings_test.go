@@ -235,24 +235,30 @@ func TestEmbeddingsRefusals(t *testing.T) {
 	e.wantNothingCharged(e.hash)
 }
 
-// TestEmbeddingsProviderFailures charges nothing when the provider fails,
-// and passes its error through.
+// TestEmbeddingsProviderFailures passes the provider's error through: its
+// refusal charges nothing, an unreadable answer is charged what was
+// reserved (see TestProviderReceivedIsCharged).
 func TestEmbeddingsProviderFailures(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		configure func(*fakeUpstream)
 		status    int
+		charged   bool
 	}{
-		{func(u *fakeUpstream) { u.status, u.errBody = 500, `{"error":{"message":"exploded"}}` }, 500},
-		{func(u *fakeUpstream) { u.status, u.errBody = 400, `{"error":{"message":"input too long"}}` }, 400},
-		{func(u *fakeUpstream) { u.status, u.errBody, u.errType = 200, `not json`, "text/plain" }, http.StatusBadGateway},
+		{func(u *fakeUpstream) { u.status, u.errBody = 500, `{"error":{"message":"exploded"}}` }, 500, false},
+		{func(u *fakeUpstream) { u.status, u.errBody = 400, `{"error":{"message":"input too long"}}` }, 400, false},
+		{func(u *fakeUpstream) { u.status, u.errBody, u.errType = 200, `not json`, "text/plain" }, http.StatusBadGateway, true},
 	} {
 		e := newEmbedEnv(t, c.configure, nil)
 		res := e.embed(e.key, map[string]any{"model": "acme/embed", "input": "hello"}).want(t, c.status)
 		if got := res.apiError(t); got.Metadata["provider_name"] != "acme" {
 			t.Errorf("%d: error %+v", c.status, got)
 		}
-		e.wantNothingCharged(e.hash)
+		if c.charged {
+			e.wantEveryReceivedCallPaid(1, false)
+		} else {
+			e.wantNothingCharged(e.hash)
+		}
 	}
 }
 

@@ -130,8 +130,14 @@ func writeError(w http.ResponseWriter, err error) {
 		if len(ue.Raw) > 0 {
 			meta["raw"] = json.RawMessage(ue.Raw)
 		}
+		msg := ue.Message
+		if ue.Charged != nil {
+			// The provider had the request, and may bill it: so was the key.
+			meta["generation_id"], meta["cost"] = ue.GenerationID, ue.Charged
+			msg += fmt.Sprintf(" (the provider received the request, so it was charged $%s: see generation %s)", ue.Charged, ue.GenerationID)
+		}
 		status := upstreamStatus(ue)
-		_ = writeJSON(w, status, errorBody{Error: errorDetail{Code: status, Message: ue.Message, Metadata: meta}})
+		_ = writeJSON(w, status, errorBody{Error: errorDetail{Code: status, Message: msg, Metadata: meta}})
 		return
 	}
 	status := errorStatus(err)

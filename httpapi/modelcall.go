@@ -70,11 +70,8 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall)
 	if sw.heldErr != nil {
 		err = sw.heldErr
 	}
-	if err != nil && !sw.started && !deliveredToLeaver(r, c, err) {
-		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
-			s.logger.Warn("release failed; the reservation stays open and is charged what it reserved when it expires", "reservation_id", m.Reservation.ID, "error", rerr.Error())
-		}
-		return err
+	if err != nil && !sw.started {
+		return s.failed(r, m, done, err)
 	}
 	gone := !sw.started && r.Context().Err() != nil
 	if gone {
@@ -87,14 +84,33 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall)
 	return s.settleAndSend(w, r, m, c.form, done, err, sw, gone)
 }
 
-// deliveredToLeaver reports a stream whose client left before its first
-// byte, after the provider had the request: the provider may have worked
-// on it (and billed it), so it is charged as a stream cut short is, what
-// was reserved, rather than released. (One the provider never received
-// is free, as any call that failed is.)
-func deliveredToLeaver(r *http.Request, c modelCall, err error) bool {
+// failed meters a call that failed before its answer reached the client,
+// and returns the error to answer it with. A failure the provider may bill
+// (gatehouse.Billed: it received the request, and did not refuse it) is
+// charged: the usage its answer reported where it could be read in full,
+// else what was reserved; the error then says what was charged. Any other
+// failure releases the reservation: nothing is charged.
+func (s *Server) failed(r *http.Request, m *gatehouse.Metering, done gatehouse.Completion, err error) error {
+	if !gatehouse.Billed(err) {
+		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
+			s.logger.Warn("release failed; the reservation stays open and is charged what it reserved when it expires", "reservation_id", m.Reservation.ID, "error", rerr.Error())
+		}
+		return err
+	}
+	gen := m.Generation
+	charged := m.Reservation.Amount
+	if serr := s.meter.Settle(r.Context(), m, done, err); serr != nil {
+		s.logger.Error("settle failed: the call failed after the provider received it, and is charged what it reserved when its reservation expires",
+			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", serr.Error())
+	} else {
+		charged = gen.Cost
+	}
+	s.logger.Info("the call failed after the provider received it: charged", "request_id", gatehouse.RequestIDFrom(r.Context()),
+		"generation_id", gen.ID, "cost", charged.String(), "error", err.Error())
 	var ue *gatehouse.UpstreamError
-	return c.metered.Stream && r.Context().Err() != nil && errors.As(err, &ue) && ue.Delivered
+	errors.As(err, &ue) // Billed says it is one
+	ue.Charged, ue.GenerationID = &charged, gen.ID
+	return err
 }
 
 // settleAndSend meters a call that was answered (callErr: a stream that

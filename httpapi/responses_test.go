@@ -221,24 +221,31 @@ func TestResponsesWithoutUsage(t *testing.T) {
 	}
 }
 
-// TestResponsesProviderFailures charge nothing and pass the provider's
-// error through (an unreachable provider, 502, is the chat path's:
-// TestChatCompletionUnreachable; compat/ provokes it here too).
+// TestResponsesProviderFailures pass the provider's error through: its
+// refusal charges nothing, an unreadable answer is charged what was
+// reserved (see TestProviderReceivedIsCharged; an unreachable provider,
+// 502, is the chat path's: TestChatCompletionUnreachable; compat/ provokes
+// it here too).
 func TestResponsesProviderFailures(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		configure func(*fakeUpstream)
 		status    int
+		charged   bool
 	}{
-		{func(u *fakeUpstream) { u.status, u.errBody = 422, `{"error":{"message":"unprocessable"}}` }, 422},
-		{func(u *fakeUpstream) { u.status, u.errBody, u.errType = 200, `not json`, "text/plain" }, http.StatusBadGateway},
+		{func(u *fakeUpstream) { u.status, u.errBody = 422, `{"error":{"message":"unprocessable"}}` }, 422, false},
+		{func(u *fakeUpstream) { u.status, u.errBody, u.errType = 200, `not json`, "text/plain" }, http.StatusBadGateway, true},
 	} {
 		e := newChatEnv(t, c.configure, nil)
 		res := e.respond(e.key, respondBody("acme/chat")).want(t, c.status)
 		if got := res.apiError(t); got.Metadata["provider_name"] != "acme" {
 			t.Errorf("%d: error %+v", c.status, got)
 		}
-		e.wantNothingCharged(e.hash)
+		if c.charged {
+			e.wantEveryReceivedCallPaid(1, false)
+		} else {
+			e.wantNothingCharged(e.hash)
+		}
 	}
 }
 
