@@ -35,8 +35,9 @@ var chatFields = map[string]bool{
 	"tools": true, "tool_choice": true, "parallel_tool_calls": true, "response_format": true,
 	"reasoning": true, "reasoning_effort": true, "verbosity": true,
 	"user": true, "session_id": true, "metadata": true,
-	// Read by Gatehouse, never forwarded: see presetapply.go.
-	"preset": true, "provider": true,
+	// Read by Gatehouse, never forwarded: see presetapply.go, and
+	// readUsageAccounting.
+	"preset": true, "provider": true, "usage": true,
 }
 
 // refusedChatFields are known fields that change what the provider bills in

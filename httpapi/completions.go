@@ -49,6 +49,9 @@ type chatRequest struct {
 	Preset   *string                        `json:"preset"`
 	Provider json.RawMessage                `json:"provider"`
 	prefs    *gatehouse.ProviderPreferences // Provider, read
+	// Usage asks for usage accounting (see readUsageAccounting); never
+	// forwarded.
+	Usage json.RawMessage `json:"usage"`
 }
 
 // readChat reads and checks a chat completion request; body keeps every
@@ -102,10 +105,44 @@ func parseChat(raw []byte) (chatRequest, map[string]json.RawMessage, error) {
 	if req.N != nil && *req.N != 1 {
 		return req, nil, gatehouse.FieldError("n", "must be 1: Gatehouse reserves and meters one completion per request")
 	}
+	if err := readUsageAccounting(req.Usage); err != nil {
+		return req, nil, err
+	}
 	if req.prefs, err = readProvider(req.Provider); err != nil {
 		return req, nil, err
 	}
 	return req, body, nil
+}
+
+// usageAccounting is OpenRouter's usage accounting option of a model
+// call, {"include": true}: the answer's usage with its cost, which
+// Gatehouse's answers always carry (whole answers, and a stream's last
+// chunk), as OpenRouter's now do. It is read, never forwarded.
+type usageAccounting struct {
+	Include *bool `json:"include"`
+}
+
+// readUsageAccounting checks a model call's usage option, strictly (an
+// object of usageAccounting's fields, no unknown or duplicate key).
+func readUsageAccounting(raw json.RawMessage) error {
+	v := bytes.TrimSpace(raw)
+	if len(v) == 0 || string(v) == "null" {
+		return nil
+	}
+	if v[0] != '{' {
+		return gatehouse.FieldError("usage", "must be an object, such as {\"include\": true}")
+	}
+	t := reflect.TypeFor[usageAccounting]()
+	if _, err := scanObject(v, t); err != nil {
+		return underField("usage", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.DisallowUnknownFields()
+	var u usageAccounting
+	if err := dec.Decode(&u); err != nil {
+		return underField("usage", decodeError(err, t))
+	}
+	return nil
 }
 
 // chatCompletions serves POST /chat/completions: the meter enforces the

@@ -238,7 +238,7 @@ func (s *Server) embeddingModel(req embeddingRequest) (*gatehouse.Model, *gateho
 	}
 	model, provider, ok := s.data.Catalog.Model(req.Model)
 	if !ok {
-		return nil, nil, gatehouse.FieldError("model", "unknown model %q; GET /api/v1/embeddings/models lists the embedding models", req.Model)
+		return nil, nil, s.unknownModel(req.Model, true)
 	}
 	if !model.Embeds() {
 		return nil, nil, gatehouse.FieldError("model", "%q is not an embedding model; GET /api/v1/embeddings/models lists them", req.Model)

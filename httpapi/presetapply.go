@@ -105,7 +105,7 @@ func (s *Server) chatModel(req chatRequest, body map[string]json.RawMessage) (*g
 	model, provider, ok := s.data.Catalog.Model(req.Model)
 	switch {
 	case !ok:
-		return nil, nil, gatehouse.FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", req.Model)
+		return nil, nil, s.unknownModel(req.Model, false)
 	case model.Embeds():
 		// It completes nothing, and has no completion price to charge.
 		return nil, nil, gatehouse.FieldError("model", "%q is an embedding model; POST /api/v1/embeddings serves it", req.Model)
@@ -115,6 +115,7 @@ func (s *Server) chatModel(req chatRequest, body map[string]json.RawMessage) (*g
 	}
 	delete(body, "provider")
 	delete(body, "preset")
+	delete(body, "usage")
 	return model, provider, nil
 }
 

@@ -96,7 +96,7 @@ func (s *Server) responsesModel(req responsesRequest, body map[string]json.RawMe
 	model, provider, ok := s.data.Catalog.Model(req.Model)
 	switch {
 	case !ok:
-		return nil, nil, gatehouse.FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", req.Model)
+		return nil, nil, s.unknownModel(req.Model, false)
 	case model.Embeds():
 		return nil, nil, gatehouse.FieldError("model", "%q is an embedding model; POST /api/v1/embeddings serves it", req.Model)
 	case !provider.Responses:
@@ -105,7 +105,7 @@ func (s *Server) responsesModel(req responsesRequest, body map[string]json.RawMe
 	if err := req.prefs.Check("provider", model, provider); err != nil {
 		return nil, nil, err
 	}
-	for _, k := range []string{"provider", "preset", "background"} {
+	for _, k := range []string{"provider", "preset", "background", "usage"} {
 		delete(body, k)
 	}
 	return model, provider, nil

@@ -28,7 +28,7 @@ var responsesFields = map[string]bool{
 	"tools": true, "tool_choice": true, "parallel_tool_calls": true, "text": true, "reasoning": true,
 	"truncation": true, "include": true, "metadata": true, "user": true, "safety_identifier": true,
 	"prompt_cache_key": true, "session_id": true, "service_tier": true, "store": true, "background": true,
-	"preset": true, "provider": true,
+	"preset": true, "provider": true, "usage": true,
 }
 
 // storedContext is why a request may not pull in what the provider stored.
@@ -104,6 +104,7 @@ type responsesRequest struct {
 	Background      *bool             `json:"background"`
 	Preset          *string           `json:"preset"`
 	Provider        json.RawMessage   `json:"provider"`
+	Usage           json.RawMessage   `json:"usage"`
 	prefs           *gatehouse.ProviderPreferences
 	// messages are the instructions and the input as a list of items, for
 	// the content kept of the call and its trace.
@@ -138,6 +139,9 @@ func (req *responsesRequest) check() error {
 		return gatehouse.FieldError("model", "is required, such as openai/gpt-4o-mini (GET /api/v1/models lists them)")
 	}
 	if err := firstError(req.checkSettings, req.checkTools, req.checkInput); err != nil {
+		return err
+	}
+	if err := readUsageAccounting(req.Usage); err != nil {
 		return err
 	}
 	var err error

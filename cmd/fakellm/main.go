@@ -14,8 +14,10 @@
 // POST /v1/responses (the same answer in OpenAI's Responses API, whole or
 // as its event stream, input_tokens the words of the instructions and the
 // input messages, max_output_tokens cutting the answer with status
-// incomplete), POST /v1/embeddings (one small vector per input,
-// prompt_tokens the words of the texts, or the number of token ids) and
+// incomplete), POST /v1/embeddings (one small vector per input, as JSON
+// numbers or, with encoding_format base64, as OpenAI's base64 of
+// little-endian float32s; prompt_tokens the words of the texts, or the
+// number of token ids) and
 // GET /v1/models, and logs one line per request. Its first log line names
 // the address it listens on, so that --addr 127.0.0.1:0 takes any free port.
 package main
@@ -23,6 +25,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -202,12 +207,23 @@ func chatCompletions(w http.ResponseWriter, r *http.Request) {
 // word (or token) count, its length in bytes and 1.
 func embeddings(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Model string          `json:"model"`
-		Input json.RawMessage `json:"input"`
+		Model          string          `json:"model"`
+		Input          json.RawMessage `json:"input"`
+		EncodingFormat *string         `json:"encoding_format"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 10<<20)).Decode(&req); err != nil || req.Model == "" {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
 			"message": "want a JSON body with model and input", "type": "invalid_request_error"}})
+		return
+	}
+	format := "float"
+	if req.EncodingFormat != nil {
+		format = *req.EncodingFormat
+	}
+	if format != "float" && format != "base64" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+			"message": fmt.Sprintf("%q is not one of ['float', 'base64'] - 'encoding_format'", format),
+			"type":    "invalid_request_error", "param": "encoding_format", "code": nil}})
 		return
 	}
 	var inputs []json.RawMessage
@@ -227,13 +243,31 @@ func embeddings(w http.ResponseWriter, r *http.Request) {
 			n = len(tokens)
 		}
 		prompt += n
-		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": []float64{float64(n), float64(len(in)), 1}})
+		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": vector(format, float32(n), float32(len(in)), 1)})
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.note = fmt.Sprintf(" model=%s inputs=%d prompt_tokens=%d", req.Model, len(inputs), prompt)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "model": req.Model, "data": data,
 		"usage": map[string]int{"prompt_tokens": prompt, "total_tokens": prompt}})
+}
+
+// vector is an embedding as an encoding_format asks: float, a JSON array
+// of numbers; base64, the little-endian float32 values in base64, as
+// OpenAI sends them (and its clients decode them by default).
+func vector(format string, v ...float32) any {
+	if format == "float" {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		return out
+	}
+	b := make([]byte, 0, 4*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"log"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -210,6 +213,41 @@ func TestEmbeddings(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "POST /v1/embeddings 200") {
 		t.Errorf("log: %s", logs.String())
+	}
+}
+
+// TestEmbeddingsBase64: encoding_format base64 answers each vector as
+// OpenAI does, the base64 of its little-endian float32s (what the openai
+// and LangChain clients ask for by default, and decode); float is the
+// default; any other format is refused as OpenAI refuses it.
+func TestEmbeddingsBase64(t *testing.T) {
+	srv, _ := start(t)
+	var got struct {
+		Data []struct {
+			Embedding string `json:"embedding"`
+		} `json:"data"`
+	}
+	resp := postEmbeddings(t, srv.URL, `{"model":"embed","input":["one two", "three"],"encoding_format":"base64"}`)
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.Data) != 2 {
+		t.Fatalf("%v %+v", err, got)
+	}
+	for i, want := range [][]float32{{2, 9, 1}, {1, 7, 1}} {
+		raw, err := base64.StdEncoding.DecodeString(got.Data[i].Embedding)
+		if err != nil || len(raw) != 12 {
+			t.Fatalf("embedding %d: %q (%v)", i, got.Data[i].Embedding, err)
+		}
+		for j, w := range want {
+			if v := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:])); v != w {
+				t.Errorf("embedding %d[%d] = %v, want %v", i, j, v, w)
+			}
+		}
+	}
+	if resp := postEmbeddings(t, srv.URL, `{"model":"embed","input":"x","encoding_format":"float"}`); resp.StatusCode != http.StatusOK {
+		t.Errorf("float: %d", resp.StatusCode)
+	}
+	resp = postEmbeddings(t, srv.URL, `{"model":"embed","input":"x","encoding_format":"int8"}`)
+	if raw, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), "encoding_format") {
+		t.Errorf("int8: %d %s", resp.StatusCode, raw)
 	}
 }
 
