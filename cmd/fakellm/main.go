@@ -10,7 +10,8 @@
 // completion_tokens the words of the answer. max_tokens (or
 // max_completion_tokens) cuts the answer to that many words, with
 // finish_reason "length". Any model name is accepted and echoed back; any
-// API key is accepted. It serves POST /v1/chat/completions,
+// API key is accepted. Offered function tools, it calls one (see tools.go).
+// It serves POST /v1/chat/completions,
 // POST /v1/responses (the same answer in OpenAI's Responses API, whole or
 // as its event stream, input_tokens the words of the instructions and the
 // input messages, max_output_tokens cutting the answer with status
@@ -125,6 +126,8 @@ type request struct {
 	StreamOptions       struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // text returns a message's text: its content string, or its text parts.
@@ -156,7 +159,14 @@ func chatCompletions(w http.ResponseWriter, r *http.Request) {
 			last = m.text()
 		}
 	}
-	words, finish := strings.Fields("You said: "+last), "stop"
+	said := "You said: " + last
+	if end := req.Messages[len(req.Messages)-1]; end.Role == "tool" {
+		said = "The tool said: " + end.text()
+	} else if t := chooseTool(chatTools(req.Tools), req.ToolChoice); t != nil {
+		answerChatToolCall(w, req, toolCall{id: "call_" + randomHex(12), name: t.Name, arguments: arguments(t.Parameters, last)}, prompt)
+		return
+	}
+	words, finish := strings.Fields(said), "stop"
 	if limit := max(req.MaxCompletionTokens, req.MaxTokens); limit > 0 && len(words) > limit {
 		words, finish = words[:limit], "length"
 	}

@@ -16,6 +16,8 @@ type responsesRequest struct {
 	Instructions    *string         `json:"instructions"`
 	Stream          bool            `json:"stream"`
 	MaxOutputTokens int             `json:"max_output_tokens"`
+	Tools           json.RawMessage `json:"tools"`
+	ToolChoice      json.RawMessage `json:"tool_choice"`
 }
 
 // inputItem is an item of a Responses input: a message (its content a
@@ -28,28 +30,31 @@ type inputItem struct {
 }
 
 // texts returns the text of every input message and function call output,
-// and the last user message's.
-func (r responsesRequest) texts() (all []string, lastUser string) {
+// the last user message's, and the last item's output when it is a
+// function call's.
+func (r responsesRequest) texts() (all []string, lastUser, toolOutput string) {
 	if r.Instructions != nil {
 		all = append(all, *r.Instructions)
 	}
 	var s string
 	if json.Unmarshal(r.Input, &s) == nil {
-		return append(all, s), s
+		return append(all, s), s, ""
 	}
 	var items []inputItem
 	_ = json.Unmarshal(r.Input, &items)
 	for _, it := range items {
 		text := message{Content: it.Content}.text()
+		toolOutput = ""
 		if it.Type == "function_call_output" {
 			text = message{Content: it.Output}.text()
+			toolOutput = text
 		}
 		all = append(all, text)
 		if it.Role == "user" {
 			lastUser = text
 		}
 	}
-	return all, lastUser
+	return all, lastUser, toolOutput
 }
 
 // responses answers a Responses API request as chatCompletions answers a
@@ -66,26 +71,40 @@ func responses(w http.ResponseWriter, r *http.Request) {
 			"message": "want a JSON body with model and input", "type": "invalid_request_error"}})
 		return
 	}
-	all, last := req.texts()
+	all, last, toolOutput := req.texts()
 	prompt := len(strings.Fields(strings.Join(all, " ")))
-	words := strings.Fields("You said: " + last)
+	said := "You said: " + last
+	var call *toolCall
+	if toolOutput != "" {
+		said = "The tool said: " + toolOutput
+	} else if t := chooseTool(responsesTools(req.Tools), req.ToolChoice); t != nil {
+		call = &toolCall{id: "call_" + randomHex(12), name: t.Name, arguments: arguments(t.Parameters, last)}
+		said = call.arguments
+	}
+	words := strings.Fields(said)
+	if call != nil {
+		words = make([]string, call.tokens())
+	}
 	incomplete := req.MaxOutputTokens > 0 && len(words) > req.MaxOutputTokens
 	if incomplete {
 		words = words[:req.MaxOutputTokens]
 	}
 	a := &answer{req: req, id: "resp_" + randomHex(12), msgID: "msg_" + randomHex(12), created: time.Now().Unix(),
-		text: strings.Join(words, " "), incomplete: incomplete,
+		text: strings.Join(words, " "), incomplete: incomplete, call: call,
 		usage: map[string]any{"input_tokens": prompt, "input_tokens_details": map[string]int{"cached_tokens": 0},
 			"output_tokens": len(words), "output_tokens_details": map[string]int{"reasoning_tokens": 0},
 			"total_tokens": prompt + len(words)}}
 	if rec, ok := w.(*recorder); ok {
 		rec.note = fmt.Sprintf(" model=%s stream=%t input_tokens=%d output_tokens=%d incomplete=%t", req.Model, req.Stream, prompt, len(words), incomplete)
 	}
-	if !req.Stream {
+	switch {
+	case !req.Stream:
 		writeJSON(w, http.StatusOK, a.response(true))
-		return
+	case call != nil:
+		a.streamToolCall(w)
+	default:
+		a.stream(w, words)
 	}
-	a.stream(w, words)
 }
 
 // answer is one response being made.
@@ -94,6 +113,7 @@ type answer struct {
 	id, msgID, text string
 	created         int64
 	incomplete      bool
+	call            *toolCall // the tool the answer calls, if it does
 	usage           map[string]any
 	seq             int
 	w               io.Writer
@@ -137,6 +157,9 @@ func (a *answer) response(done bool) map[string]any {
 		r["status"], r["completed_at"], r["incomplete_details"] = "incomplete", nil, map[string]any{"reason": "max_output_tokens"}
 	}
 	r["output"], r["usage"] = []any{a.message(true)}, a.usage
+	if a.call != nil {
+		r["output"] = []any{a.functionCall(true)}
+	}
 	return r
 }
 

@@ -53,7 +53,7 @@ func TestResponses(t *testing.T) {
 	}{
 		{`{"model":"m","input":"hello there"}`, "You said: hello there", "completed", 2, 4, false},
 		{`{"model":"m","instructions":"Be brief.","input":[{"role":"user","content":[{"type":"input_text","text":"one two"}]},
-			{"type":"function_call_output","call_id":"c1","output":"three"}],"max_output_tokens":3}`, "You said: one", "incomplete", 5, 3, true},
+			{"type":"function_call_output","call_id":"c1","output":"three"}],"max_output_tokens":3}`, "The tool said:", "incomplete", 5, 3, true},
 	} {
 		var got responseObject
 		resp := postResponses(t, srv.URL, c.body)

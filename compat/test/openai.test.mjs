@@ -1,56 +1,34 @@
 // The gateway through the official `openai` Node client (pinned in
 // package.json): what an application that already speaks OpenAI's API
 // meets when it points baseURL at Gatehouse. Chat completions, streamed and
-// not, against a local OpenAI-compatible upstream (cmd/fakellm), the model
+// not, with tools; the Responses API, whole, streamed and with a tool;
+// embeddings (the client asks for base64 by default, and decodes it);
+// against a local OpenAI-compatible upstream (cmd/fakellm), the model
 // list, and each error a client must be able to tell apart, as the
 // client's own typed errors (AuthenticationError, BadRequestError, ...)
 // with Gatehouse's message. Not part of the @openrouter/sdk coverage table.
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { promisify } from "node:util";
 
 import OpenAI from "openai";
 
-import { REPO_ROOT, api, freePort, sleep, startServer, uniq } from "./harness.mjs";
+import { api, startFakeLLM, startServer, uniq } from "./harness.mjs";
 
-const execFileP = promisify(execFile);
 const ctx = {};
 
 before(async () => {
   ctx.dir = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-openai-"));
-  const fakellm = path.join(ctx.dir, "fakellm");
-  await execFileP("go", ["build", "-o", fakellm, "./cmd/fakellm"], { cwd: REPO_ROOT });
-  const port = await freePort();
-  ctx.upstream = spawn(fakellm, ["--addr", `127.0.0.1:${port}`], { stdio: "ignore" });
-  for (let i = 0; ; i++) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/v1/models`);
-      if (res.ok) break;
-    } catch {}
-    if (i > 200) throw new Error("fakellm did not start");
-    await sleep(50);
-  }
-  const providers = path.join(ctx.dir, "providers.yaml");
-  fs.writeFileSync(providers, `providers:
-  - id: fake
-    base_url: http://127.0.0.1:${port}/v1
-    models:
-      - id: echo
-        prompt_price: 1000
-        completion_price: 2000
-        max_completion_tokens: 100
-`);
-  ctx.server = await startServer({ env: { GATEHOUSE_PROVIDERS_FILE: providers } });
+  ctx.fake = await startFakeLLM(ctx.dir, { responses: true });
+  ctx.server = await startServer({ env: { GATEHOUSE_PROVIDERS_FILE: ctx.fake.providers } });
 }, { timeout: 10 * 60_000 });
 
 after(async () => {
   await ctx.server?.stop();
-  ctx.upstream?.kill("SIGTERM");
+  ctx.fake?.stop();
   if (ctx.dir) fs.rmSync(ctx.dir, { recursive: true, force: true });
 });
 
@@ -136,11 +114,64 @@ describe("the openai Node client against Gatehouse", () => {
     assert.equal(final.choices[0].message.content, "You said: assemble this");
   });
 
+  it("tools: a tool call, whole and streamed, and the answer to its result", async () => {
+    const { key } = await newKey();
+    const tools = [{ type: "function", function: { name: "weather", description: "The weather in a city",
+      parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+    const messages = [{ role: "user", content: "Paris" }];
+    const first = await openai(key).chat.completions.create({ model: "fake/echo", messages, tools });
+    const call = first.choices[0].message.tool_calls[0];
+    assert.equal(first.choices[0].finish_reason, "tool_calls");
+    assert.deepEqual([call.function.name, JSON.parse(call.function.arguments)], ["weather", { city: "Paris" }]);
+    const answer = await openai(key).chat.completions.create({ model: "fake/echo", tools, messages: [...messages,
+      first.choices[0].message, { role: "tool", tool_call_id: call.id, content: "sunny" }] });
+    assert.equal(answer.choices[0].message.content, "The tool said: sunny");
+    // Streamed, through the client's runner, which assembles the call.
+    const runner = openai(key).chat.completions.stream({ model: "fake/echo", messages, tools });
+    const final = await runner.finalChatCompletion();
+    assert.deepEqual(JSON.parse(final.choices[0].message.tool_calls[0].function.arguments), { city: "Paris" });
+  });
+
+  it("responses.create: whole, streamed and with a tool, metered", async () => {
+    const { key, hash } = await newKey({ limit: 1 });
+    const whole = await openai(key).responses.create({ model: "fake/echo", input: "respond to me" });
+    assert.equal(whole.output_text, "You said: respond to me");
+    assert.equal(whole.usage.input_tokens, 3);
+    assert.equal(whole.usage.output_tokens, 5);
+    const stream = await openai(key).responses.create({ model: "fake/echo", input: "stream this", stream: true });
+    let text = "";
+    let completed;
+    for await (const ev of stream) {
+      if (ev.type === "response.output_text.delta") text += ev.delta;
+      if (ev.type === "response.completed") completed = ev.response;
+    }
+    assert.equal(text, "You said: stream this");
+    assert.equal(completed.usage.output_tokens, 4);
+    const tools = [{ type: "function", name: "weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }];
+    const called = await openai(key).responses.create({ model: "fake/echo", input: "Oslo", tools });
+    const call = called.output[0];
+    assert.equal(call.type, "function_call");
+    const answered = await openai(key).responses.create({ model: "fake/echo", tools, input: [{ role: "user", content: "Oslo" }, call,
+      { type: "function_call_output", call_id: call.call_id, output: "snowing" }] });
+    assert.equal(answered.output_text, "The tool said: snowing");
+    assert.ok((await usageOf(hash)) > 0.026);
+  });
+
+  it("embeddings.create: vectors decoded from the base64 the client asks for by default, and as floats", async () => {
+    const { key, hash } = await newKey({ limit: 1 });
+    const res = await openai(key).embeddings.create({ model: "fake/embed", input: ["one two", "three"] });
+    assert.deepEqual(res.data.map((d) => Array.from(d.embedding)), [[2, 9, 1], [1, 7, 1]]);
+    assert.equal(res.usage.prompt_tokens, 3);
+    const floats = await openai(key).embeddings.create({ model: "fake/embed", input: "four", encoding_format: "float" });
+    assert.deepEqual(floats.data[0].embedding, [1, 6, 1]);
+    assert.equal(await usageOf(hash), 0.004);
+  });
+
   it("models.list: the served models, each with the fields the client reads", async () => {
     const { key } = await newKey();
     const ids = [];
     for await (const m of openai(key).models.list()) ids.push(m.id);
-    assert.deepEqual(ids, ["fake/echo"]);
+    assert.deepEqual(ids, ["fake/echo"]); // embedding models are listed at /embeddings/models
   });
 
   it("errors arrive as the client's typed errors, with status, Gatehouse's message and a request id", async () => {
