@@ -3,7 +3,6 @@ package gatehouse
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -105,18 +104,6 @@ func IsProviderID(s string) bool {
 		}
 	}
 	return true
-}
-
-// CheckBYOKProvider refuses a provider that the catalog does not serve: a
-// BYOK key for it could never be used.
-func (c *Catalog) CheckBYOKProvider(id string) error {
-	if _, ok := c.Provider(id); ok {
-		return nil
-	}
-	if len(c.Providers) == 0 {
-		return FieldError("provider", "unknown provider %q: this server serves no providers (GATEHOUSE_PROVIDERS_FILE)", id)
-	}
-	return FieldError("provider", "unknown provider %q: a BYOK key is for a provider of the providers file (GET /api/v1/providers lists them)", id)
 }
 
 // NewBYOKKey returns a BYOK key built from a create request, validated: the
@@ -335,22 +322,6 @@ func ChooseBYOKKeys(keys []*BYOKKey, key *Key, provider, modelSlug string) ([]*B
 			Metadata: map[string]any{"byok_key_id": k.ID, "rule": rule, "provider": provider, "model": modelSlug}}
 	}
 	return nil, nil
-}
-
-// BYOKKeyRefused reports whether a provider's failure refuses the key it
-// was sent (401 unauthorized, 402 out of credit, 403 forbidden, 429 rate
-// limited), so that the workspace's next BYOK key may be tried; any other
-// failure would befall the next key alike.
-func BYOKKeyRefused(err error) bool {
-	ue, ok := errors.AsType[*UpstreamError](err)
-	if !ok || ue.Kind != UpstreamRejected {
-		return false
-	}
-	switch ue.ProviderStatus {
-	case 401, 402, 403, 429:
-		return true
-	}
-	return false
 }
 
 // BYOKService manages the BYOK keys of workspaces within one organization.

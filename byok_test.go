@@ -109,21 +109,6 @@ func TestChooseBYOKKeys(t *testing.T) {
 	}
 }
 
-func TestBYOKKeyRefused(t *testing.T) {
-	for status, want := range map[int]bool{401: true, 402: true, 403: true, 429: true, 400: false, 404: false, 500: false, 503: false} {
-		err := fmt.Errorf("call: %w", &gatehouse.UpstreamError{Kind: gatehouse.UpstreamRejected, ProviderStatus: status})
-		if got := gatehouse.BYOKKeyRefused(err); got != want {
-			t.Errorf("status %d: refused = %v, want %v", status, got, want)
-		}
-	}
-	for _, err := range []error{nil, errors.New("x"), &gatehouse.UpstreamError{Kind: gatehouse.UpstreamTimeout},
-		&gatehouse.UpstreamError{Kind: gatehouse.UpstreamBadAnswer, ProviderStatus: 401}} {
-		if gatehouse.BYOKKeyRefused(err) {
-			t.Errorf("%v: refused", err)
-		}
-	}
-}
-
 // TestSecretNeverShows: a provider key held as a Secret prints, logs and
 // encodes as [redacted], alone or inside a struct.
 func TestSecretNeverShows(t *testing.T) {
@@ -163,21 +148,5 @@ func TestNewBYOKKey(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"openai/a", "openai/b"}, k.AllowedModels); diff != "" {
 		t.Errorf("allowed_models without repeats (-want +got):\n%s", diff)
-	}
-}
-
-func TestCheckBYOKProvider(t *testing.T) {
-	c, err := gatehouse.NewCatalog([]*gatehouse.Provider{{ID: "openai"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.CheckBYOKProvider("openai"); err != nil {
-		t.Fatal(err)
-	}
-	for _, cat := range []*gatehouse.Catalog{c, {}} {
-		err := cat.CheckBYOKProvider("mistral")
-		if gatehouse.ErrorCode(err) != gatehouse.EINVALID || !strings.HasPrefix(gatehouse.ErrorMessage(err), `provider: unknown provider "mistral"`) {
-			t.Errorf("unknown provider: %v", err)
-		}
 	}
 }

@@ -33,26 +33,6 @@ func TestFormatRetention(t *testing.T) {
 	}
 }
 
-// TestCostSplit: the parts add up to the charged cost, whatever it was.
-func TestCostSplit(t *testing.T) {
-	m := &Model{PromptPrice: 333_333_333, CompletionPrice: USD(3) / 2}
-	for _, tc := range []struct {
-		name                     string
-		prompt, completion       int64
-		cost, wantPrompt, wantCo Money
-	}{
-		{"exact usage", 11, 7, m.Cost(11, 7), m.Cost(11, 0), m.Cost(11, 7) - m.Cost(11, 0)},
-		{"capped below the prompt's part", 1_000_000, 7, 1000, 1000, 0},
-		{"no usage: all completion", 0, 0, 5000, 0, 5000},
-		{"free", 10, 10, 0, 0, 0},
-	} {
-		p, c := m.CostSplit(&Generation{PromptTokens: tc.prompt, CompletionTokens: tc.completion, Cost: tc.cost})
-		if p != tc.wantPrompt || c != tc.wantCo || p+c != tc.cost {
-			t.Errorf("%s: split %s + %s, want %s + %s", tc.name, p, c, tc.wantPrompt, tc.wantCo)
-		}
-	}
-}
-
 func TestAttributionHeader(t *testing.T) {
 	if AttributionHeader("  ", 10) != nil || AttributionHeader("", 10) != nil {
 		t.Error("an empty header is attribution")
@@ -98,34 +78,6 @@ func TestStoredContentReadable(t *testing.T) {
 	}
 	if got, err := (&StoredContent{Generation: g, Content: c, Logged: true}).Readable(time.Hour); err != nil || got != c {
 		t.Errorf("logged content: %v, %v", got, err)
-	}
-}
-
-// TestMeterContentBound: content waiting for the ledger is bounded; past
-// the bound a call is recorded without it, and written content frees room.
-func TestMeterContentBound(t *testing.T) {
-	m := &Meter{KeepContent: true}
-	big := string(make([]byte, maxPendingContent/2+1))
-	gen := func() *Generation { return &Generation{Content: &GenerationContent{Completion: &big}} }
-	first := gen()
-	done := m.holdContent(first, nil)
-	if first.Content == nil {
-		t.Fatal("the first content was dropped")
-	}
-	second := gen()
-	m.holdContent(second, nil)
-	if second.Content != nil {
-		t.Fatal("content past the bound was kept")
-	}
-	done(nil) // the first is written
-	third := gen()
-	var heard bool
-	m.holdContent(third, func(error) { heard = true })(nil)
-	if third.Content == nil || !heard {
-		t.Errorf("content after room was freed: kept %t, result heard %t", third.Content != nil, heard)
-	}
-	if m.pending.Load() != 0 {
-		t.Errorf("pending %d bytes after everything was written", m.pending.Load())
 	}
 }
 

@@ -1,33 +1,13 @@
 package gatehouse_test
 
 import (
-	"errors"
+	"gatehouse/internal/errtest"
 	"strings"
 	"testing"
 	"time"
 
 	"gatehouse"
 )
-
-// wantField fails unless err is an EINVALID *gatehouse.Error naming field
-// (or is nil when field is "").
-func wantField(t *testing.T, what string, err error, field string) {
-	t.Helper()
-	if field == "" {
-		if err != nil {
-			t.Errorf("%s: unexpected error %v", what, err)
-		}
-		return
-	}
-	var e *gatehouse.Error
-	if !errors.As(err, &e) {
-		t.Errorf("%s: error = %v, want an EINVALID error on %s", what, err, field)
-		return
-	}
-	if e.Code != gatehouse.EINVALID || e.Metadata["field"] != field || !strings.HasPrefix(e.Message, field+": ") {
-		t.Errorf("%s: error = code %q field %v message %q; want EINVALID on %s", what, e.Code, e.Metadata["field"], e.Message, field)
-	}
-}
 
 func refTo[T any](v T) *T { return &v }
 
@@ -66,7 +46,7 @@ func TestKeyCreateValidate(t *testing.T) {
 		{"external long user", gatehouse.KeyCreate{Name: "k", External: &gatehouse.ExternalKey{User: strings.Repeat("u", 201)}}, "external.user"},
 		{"external short key", gatehouse.KeyCreate{Name: "k", External: &gatehouse.ExternalKey{User: "u", APIKey: refTo(long[:31])}}, "external.api_key"},
 	} {
-		wantField(t, tc.name, tc.c.Validate(now), tc.field)
+		errtest.WantField(t, tc.name, tc.c.Validate(now), tc.field)
 	}
 }
 
@@ -91,7 +71,7 @@ func TestKeyUpdateValidate(t *testing.T) {
 		{"limit over max", gatehouse.KeyUpdate{Limit: gatehouse.Val(gatehouse.MaxMoney + 1)}, "limit"},
 		{"unknown reset", gatehouse.KeyUpdate{LimitReset: gatehouse.Val(gatehouse.Interval("yearly"))}, "limit_reset"},
 	} {
-		wantField(t, tc.name, tc.u.Validate(), tc.field)
+		errtest.WantField(t, tc.name, tc.u.Validate(), tc.field)
 	}
 }
 

@@ -1,6 +1,7 @@
 package gatehouse_test
 
 import (
+	"gatehouse/internal/errtest"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func TestAuthCodeCreateValidate(t *testing.T) {
 		{"long label", ok(gatehouse.AuthCodeCreate{KeyLabel: refTo(strings.Repeat("l", 101))}), "key_label"},
 	} {
 		c := tc.c
-		wantField(t, tc.name, c.Validate(now), tc.field)
+		errtest.WantField(t, tc.name, c.Validate(now), tc.field)
 	}
 }
 
@@ -128,7 +129,7 @@ func TestAuthCodeExchangeValidate(t *testing.T) {
 		{"empty verifier", gatehouse.AuthCodeExchange{Code: "ghc_x", CodeVerifier: refTo("")}, "code_verifier"},
 		{"unknown method", gatehouse.AuthCodeExchange{Code: "ghc_x", CodeChallengeMethod: refTo("s256")}, "code_challenge_method"},
 	} {
-		wantField(t, tc.name, tc.x.Validate(), tc.field)
+		errtest.WantField(t, tc.name, tc.x.Validate(), tc.field)
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"maps"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -50,7 +48,7 @@ type PresetVersion struct {
 }
 
 // PresetConfig is what a preset version sets in a request: fields of a Chat
-// Completions request (see presetFields), each checked when the version is
+// Completions request (see PresetFields), each checked when the version is
 // made. Its JSON is an object whose values are compact JSON.
 type PresetConfig map[string]json.RawMessage
 
@@ -75,7 +73,7 @@ func (d PresetDraft) Same(v *PresetVersion) bool {
 // never values.
 func (d PresetDraft) Fields() []string {
 	out := make([]string, 0, len(d.Config)+1)
-	for _, k := range presetFields {
+	for _, k := range PresetFields {
 		if _, ok := d.Config[k]; ok {
 			out = append(out, k)
 		}
@@ -84,28 +82,6 @@ func (d PresetDraft) Fields() []string {
 		out = append(out, "system_prompt")
 	}
 	return out
-}
-
-// CheckModel refuses a draft whose model the catalog does not serve (a
-// preset that names a typo would fail every request that uses it), or
-// serves for embeddings only (presets configure completions).
-func (d PresetDraft) CheckModel(c *Catalog) error {
-	raw, ok := d.Config["model"]
-	if !ok {
-		return nil
-	}
-	var slug string
-	if err := json.Unmarshal(raw, &slug); err != nil {
-		return FieldError("model", "must be a string")
-	}
-	m, _, ok := c.Model(slug)
-	switch {
-	case !ok:
-		return FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", slug)
-	case m.Embeds():
-		return FieldError("model", "%q is an embedding model, which presets do not serve", slug)
-	}
-	return nil
 }
 
 // Preset limits.
@@ -166,110 +142,11 @@ type PresetService interface {
 	SavePreset(ctx context.Context, orgID, workspaceRef, slug string, d PresetDraft) (*Preset, bool, error)
 }
 
-// PresetUse is how a chat request names a preset: Field is where
-// ("model" or "preset"), Model the model the request names itself ("" when
-// it leaves the choice to the preset).
-type PresetUse struct {
-	Slug    string
-	Version int // 0: the latest
-	Field   string
-	Model   string
-}
-
-// PresetModelPrefix starts the model of a request that uses a preset.
-const PresetModelPrefix = "@preset/"
-
-// ReadPresetUse finds the preset a chat request names, in its model
-// ("@preset/slug", "@preset/slug@3", "provider/model@preset/slug") or in
-// its preset field ("slug", "slug@3"); ok is false when it names none. A
-// request may name one preset, one way.
-func ReadPresetUse(model string, preset *string) (use PresetUse, ok bool, err error) {
-	i := strings.Index(model, PresetModelPrefix)
-	switch {
-	case i >= 0 && preset != nil:
-		return use, false, FieldError("preset", "the model already names a preset (%q); name one preset, in model or in preset", model)
-	case i >= 0:
-		use = PresetUse{Field: "model", Model: model[:i]}
-		if strings.Contains(use.Model, "@") {
-			return use, false, FieldError("model", "%q names a preset after something that is not a model; write @preset/slug or provider/model@preset/slug", model)
-		}
-		use.Slug, use.Version, err = parsePresetRef("model", model[i+len(PresetModelPrefix):])
-		return use, err == nil, err
-	case preset != nil:
-		use = PresetUse{Field: "preset", Model: model}
-		use.Slug, use.Version, err = parsePresetRef("preset", strings.TrimPrefix(*preset, PresetModelPrefix))
-		return use, err == nil, err
-	}
-	return use, false, nil
-}
-
-// parsePresetRef reads "slug" or "slug@version".
-func parsePresetRef(field, ref string) (string, int, error) {
-	slug, version, pinned := strings.Cut(ref, "@")
-	if err := ValidatePresetSlug(field, slug); err != nil {
-		return "", 0, err
-	}
-	if !pinned {
-		return slug, 0, nil
-	}
-	v, ok := ParsePresetVersion(version)
-	if !ok {
-		return "", 0, FieldError(field, "%q is not a version of preset %q: write slug@N with N a version number (1, 2, ...)", version, slug)
-	}
-	return slug, v, nil
-}
-
-// Apply returns a chat request body (its top-level fields, as compact JSON)
-// with the preset version applied: the fields the request sets win, field by
-// field (a null counts as unset; a completion cap the request sets replaces
-// the preset's); the preset fills in the others; its system prompt becomes
-// a system message before the request's messages; and the preset field is
-// gone. The model is the request's own, else the preset's. The result is a
-// request like any other: the caller checks it as such.
-func (u PresetUse) Apply(body map[string]json.RawMessage, v *PresetVersion) (map[string]json.RawMessage, error) {
-	out, err := u.withModel(body, v)
-	if err != nil {
-		return nil, err
-	}
-	set := func(k string) bool { return isSet(out, k) }
-	capped := set("max_tokens") || set("max_completion_tokens")
-	for k, raw := range v.Config {
-		switch {
-		case k == "model", set(k):
-		case k == "max_tokens" && capped:
-		default:
-			out[k] = raw
-		}
-	}
-	if v.SystemPrompt != nil {
-		var msgs []json.RawMessage
-		if err := json.Unmarshal(out["messages"], &msgs); err != nil {
-			return nil, FieldError("messages", "must be a non-empty array of messages")
-		}
-		system, _ := json.Marshal(map[string]string{"role": "system", "content": *v.SystemPrompt})
-		out["messages"], _ = json.Marshal(append([]json.RawMessage{system}, msgs...))
-	}
-	return out, nil
-}
-
-// withModel returns a copy of a request body without its preset field and
-// with the model it calls: the request's own, else the preset's.
-func (u PresetUse) withModel(body map[string]json.RawMessage, v *PresetVersion) (map[string]json.RawMessage, error) {
-	out := maps.Clone(body)
-	delete(out, "preset")
-	switch model, ok := v.Config["model"]; {
-	case u.Model != "":
-		out["model"], _ = json.Marshal(u.Model)
-	case ok:
-		out["model"] = model
-	default:
-		return nil, FieldError(u.Field, "preset %q (version %d) names no model: name one in the request, such as provider/model@preset/%s", u.Slug, v.Version, u.Slug)
-	}
-	return out, nil
-}
-
-// isSet reports whether a request sets a field: a null counts as unset.
-func isSet(body map[string]json.RawMessage, k string) bool {
-	raw, ok := body[k]
-	return ok && string(raw) != "null"
+// PresetFields are the fields a preset version may set, in the order the
+// audit log names them.
+var PresetFields = []string{
+	"model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "top_a",
+	"presence_penalty", "frequency_penalty", "repetition_penalty", "seed", "stop", "logit_bias",
+	"logprobs", "top_logprobs", "response_format", "tools", "tool_choice", "parallel_tool_calls",
+	"reasoning", "reasoning_effort", "verbosity", "provider",
 }

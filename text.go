@@ -41,3 +41,9 @@ func isBidiControl(r rune) bool {
 func IsPlainText(s string) bool {
 	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
+
+// StorableText makes a provider's text storable by every engine: PostgreSQL
+// refuses NUL in text, and a refused settle would leave the call unmetered.
+func StorableText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}

@@ -25,6 +25,8 @@ import (
 	"gatehouse/gateway"
 	"gatehouse/httpapi"
 	"gatehouse/keycache"
+	"gatehouse/meter"
+	"gatehouse/provider"
 	"gatehouse/ratelimit"
 	"gatehouse/sqlite"
 	"gatehouse/sqlstore"
@@ -136,8 +138,8 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 // on SQLite: a ledger behind the request path, admission in memory.
 func (e *env) dataPlane(db *sqlite.DB, logger *slog.Logger) httpapi.DataPlane {
 	base := startFakeLLM(e.t)
-	catalog, err := gatehouse.NewCatalog([]*gatehouse.Provider{{ID: "fake", BaseURL: base + "/v1", Timeout: 30 * time.Second,
-		Models: []*gatehouse.Model{
+	catalog, err := provider.NewCatalog([]*provider.Provider{{ID: "fake", BaseURL: base + "/v1", Timeout: 30 * time.Second,
+		Models: []*provider.Model{
 			{ID: "echo", Name: "Echo", PromptPrice: gatehouse.USD(1000), CompletionPrice: gatehouse.USD(2000), MaxCompletionTokens: 100},
 			{ID: "echo-mini", Name: "Echo Mini", PromptPrice: gatehouse.USD(200), CompletionPrice: gatehouse.USD(400), MaxCompletionTokens: 100},
 			{ID: "echo-pro", Name: "Echo Pro", PromptPrice: gatehouse.USD(5000), CompletionPrice: gatehouse.USD(10000), MaxCompletionTokens: 100},
@@ -153,7 +155,7 @@ func (e *env) dataPlane(db *sqlite.DB, logger *slog.Logger) httpapi.DataPlane {
 	})
 	e.t.Cleanup(func() { e.ledger.Close(context.Background()) })
 	return httpapi.DataPlane{Catalog: catalog, Upstream: gateway.NewClient(), Ledger: e.ledger,
-		Accounts: gatehouse.NewAccountant(db, e.clock.Now)}
+		Accounts: meter.NewAccountant(db, e.clock.Now)}
 }
 
 var fakeLLM struct {

@@ -6,12 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"gatehouse/provider"
 	"io"
 	"regexp"
 	"slices"
 	"strings"
-
-	"gatehouse"
 )
 
 // redactKey keeps the key a provider was sent out of its error answer,
@@ -26,7 +25,7 @@ import (
 // answer still gives away part of it in a form that can be read back
 // (see exposes), its text is dropped as well. An answer that does not
 // read as JSON keeps no raw body.
-func redactKey(e *gatehouse.UpstreamError, key string, byok bool) *gatehouse.UpstreamError {
+func redactKey(e *provider.UpstreamError, key string, byok bool) *provider.UpstreamError {
 	if key == "" {
 		return e
 	}

@@ -3,15 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"gatehouse/provider"
 	"strings"
-
-	"gatehouse"
 )
 
 // Respond forwards a Responses API request to the provider's /responses
 // and reads the answer, whole or streamed, as Complete does for a chat
 // completion. The key goes as in Complete.
-func (c *Client) Respond(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter) (gatehouse.Completion, error) {
+func (c *Client) Respond(ctx context.Context, call provider.CompletionCall, w provider.StreamWriter) (provider.Completion, error) {
 	return c.forward(ctx, call, w, responsesAPI)
 }
 
@@ -22,7 +21,7 @@ var responsesAPI = api{path: "/responses", body: responsesBody, read: inspectRes
 // re-encoded body with the upstream's model name, the reserved cap as
 // max_output_tokens (which counts reasoning tokens too), and store false:
 // the provider keeps nothing that a later request could pull in unseen.
-func responsesBody(call gatehouse.CompletionCall) ([]byte, error) {
+func responsesBody(call provider.CompletionCall) ([]byte, error) {
 	out := make(map[string]json.RawMessage, len(call.Body)+4)
 	for k, v := range call.Body {
 		out[k] = v
@@ -69,10 +68,10 @@ type responseItem struct {
 // inspectResponse extracts id, usage, finish reason and text from a
 // response object. Usage is known when it gives both input_tokens and
 // output_tokens (which includes reasoning tokens).
-func inspectResponse(obj map[string]json.RawMessage) gatehouse.Completion {
+func inspectResponse(obj map[string]json.RawMessage) provider.Completion {
 	var r responseObject
 	r.decode(obj)
-	c := gatehouse.Completion{UpstreamID: r.ID}
+	c := provider.Completion{UpstreamID: r.ID}
 	if n, ok := usageCounts(obj["usage"], "input_tokens", "output_tokens"); ok {
 		c.PromptTokens, c.CompletionTokens, c.UsageKnown = n[0], n[1], true
 	}
@@ -133,7 +132,7 @@ func isFinalResponseEvent(kind string) bool {
 // responsesEvent reads one event of a Responses stream: the text of its
 // deltas, the id of its response, and the usage and finish reason of the
 // final event, which is held back.
-func responsesEvent(obj map[string]json.RawMessage) (gatehouse.Completion, bool) {
+func responsesEvent(obj map[string]json.RawMessage) (provider.Completion, bool) {
 	var ev struct {
 		Type     string                     `json:"type"`
 		Delta    string                     `json:"delta"`
@@ -143,7 +142,7 @@ func responsesEvent(obj map[string]json.RawMessage) (gatehouse.Completion, bool)
 	_ = json.Unmarshal(obj["type"], &ev.Type)
 	_ = json.Unmarshal(obj["delta"], &ev.Delta)
 	_ = json.Unmarshal(obj["response"], &ev.Response)
-	var c gatehouse.Completion
+	var c provider.Completion
 	switch {
 	case isFinalResponseEvent(ev.Type):
 		c = inspectResponse(ev.Response)

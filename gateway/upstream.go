@@ -3,7 +3,7 @@
 // APIs and reads their answers, whole or streamed as server-sent events,
 // extracting what metering needs (the token usage) and rewriting what
 // clients see (the generation id and the model's slug). Client implements
-// gatehouse.Upstream.
+// provider.Upstream.
 package gateway
 
 import (
@@ -24,6 +24,7 @@ import (
 
 	"gatehouse"
 	"gatehouse/internal/jsonobj"
+	"gatehouse/provider"
 )
 
 // MaxResponseBytes bounds a non-streamed upstream answer.
@@ -37,7 +38,7 @@ type Client struct {
 	HTTP *http.Client
 }
 
-var _ gatehouse.Upstream = (*Client)(nil)
+var _ provider.Upstream = (*Client)(nil)
 
 // NewClient returns a Client with a transport suited to many concurrent
 // long-lived upstream calls; each call's deadline comes from its provider.
@@ -48,13 +49,13 @@ func NewClient() *Client {
 }
 
 // Deadline returns how long a whole call to the provider may take.
-func Deadline(p *gatehouse.Provider) time.Duration { return p.CallTimeout() }
+func Deadline(p *provider.Provider) time.Duration { return p.CallTimeout() }
 
 // Complete forwards a chat completion and reads the answer. The provider's
 // key, or the call's own (a workspace's BYOK key), goes in the
 // Authorization header and nowhere else: an error answer that quotes it has
 // it redacted before anyone sees it.
-func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter) (gatehouse.Completion, error) {
+func (c *Client) Complete(ctx context.Context, call provider.CompletionCall, w provider.StreamWriter) (provider.Completion, error) {
 	return c.forward(ctx, call, w, chatAPI)
 }
 
@@ -63,15 +64,15 @@ func (c *Client) Complete(ctx context.Context, call gatehouse.CompletionCall, w 
 // are read.
 type api struct {
 	path  string
-	body  func(gatehouse.CompletionCall) ([]byte, error)
-	read  func(obj map[string]json.RawMessage) gatehouse.Completion // a whole answer
+	body  func(provider.CompletionCall) ([]byte, error)
+	read  func(obj map[string]json.RawMessage) provider.Completion // a whole answer
 	event eventReader
 }
 
 // chatAPI is the Chat Completions API.
 var chatAPI = api{path: "/chat/completions", body: prepareBody,
-	read: func(obj map[string]json.RawMessage) gatehouse.Completion { return inspect(obj, false) },
-	event: func(obj map[string]json.RawMessage) (gatehouse.Completion, bool) {
+	read: func(obj map[string]json.RawMessage) provider.Completion { return inspect(obj, false) },
+	event: func(obj map[string]json.RawMessage) (provider.Completion, bool) {
 		c := inspect(obj, true)
 		return c, c.UsageKnown
 	},
@@ -79,14 +80,14 @@ var chatAPI = api{path: "/chat/completions", body: prepareBody,
 
 // forward makes a model call of an API and reads the answer, whole or
 // streamed.
-func (c *Client) forward(ctx context.Context, call gatehouse.CompletionCall, w gatehouse.StreamWriter, a api) (gatehouse.Completion, error) {
+func (c *Client) forward(ctx context.Context, call provider.CompletionCall, w provider.StreamWriter, a api) (provider.Completion, error) {
 	body, err := a.body(call)
 	if err != nil {
-		return gatehouse.Completion{}, err
+		return provider.Completion{}, err
 	}
 	x, err := c.exchange(ctx, call.Provider, call.APIKey, a.path, body)
 	if err != nil {
-		return gatehouse.Completion{}, err
+		return provider.Completion{}, err
 	}
 	defer x.close()
 	if call.Stream && strings.HasPrefix(x.resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -107,12 +108,12 @@ var (
 // call is one request to a provider, bounded by the provider's timeouts,
 // and its answer once it began.
 type call struct {
-	p      *gatehouse.Provider
+	p      *provider.Provider
 	ctx    context.Context // ends with the caller's, or at a timeout (its cause says which)
 	cancel context.CancelCauseFunc
 	resp   *http.Response
 	// delivered is set once the request was written to the provider: from
-	// then on it may work on it, and bill it (gatehouse.Billed).
+	// then on it may work on it, and bill it (provider.Billed).
 	delivered atomic.Bool
 }
 
@@ -120,7 +121,7 @@ type call struct {
 // within the provider's timeouts: its answer must begin within its
 // first-byte timeout, and end within its timeout. An error is an
 // *UpstreamError that says whether the provider received the request.
-func (c *Client) exchange(ctx context.Context, p *gatehouse.Provider, apiKey gatehouse.Secret, path string, body []byte) (*call, error) {
+func (c *Client) exchange(ctx context.Context, p *provider.Provider, apiKey gatehouse.Secret, path string, body []byte) (*call, error) {
 	x := &call{p: p}
 	whole, cancelWhole := context.WithTimeoutCause(ctx, p.CallTimeout(), errCallTimeout)
 	x.ctx, x.cancel = context.WithCancelCause(whole)
@@ -136,7 +137,7 @@ func (c *Client) exchange(ctx context.Context, p *gatehouse.Provider, apiKey gat
 	answer.Stop()
 	if err != nil {
 		x.cancel(context.Canceled)
-		var ue *gatehouse.UpstreamError
+		var ue *provider.UpstreamError
 		if errors.As(err, &ue) {
 			ue.Delivered = x.delivered.Load()
 		}
@@ -158,13 +159,13 @@ func (x *call) answerError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ue *gatehouse.UpstreamError
+	var ue *provider.UpstreamError
 	switch {
 	case errors.As(err, &ue):
 	case x.ctx.Err() != nil:
 		ue = networkError(x.ctx, x.p, err)
 	default:
-		ue = &gatehouse.UpstreamError{Kind: gatehouse.UpstreamBadAnswer, Provider: x.p.ID,
+		ue = &provider.UpstreamError{Kind: provider.UpstreamBadAnswer, Provider: x.p.ID,
 			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", x.p.ID, err)}
 	}
 	ue.Provider, ue.ProviderStatus, ue.Delivered = x.p.ID, x.resp.StatusCode, true
@@ -174,10 +175,10 @@ func (x *call) answerError(err error) error {
 // post sends a JSON body to one of the provider's endpoints with the
 // provider's key, or apiKey when set. An answer with a status other than
 // 2xx is returned as an *UpstreamError, its body closed.
-func (c *Client) post(ctx context.Context, p *gatehouse.Provider, apiKey gatehouse.Secret, path string, body []byte) (*http.Response, error) {
+func (c *Client) post(ctx context.Context, p *provider.Provider, apiKey gatehouse.Secret, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(p.BaseURL, "/")+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamUnreachable, Message: "the provider's URL is invalid", Provider: p.ID, Err: err}
+		return nil, &provider.UpstreamError{Kind: provider.UpstreamUnreachable, Message: "the provider's URL is invalid", Provider: p.ID, Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -204,7 +205,7 @@ func (c *Client) post(ctx context.Context, p *gatehouse.Provider, apiKey gatehou
 // cap, the reserved one, under both names providers read (max_tokens and
 // max_completion_tokens), and, for streams, a request for the final usage
 // chunk.
-func prepareBody(call gatehouse.CompletionCall) ([]byte, error) {
+func prepareBody(call provider.CompletionCall) ([]byte, error) {
 	out := make(map[string]json.RawMessage, len(call.Body)+3)
 	for k, v := range call.Body {
 		out[k] = v
@@ -225,25 +226,25 @@ func prepareBody(call gatehouse.CompletionCall) ([]byte, error) {
 
 // networkError classifies a failed call: a timeout (of the answer's
 // beginning, or of the whole call) or an unreachable provider.
-func networkError(ctx context.Context, p *gatehouse.Provider, err error) *gatehouse.UpstreamError {
+func networkError(ctx context.Context, p *provider.Provider, err error) *provider.UpstreamError {
 	var ne net.Error
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errAnswerTimeout) && p.AnswerTimeout() < p.CallTimeout():
-		return &gatehouse.UpstreamError{Kind: gatehouse.UpstreamTimeout, Provider: p.ID, Err: err,
+		return &provider.UpstreamError{Kind: provider.UpstreamTimeout, Provider: p.ID, Err: err,
 			Message: fmt.Sprintf("the provider %s did not begin its answer within %s (its first-byte timeout)", p.ID, p.AnswerTimeout())}
 	case errors.Is(cause, errAnswerTimeout) || errors.Is(cause, errCallTimeout) || errors.Is(cause, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		return &gatehouse.UpstreamError{Kind: gatehouse.UpstreamTimeout, Provider: p.ID, Err: err,
+		return &provider.UpstreamError{Kind: provider.UpstreamTimeout, Provider: p.ID, Err: err,
 			Message: fmt.Sprintf("the provider %s did not answer within %s", p.ID, Deadline(p))}
 	}
-	return &gatehouse.UpstreamError{Kind: gatehouse.UpstreamUnreachable, Provider: p.ID, Err: err,
+	return &provider.UpstreamError{Kind: provider.UpstreamUnreachable, Provider: p.ID, Err: err,
 		Message: fmt.Sprintf("the provider %s could not be reached", p.ID)}
 }
 
 // upstreamError describes an upstream's error answer: its status, its
 // message and its JSON body.
-func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.UpstreamError {
+func upstreamError(p *provider.Provider, resp *http.Response) *provider.UpstreamError {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &gatehouse.UpstreamError{Kind: gatehouse.UpstreamRejected, ProviderStatus: resp.StatusCode, Provider: p.ID,
+	e := &provider.UpstreamError{Kind: provider.UpstreamRejected, ProviderStatus: resp.StatusCode, Provider: p.ID,
 		Message: fmt.Sprintf("the provider %s answered %d", p.ID, resp.StatusCode)}
 	if json.Valid(raw) {
 		e.Raw = raw
@@ -260,7 +261,7 @@ func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.Upstre
 		}
 	}
 	if resp.StatusCode < 400 { // a 1xx or 3xx answer makes no sense here
-		e.Kind = gatehouse.UpstreamBadAnswer
+		e.Kind = provider.UpstreamBadAnswer
 	}
 	return e
 }
@@ -269,17 +270,17 @@ func upstreamError(p *gatehouse.Provider, resp *http.Response) *gatehouse.Upstre
 // it, as read says, and the answer rewritten. An answer larger than
 // MaxResponseBytes is not delivered, but read to its end for its usage
 // (see tooLarge).
-func readWhole(r io.Reader, rewrite func(map[string]json.RawMessage), read func(map[string]json.RawMessage) gatehouse.Completion) (gatehouse.Completion, error) {
+func readWhole(r io.Reader, rewrite func(map[string]json.RawMessage), read func(map[string]json.RawMessage) provider.Completion) (provider.Completion, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxResponseBytes+1))
 	if err != nil {
-		return gatehouse.Completion{}, fmt.Errorf("the answer could not be read: %w", err)
+		return provider.Completion{}, fmt.Errorf("the answer could not be read: %w", err)
 	}
 	if len(raw) > MaxResponseBytes {
 		return tooLarge(io.MultiReader(bytes.NewReader(raw), r), read)
 	}
 	obj, err := jsonobj.Unmarshal(raw)
 	if err != nil {
-		return gatehouse.Completion{}, errors.New("the answer is not a JSON object")
+		return provider.Completion{}, errors.New("the answer is not a JSON object")
 	}
 	c := read(obj)
 	rewrite(obj)
@@ -291,8 +292,8 @@ func readWhole(r io.Reader, rewrite func(map[string]json.RawMessage), read func(
 // its usage: the provider did the work, so the call is charged what the
 // answer says it cost (or the reservation, when it says nothing readable).
 // Only the usage is kept; the rest is read token by token and dropped.
-func tooLarge(r io.Reader, read func(map[string]json.RawMessage) gatehouse.Completion) (gatehouse.Completion, error) {
-	var c gatehouse.Completion
+func tooLarge(r io.Reader, read func(map[string]json.RawMessage) provider.Completion) (provider.Completion, error) {
+	var c provider.Completion
 	usage, err := topLevelMember(r, "usage")
 	if err == nil {
 		c = read(map[string]json.RawMessage{"usage": usage})
@@ -301,7 +302,7 @@ func tooLarge(r io.Reader, read func(map[string]json.RawMessage) gatehouse.Compl
 	if err != nil && !errors.Is(err, errNotJSON) {
 		return c, fmt.Errorf("the answer could not be read: %w", err) // a timeout, or the connection cut
 	}
-	return c, &gatehouse.UpstreamError{Kind: gatehouse.UpstreamTooLarge,
+	return c, &provider.UpstreamError{Kind: provider.UpstreamTooLarge,
 		Message: fmt.Sprintf("the provider's answer is larger than the %d MiB Gatehouse delivers: ask for less (fewer tokens or inputs, or encoding_format base64 for embeddings)", MaxResponseBytes>>20)}
 }
 
@@ -449,10 +450,10 @@ func (t *text) reasoning() string { return t.Reasoning + t.ReasoningContent }
 
 // inspect extracts id, usage, finish reason and text from an answer, or
 // from a stream chunk (delta).
-func inspect(obj map[string]json.RawMessage, delta bool) gatehouse.Completion {
+func inspect(obj map[string]json.RawMessage, delta bool) provider.Completion {
 	var ch chunk
 	ch.decode(obj)
-	c := gatehouse.Completion{UpstreamID: ch.ID}
+	c := provider.Completion{UpstreamID: ch.ID}
 	if n, ok := usageCounts(obj["usage"], "prompt_tokens", "completion_tokens"); ok {
 		c.PromptTokens, c.CompletionTokens, c.UsageKnown = n[0], n[1], true
 	}
@@ -482,7 +483,7 @@ func truncate(s string) string {
 // eventReader returns what metering needs of one event of a stream (its
 // data, parsed), and whether it is the stream's final event, which is held
 // back.
-type eventReader func(obj map[string]json.RawMessage) (part gatehouse.Completion, final bool)
+type eventReader func(obj map[string]json.RawMessage) (part provider.Completion, final bool)
 
 // stream copies a streamed answer (server-sent events) to w event by event,
 // rewriting each event's data and flushing after each event. The last
@@ -492,7 +493,7 @@ type eventReader func(obj map[string]json.RawMessage) (part gatehouse.Completion
 // as they come. It returns what metering needs once the stream ends; an
 // error means it broke off (the client left, or the upstream failed
 // midway).
-func stream(ctx context.Context, body io.Reader, w gatehouse.StreamWriter, rewrite func(map[string]json.RawMessage), read eventReader) (gatehouse.Completion, error) {
+func stream(ctx context.Context, body io.Reader, w provider.StreamWriter, rewrite func(map[string]json.RawMessage), read eventReader) (provider.Completion, error) {
 	s := &streamState{w: w, rewrite: rewrite, inspect: read}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
@@ -513,10 +514,10 @@ func stream(ctx context.Context, body io.Reader, w gatehouse.StreamWriter, rewri
 
 // streamState is what stream knows as the events pass.
 type streamState struct {
-	w       gatehouse.StreamWriter
+	w       provider.StreamWriter
 	rewrite func(map[string]json.RawMessage)
 	inspect eventReader
-	c       gatehouse.Completion
+	c       provider.Completion
 	output  strings.Builder
 	reason  strings.Builder
 	// held is the last final event's data, not sent yet: the lines after
@@ -602,7 +603,7 @@ func (s *streamState) sendHeld() error {
 	return nil
 }
 
-func (s *streamState) finish() gatehouse.Completion {
+func (s *streamState) finish() provider.Completion {
 	c := s.c
 	c.Output, c.Reasoning, c.Final = truncate(s.output.String()), truncate(s.reason.String()), s.held
 	return c

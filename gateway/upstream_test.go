@@ -5,11 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"gatehouse/provider"
 	"slices"
 	"strings"
 	"testing"
-
-	"gatehouse"
 )
 
 // TestRedactKey: an error answer that quotes the key the provider was sent,
@@ -17,7 +16,7 @@ import (
 func TestRedactKey(t *testing.T) {
 	for _, key := range []string{"sk-plain-0123456789", `sk-"quoted"-\back`, "sk-<html>&amp"} {
 		quoted, _ := json.Marshal("Incorrect API key provided: " + key)
-		e := redactKey(&gatehouse.UpstreamError{Message: "Incorrect API key provided: " + key,
+		e := redactKey(&provider.UpstreamError{Message: "Incorrect API key provided: " + key,
 			Raw: []byte(`{"error":{"message":` + string(quoted) + `}}`)}, key, false)
 		if strings.Contains(e.Message, key) || !strings.Contains(e.Message, "[redacted]") {
 			t.Errorf("%q: message %q", key, e.Message)
@@ -35,7 +34,7 @@ func TestRedactKey(t *testing.T) {
 		`{"errors":{"byok\/SECRET\/abc+def0123456789":"unknown"}}`,
 		`[{"k":["x","byok/SECRET/abc+def0123456789"]}]`,
 	} {
-		e := redactKey(&gatehouse.UpstreamError{Message: "refused", Raw: []byte(raw)}, key, false)
+		e := redactKey(&provider.UpstreamError{Message: "refused", Raw: []byte(raw)}, key, false)
 		var v any
 		if err := json.Unmarshal(e.Raw, &v); err != nil {
 			t.Fatalf("%s: raw %s is not JSON", raw, e.Raw)
@@ -47,16 +46,16 @@ func TestRedactKey(t *testing.T) {
 	// An answer without the key passes byte for byte; one that is not JSON
 	// is dropped, not passed on.
 	const clean = `{"error": {"message": "rate limited <slow down>", "n": 1.50}}`
-	if e := redactKey(&gatehouse.UpstreamError{Message: "m", Raw: []byte(clean)}, key, false); string(e.Raw) != clean {
+	if e := redactKey(&provider.UpstreamError{Message: "m", Raw: []byte(clean)}, key, false); string(e.Raw) != clean {
 		t.Errorf("raw without the key changed: %s", e.Raw)
 	}
 	for _, raw := range []string{`{"k":"a"`, `{"k":1} trailing`, `not json ` + key} {
-		if e := redactKey(&gatehouse.UpstreamError{Message: "refused", Raw: []byte(raw)}, key, false); e.Raw != nil {
+		if e := redactKey(&provider.UpstreamError{Message: "refused", Raw: []byte(raw)}, key, false); e.Raw != nil {
 			t.Errorf("raw %s: want it dropped", e.Raw)
 		}
 	}
 	// No key (a provider without one): nothing changes.
-	if e := redactKey(&gatehouse.UpstreamError{Message: "m", Raw: []byte(`{}`)}, "", false); e.Message != "m" || string(e.Raw) != "{}" {
+	if e := redactKey(&provider.UpstreamError{Message: "m", Raw: []byte(`{}`)}, "", false); e.Message != "m" || string(e.Raw) != "{}" {
 		t.Errorf("without a key: %+v", e)
 	}
 }
@@ -83,13 +82,13 @@ func TestRedactKeyEncoded(t *testing.T) {
 		"escaped split":    `{"a":"` + key[:10] + `","b":"\u` + fmt.Sprintf("%04x", key[10]) + key[11:] + `"}`,
 		"upper case":       `{"error":{"message":"` + strings.ToUpper(key) + `"}}`,
 	} {
-		e := redactKey(&gatehouse.UpstreamError{Provider: "acme", ProviderStatus: 401, Message: "bad credentials", Raw: []byte(raw)}, key, false)
+		e := redactKey(&provider.UpstreamError{Provider: "acme", ProviderStatus: 401, Message: "bad credentials", Raw: []byte(raw)}, key, false)
 		if e.Raw != nil || e.Message != "the provider acme answered 401; its message is not shown, as it may quote the key it was sent" {
 			t.Errorf("%s: %q, raw %s", name, e.Message, e.Raw)
 		}
 	}
 	// The provider's error code stays, when it is one.
-	e := redactKey(&gatehouse.UpstreamError{Provider: "acme", ProviderStatus: 401,
+	e := redactKey(&provider.UpstreamError{Provider: "acme", ProviderStatus: 401,
 		Raw: []byte(`{"error":{"code":"invalid_api_key","message":"` + b64(base64.StdEncoding, "") + `"}}`)}, key, false)
 	if e.Message != "the provider acme answered 401 (invalid_api_key); its message is not shown, as it may quote the key it was sent" {
 		t.Errorf("message %q", e.Message)
@@ -98,19 +97,19 @@ func TestRedactKeyEncoded(t *testing.T) {
 		`{"error":{"message":"Incorrect API key provided: sk-proj-****************************uF","code":"invalid_api_key"}}`,
 		`{"error":{"message":"rate limited","type":"requests"}}`,
 	} {
-		if e := redactKey(&gatehouse.UpstreamError{Message: "m", Raw: []byte(clean)}, key, false); string(e.Raw) != clean || e.Message != "m" {
+		if e := redactKey(&provider.UpstreamError{Message: "m", Raw: []byte(clean)}, key, false); string(e.Raw) != clean || e.Message != "m" {
 			t.Errorf("%s: changed to %q %s", clean, e.Message, e.Raw)
 		}
 	}
 	// A workspace's own key: the text is never shown, whatever it says;
 	// the status and code are.
-	e = redactKey(&gatehouse.UpstreamError{Provider: "acme", ProviderStatus: 429, Message: "slow down",
+	e = redactKey(&provider.UpstreamError{Provider: "acme", ProviderStatus: 429, Message: "slow down",
 		Raw: []byte(`{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`)}, key, true)
 	if e.Raw != nil || e.Message != "the provider acme answered 429 (rate_limit_exceeded); its message is not shown, as it may quote the key it was sent" {
 		t.Errorf("BYOK: %q, raw %s", e.Message, e.Raw)
 	}
 	// A code that is the key is no code.
-	e = redactKey(&gatehouse.UpstreamError{Provider: "acme", ProviderStatus: 401, Raw: []byte(`{"error":{"code":"` + key + `"}}`)}, key, true)
+	e = redactKey(&provider.UpstreamError{Provider: "acme", ProviderStatus: 401, Raw: []byte(`{"error":{"code":"` + key + `"}}`)}, key, true)
 	if strings.Contains(e.Message, key[8:24]) {
 		t.Errorf("BYOK: %q", e.Message)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse"
 	"gatehouse/internal/jsonobj"
+	"gatehouse/provider"
 )
 
 // TestUsageCounts: a provider's usage is read by the exact names of its
@@ -104,12 +104,12 @@ func TestWholeAnswerTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(stall)
-	p := &gatehouse.Provider{ID: "slow", BaseURL: srv.URL + "/v1", Timeout: 200 * time.Millisecond}
+	p := &provider.Provider{ID: "slow", BaseURL: srv.URL + "/v1", Timeout: 200 * time.Millisecond}
 	c := &Client{HTTP: srv.Client()}
-	_, err := c.Complete(context.Background(), gatehouse.CompletionCall{Provider: p, Model: &gatehouse.Model{ID: "m"},
+	_, err := c.Complete(context.Background(), provider.CompletionCall{Provider: p, Model: &provider.Model{ID: "m"},
 		Body: map[string]json.RawMessage{"messages": json.RawMessage(`[]`)}, MaxTokens: 10}, nil)
-	var ue *gatehouse.UpstreamError
-	if !errors.As(err, &ue) || ue.Kind != gatehouse.UpstreamTimeout {
+	var ue *provider.UpstreamError
+	if !errors.As(err, &ue) || ue.Kind != provider.UpstreamTimeout {
 		t.Fatalf("error %v, want an upstream timeout", err)
 	}
 }

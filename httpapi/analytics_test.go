@@ -70,8 +70,8 @@ func (e *analyticsEnv) activity(query string) []activityItem {
 func TestActivity(t *testing.T) {
 	t.Parallel()
 	e := newAnalyticsEnv(t)
-	item := func(date, model, provider string, usage, byok gatehouse.Money) activityItem {
-		return activityItem{Date: date, Model: model, ModelPermaslug: model, EndpointID: provider, ProviderName: provider,
+	item := func(date, model, prov string, usage, byok gatehouse.Money) activityItem {
+		return activityItem{Date: date, Model: model, ModelPermaslug: model, EndpointID: prov, ProviderName: prov,
 			Usage: usage, BYOKUsageInference: byok, Requests: 1, PromptTokens: 11, CompletionTokens: 7}
 	}
 	today := item("2027-03-17", "acme/chat", "acme", chatCost(11, 7), 0)

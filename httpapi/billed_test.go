@@ -14,9 +14,10 @@ import (
 
 	"gatehouse"
 	"gatehouse/gateway"
+	"gatehouse/provider"
 )
 
-// The money rule of a failed call (gatehouse.Billed): once the provider
+// The money rule of a failed call (provider.Billed): once the provider
 // received the request, only its own refusal is free. Every other ending
 // is charged, so that a key cannot make the operator pay a provider for
 // work its usage never shows.
@@ -24,14 +25,14 @@ import (
 // billedCatalog is the catalog of these tests: acme serves a chat model
 // (chat completions, Responses, presets) and an embedding model, with the
 // first-byte and whole-call timeouts given.
-func billedCatalog(t testing.TB, base string, firstByte, whole time.Duration) *gatehouse.Catalog {
+func billedCatalog(t testing.TB, base string, firstByte, whole time.Duration) *provider.Catalog {
 	t.Helper()
-	c, err := gatehouse.NewCatalog([]*gatehouse.Provider{
-		{ID: "acme", BaseURL: base + "/v1", Timeout: whole, FirstByteTimeout: firstByte, Responses: true, Models: []*gatehouse.Model{
+	c, err := provider.NewCatalog([]*provider.Provider{
+		{ID: "acme", BaseURL: base + "/v1", Timeout: whole, FirstByteTimeout: firstByte, Responses: true, Models: []*provider.Model{
 			{ID: "chat", Name: "Acme Chat", PromptPrice: chatPromptPrice, CompletionPrice: chatCompletionPrice,
 				MaxCompletionTokens: chatMaxTokens, ContextLength: 8192},
 			{ID: "embed", Name: "Acme Embed", PromptPrice: embedPromptPrice, ContextLength: 8192,
-				ModelInfo: gatehouse.ModelInfo{OutputModalities: []string{"embeddings"}}},
+				ModelInfo: provider.ModelInfo{OutputModalities: []string{"embeddings"}}},
 		}},
 	})
 	if err != nil {
@@ -98,7 +99,7 @@ func TestProviderReceivedIsCharged(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			e := newUpstreamEnv(t, c.configure, map[string]any{"limit": 10}, func(base string) *gatehouse.Catalog {
+			e := newUpstreamEnv(t, c.configure, map[string]any{"limit": 10}, func(base string) *provider.Catalog {
 				return billedCatalog(t, base, c.firstByte, c.whole)
 			})
 			e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat", "temperature": 0.5,
@@ -168,7 +169,7 @@ func (e *chatEnv) wantEveryReceivedCallPaid(n int, usage bool) {
 // exactly what its usage costs, as a delivered one is.
 func TestProviderReceivedUsageExact(t *testing.T) {
 	t.Parallel()
-	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.pad = gateway.MaxResponseBytes + 1 }, nil, func(base string) *gatehouse.Catalog {
+	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.pad = gateway.MaxResponseBytes + 1 }, nil, func(base string) *provider.Catalog {
 		return billedCatalog(t, base, time.Minute, time.Minute)
 	})
 	got := e.chat(e.key, chatBody("acme/chat")).want(t, http.StatusBadGateway).apiError(t)
@@ -188,7 +189,7 @@ func TestProviderReceivedUsageExact(t *testing.T) {
 // charged what was reserved.
 func TestProviderReceivedClientLeft(t *testing.T) {
 	t.Parallel()
-	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.delay = 500 * time.Millisecond }, nil, func(base string) *gatehouse.Catalog {
+	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.delay = 500 * time.Millisecond }, nil, func(base string) *provider.Catalog {
 		return billedCatalog(t, base, time.Minute, time.Minute)
 	})
 	for _, stream := range []bool{false, true} {
@@ -230,7 +231,7 @@ func (e *chatEnv) waitLedger(n int) []string {
 func TestProviderRefusalIsFree(t *testing.T) {
 	t.Parallel()
 	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.status, u.errBody = 503, `{"error":{"message":"overloaded"}}` }, nil,
-		func(base string) *gatehouse.Catalog { return billedCatalog(t, base, time.Minute, time.Minute) })
+		func(base string) *provider.Catalog { return billedCatalog(t, base, time.Minute, time.Minute) })
 	e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat"}, "")
 	calls := billedCalls(true)
 	for _, call := range calls {
@@ -245,7 +246,7 @@ func TestProviderRefusalIsFree(t *testing.T) {
 
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
-	e = newUpstreamEnv(t, nil, nil, func(string) *gatehouse.Catalog { return billedCatalog(t, gone.URL, time.Minute, time.Minute) })
+	e = newUpstreamEnv(t, nil, nil, func(string) *provider.Catalog { return billedCatalog(t, gone.URL, time.Minute, time.Minute) })
 	e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat"}, "")
 	for _, call := range calls {
 		if res := e.postModel(call.path, e.key, call.body, nil); res.Status != 502 {

@@ -39,12 +39,12 @@ func toBYOKKeyJSON(k *gatehouse.BYOKKey) byokKeyJSON {
 func (s *Server) listBYOKKeys() authHandler {
 	return list(func(r *http.Request, p *principal, page gatehouse.Page) ([]*gatehouse.BYOKKey, int, error) {
 		q := r.URL.Query()
-		provider := q.Get("provider")
-		if provider != "" && !gatehouse.IsProviderID(provider) {
+		prov := q.Get("provider")
+		if prov != "" && !gatehouse.IsProviderID(prov) {
 			return nil, 0, gatehouse.FieldError("provider", "must be a provider id: 1 to 64 lowercase letters, digits and dashes")
 		}
 		return s.store.FindBYOKKeys(r.Context(), p.org(), gatehouse.BYOKKeyFilter{
-			WorkspaceRef: q.Get("workspace_id"), Provider: provider, Page: page})
+			WorkspaceRef: q.Get("workspace_id"), Provider: prov, Page: page})
 	}, toBYOKKeyJSON)
 }
 

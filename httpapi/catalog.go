@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"gatehouse/provider"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -77,7 +78,7 @@ type modelsJSON struct {
 	TotalCount int `json:"total_count"`
 }
 
-func (s *Server) toModelJSON(m *gatehouse.Model) modelJSON {
+func (s *Server) toModelJSON(m *provider.Model) modelJSON {
 	p, _ := s.data.Catalog.Provider(m.Provider)
 	j := modelJSON{
 		ID: m.Slug(), CanonicalSlug: m.Slug(), HuggingFaceID: optional(m.HuggingFaceID), Name: m.Name,
@@ -104,13 +105,13 @@ func (s *Server) toModelJSON(m *gatehouse.Model) modelJSON {
 	return j
 }
 
-func toPricingJSON(m *gatehouse.Model) pricingJSON {
-	p := pricingJSON{Prompt: gatehouse.PricePerToken(m.PromptPrice), Completion: gatehouse.PricePerToken(m.CompletionPrice)}
+func toPricingJSON(m *provider.Model) pricingJSON {
+	p := pricingJSON{Prompt: provider.PricePerToken(m.PromptPrice), Completion: provider.PricePerToken(m.CompletionPrice)}
 	if m.CacheReadPrice != nil {
-		p.InputCacheRead = gatehouse.PricePerToken(*m.CacheReadPrice)
+		p.InputCacheRead = provider.PricePerToken(*m.CacheReadPrice)
 	}
 	if m.CacheWritePrice != nil {
-		p.InputCacheWrite = gatehouse.PricePerToken(*m.CacheWritePrice)
+		p.InputCacheWrite = provider.PricePerToken(*m.CacheWritePrice)
 	}
 	return p
 }
@@ -158,7 +159,7 @@ func (s *Server) listModelsForUser(w http.ResponseWriter, r *http.Request, p *pr
 	return s.writeModels(w, r, q)
 }
 
-func (s *Server) writeModels(w http.ResponseWriter, r *http.Request, q gatehouse.ModelQuery) error {
+func (s *Server) writeModels(w http.ResponseWriter, r *http.Request, q provider.ModelQuery) error {
 	offset, limit, err := modelPage(r)
 	if err != nil {
 		return err
@@ -204,7 +205,7 @@ func (s *Server) countModels(w http.ResponseWriter, r *http.Request) error {
 
 // catalogModel returns the model of the path's {author}/{slug}; 404 when
 // there is none.
-func (s *Server) catalogModel(r *http.Request) (*gatehouse.Model, *gatehouse.Provider, error) {
+func (s *Server) catalogModel(r *http.Request) (*provider.Model, *provider.Provider, error) {
 	slug := r.PathValue("author") + "/" + r.PathValue("slug")
 	m, p, ok := s.data.Catalog.Model(slug)
 	if !ok {

@@ -1,16 +1,15 @@
 package httpapi
 
 import (
+	"gatehouse/provider"
 	"testing"
-
-	"gatehouse"
 )
 
 // TestModelParametersAreForwarded: a model of the catalog may list only
 // parameters the chat path forwards (structured_outputs is response_format
 // with a schema), so the catalog never promises what a request is refused.
 func TestModelParametersAreForwarded(t *testing.T) {
-	for _, p := range gatehouse.ModelParameters {
+	for _, p := range provider.ModelParameters {
 		if p == "structured_outputs" {
 			p = "response_format"
 		}
@@ -21,9 +20,9 @@ func TestModelParametersAreForwarded(t *testing.T) {
 			t.Errorf("%s may be listed by a model, but the chat path refuses it", p)
 		}
 	}
-	for _, p := range gatehouse.AllModelParameters[len(gatehouse.ModelParameters):] {
+	for _, p := range provider.AllModelParameters[len(provider.ModelParameters):] {
 		if chatFields[p] {
-			t.Errorf("%s is forwarded: let models list it (gatehouse.ModelParameters)", p)
+			t.Errorf("%s is forwarded: let models list it (provider.ModelParameters)", p)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"gatehouse/provider"
 	"math"
 	"net/http"
 	"net/url"
@@ -42,18 +43,18 @@ func modelPage(r *http.Request) (offset, limit int, err error) {
 }
 
 // modelQuery reads the filters and the sort.
-func modelQuery(r *http.Request, now time.Time) (gatehouse.ModelQuery, error) {
-	mq := gatehouse.ModelQuery{Now: now}
+func modelQuery(r *http.Request, now time.Time) (provider.ModelQuery, error) {
+	mq := provider.ModelQuery{Now: now}
 	p := queryParser{q: r.URL.Query()}
 	mq.Text = p.text("q")
-	mq.Category = p.oneOf("category", gatehouse.ModelCategories)
-	mq.SupportedParameters = p.listOf("supported_parameters", gatehouse.AllModelParameters)
+	mq.Category = p.oneOf("category", provider.ModelCategories)
+	mq.SupportedParameters = p.listOf("supported_parameters", provider.AllModelParameters)
 	if p.get("output_modalities") == "all" {
 		mq.AllOutputs = true
 	} else {
-		mq.OutputModalities = p.listOf("output_modalities", gatehouse.OutputModalities)
+		mq.OutputModalities = p.listOf("output_modalities", provider.OutputModalities)
 	}
-	mq.InputModalities = p.listOf("input_modalities", gatehouse.InputModalities)
+	mq.InputModalities = p.listOf("input_modalities", provider.InputModalities)
 	mq.MinContext = p.integer("context")
 	mq.MinPrice, mq.MaxPrice = p.price("min_price"), p.price("max_price")
 	mq.MinOutputPrice, mq.MaxOutputPrice = p.price("min_output_price"), p.price("max_output_price")
@@ -64,7 +65,7 @@ func modelQuery(r *http.Request, now time.Time) (gatehouse.ModelQuery, error) {
 		*mq.Distillable = d == "true"
 	}
 	mq.ZDR = p.oneOf("zdr", []string{"true"}) == "true"
-	mq.Region = p.oneOf("region", gatehouse.DataRegions)
+	mq.Region = p.oneOf("region", provider.DataRegions)
 	mq.MinAgeDays, mq.MaxAgeDays = p.number("min_age_days", math.MaxFloat64), p.number("max_age_days", math.MaxFloat64)
 	for _, name := range unscoredFilters {
 		bound := math.MaxFloat64
@@ -75,7 +76,7 @@ func modelQuery(r *http.Request, now time.Time) (gatehouse.ModelQuery, error) {
 			mq.Unscored = true
 		}
 	}
-	mq.Sort = p.oneOf("sort", gatehouse.ModelSorts)
+	mq.Sort = p.oneOf("sort", provider.ModelSorts)
 	return mq, p.err
 }
 

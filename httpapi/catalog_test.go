@@ -12,34 +12,35 @@ import (
 
 	"gatehouse"
 	"gatehouse/httpapi"
+	"gatehouse/provider"
 )
 
 // describedCatalog is a catalog whose providers file said everything it
 // can: a ZDR provider with every description, a plain one, and a model id
 // holding a slash.
-func describedCatalog(t testing.TB) *gatehouse.Catalog {
+func describedCatalog(t testing.TB) *provider.Catalog {
 	t.Helper()
 	cacheRead, cacheWrite := gatehouse.Money(75_000_000), gatehouse.Money(187_500_000)
 	enabled := true
-	c, err := gatehouse.NewCatalog([]*gatehouse.Provider{
-		{ID: "openai", BaseURL: "http://127.0.0.1:9/v1", ProviderInfo: gatehouse.ProviderInfo{Name: "OpenAI", ZDR: true, Moderated: true,
+	c, err := provider.NewCatalog([]*provider.Provider{
+		{ID: "openai", BaseURL: "http://127.0.0.1:9/v1", ProviderInfo: provider.ProviderInfo{Name: "OpenAI", ZDR: true, Moderated: true,
 			PrivacyPolicyURL: "https://openai.com/privacy", TermsOfServiceURL: "https://openai.com/terms", StatusPageURL: "https://status.openai.com",
 			Headquarters: "US", Datacenters: []string{"US", "IE"}},
-			Models: []*gatehouse.Model{
+			Models: []*provider.Model{
 				{ID: "gpt-4o-mini", Name: "GPT-4o mini", PromptPrice: 150_000_000, CompletionPrice: 600_000_000, MaxCompletionTokens: 16384,
-					ContextLength: 128000, ModelInfo: gatehouse.ModelInfo{
+					ContextLength: 128000, ModelInfo: provider.ModelInfo{
 						Description: "Small and fast.", Created: time.Date(2024, 7, 18, 0, 0, 0, 0, time.UTC),
 						HuggingFaceID: "openai/gpt-oss-20b", KnowledgeCutoff: "2023-10-01", ExpirationDate: "2027-01-31",
 						Tokenizer: "GPT", InstructType: "chatml", InputModalities: []string{"text", "image"},
 						SupportedParameters: []string{"max_tokens", "tools", "tool_choice"},
 						CacheReadPrice:      &cacheRead, CacheWritePrice: &cacheWrite,
-						Reasoning:    &gatehouse.ModelReasoning{DefaultEnabled: &enabled, DefaultEffort: "low", SupportedEfforts: []string{"low", "high"}},
+						Reasoning:    &provider.ModelReasoning{DefaultEnabled: &enabled, DefaultEffort: "low", SupportedEfforts: []string{"low", "high"}},
 						Quantization: "fp16", ImplicitCaching: true, Categories: []string{"programming"},
 					}},
 				{ID: "text-embedding-3-small", PromptPrice: 20_000_000, MaxCompletionTokens: 1,
-					ModelInfo: gatehouse.ModelInfo{OutputModalities: []string{"embeddings"}}},
+					ModelInfo: provider.ModelInfo{OutputModalities: []string{"embeddings"}}},
 			}},
-		{ID: "local", BaseURL: "http://127.0.0.1:9/v1", Models: []*gatehouse.Model{
+		{ID: "local", BaseURL: "http://127.0.0.1:9/v1", Models: []*provider.Model{
 			{ID: "meta-llama/Llama-3.1-8B", MaxCompletionTokens: 4096},
 			{ID: "qwen", PromptPrice: gatehouse.USD(1), CompletionPrice: gatehouse.USD(1), MaxCompletionTokens: 4096},
 			{ID: "phi", PromptPrice: gatehouse.USD(2), CompletionPrice: gatehouse.USD(2), MaxCompletionTokens: 4096},

@@ -11,6 +11,7 @@ import (
 
 	"gatehouse"
 	"gatehouse/internal/jsonobj"
+	"gatehouse/provider"
 )
 
 // What the answers of the gateway add to the provider's, as OpenRouter's
@@ -42,7 +43,7 @@ func chatAttribution(r *http.Request, user *string) (gatehouse.Attribution, erro
 // fingerprint names the backend configuration that serves a model, for the
 // answers whose provider sends no system_fingerprint: it changes when the
 // provider, its URL or the model's upstream name does.
-func fingerprint(p *gatehouse.Provider, m *gatehouse.Model) string {
+func fingerprint(p *provider.Provider, m *provider.Model) string {
 	sum := sha256.Sum256([]byte(p.ID + "\x00" + p.BaseURL + "\x00" + m.ID))
 	return "fp_gh_" + hex.EncodeToString(sum[:5])
 }
@@ -76,7 +77,7 @@ func (f *fingerprints) stamp(obj map[string]json.RawMessage) {
 // whose upstream_inference_cost is what a BYOK provider bills its key's
 // owner directly (the whole cost, since Gatehouse adds no fee), and null
 // otherwise.
-func withCost(obj map[string]json.RawMessage, g *gatehouse.Generation, m *gatehouse.Model) {
+func withCost(obj map[string]json.RawMessage, g *gatehouse.Generation, m *provider.Model) {
 	usage, err := jsonobj.Unmarshal(obj["usage"])
 	if err != nil {
 		usage = make(map[string]json.RawMessage, 8)

@@ -6,13 +6,14 @@ import (
 
 	"gatehouse"
 	"gatehouse/internal/jsonobj"
+	"gatehouse/provider"
 )
 
 // TestWithCost pins the usage object of an answer, byte for byte: the
 // provider's usage with the charged counts, its whole-number token details
 // only, and the cost fields in OpenRouter's shape.
 func TestWithCost(t *testing.T) {
-	m := &gatehouse.Model{Provider: "acme", ID: "m", PromptPrice: gatehouse.Money(3_000_000_000), CompletionPrice: gatehouse.Money(15_000_000_000)}
+	m := &provider.Model{Provider: "acme", ID: "m", PromptPrice: gatehouse.Money(3_000_000_000), CompletionPrice: gatehouse.Money(15_000_000_000)}
 	g := &gatehouse.Generation{PromptTokens: 12, CompletionTokens: 7, Cost: m.Cost(12, 7)}
 	byok := *g
 	byok.BYOK = true

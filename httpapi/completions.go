@@ -11,22 +11,24 @@ import (
 
 	"gatehouse"
 	"gatehouse/internal/jsonobj"
+	"gatehouse/meter"
+	"gatehouse/provider"
 )
 
 // DataPlane is what the OpenAI-compatible endpoints need: the configured
 // models, the upstream client, and where traces go (nil: nowhere).
 type DataPlane struct {
-	Catalog  *gatehouse.Catalog
-	Upstream gatehouse.Upstream
+	Catalog  *provider.Catalog
+	Upstream provider.Upstream
 	Traces   gatehouse.TraceSink
 	// Ledger writes metering behind the request path, and Accounts admits
 	// in memory (a database this process alone serves); nil: every
 	// reservation and settle is written before the request goes on.
-	Ledger   gatehouse.Ledger
-	Accounts *gatehouse.Accountant
+	Ledger   meter.Ledger
+	Accounts *meter.Accountant
 	// Leases admit in memory against slices of limits that a database
 	// shared by several instances granted this one.
-	Leases *gatehouse.Leases
+	Leases *meter.Leases
 }
 
 // MaxCompletionBodyBytes bounds a chat completion request; chats carry more
@@ -46,9 +48,9 @@ type chatRequest struct {
 	User                *string         `json:"user"`
 	// Preset names a preset to apply (see presetapply.go); Provider holds
 	// provider preferences, which Gatehouse enforces. Neither is forwarded.
-	Preset   *string                        `json:"preset"`
-	Provider json.RawMessage                `json:"provider"`
-	prefs    *gatehouse.ProviderPreferences // Provider, read
+	Preset   *string                       `json:"preset"`
+	Provider json.RawMessage               `json:"provider"`
+	prefs    *provider.ProviderPreferences // Provider, read
 	// Usage asks for usage accounting (see readUsageAccounting); never
 	// forwarded.
 	Usage json.RawMessage `json:"usage"`
@@ -157,39 +159,39 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
-	req, body, raw, preset, err := s.usePreset(r.Context(), p.key, req, body, raw)
+	req, body, raw, ps, err := s.usePreset(r.Context(), p.key, req, body, raw)
 	if err != nil {
 		return err
 	}
-	model, provider, err := s.chatModel(req, body)
+	model, prov, err := s.chatModel(req, body)
 	if err != nil {
-		return preset.explain(err)
+		return ps.explain(err)
 	}
 	capTokens := req.MaxCompletionTokens // readChat made sure both caps agree
 	if capTokens == nil {
 		capTokens = req.MaxTokens
 	}
-	if err := gatehouse.CheckReasoningBudget(body["reasoning"], model.CompletionCap(capTokens)); err != nil {
-		return preset.explain(err)
+	if err := meter.CheckReasoningBudget(body["reasoning"], model.CompletionCap(capTokens)); err != nil {
+		return ps.explain(err)
 	}
 	attribution, err := chatAttribution(r, req.User)
 	if err != nil {
 		return err
 	}
-	form := &chatForm{fp: &fingerprints{own: fingerprint(provider, model)}, model: model, now: s.now}
+	form := &chatForm{fp: &fingerprints{own: fingerprint(prov, model)}, model: model, now: s.now}
 	return s.serveModel(w, r, modelCall{
-		metered: gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
+		metered: meter.MeteredCall{Key: p.key, Model: model, Provider: prov,
 			Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID,
 			Messages: req.Messages, Attribution: attribution},
 		form: form,
-		send: func(ctx context.Context, m *gatehouse.Metering, sw *streamWriter) (gatehouse.Completion, error) {
+		send: func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error) {
 			gen := m.Generation
-			return s.forward(ctx, m, gatehouse.CompletionCall{
-				Provider: provider, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
+			return s.forward(ctx, m, provider.CompletionCall{
+				Provider: prov, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
 				Rewrite: func(obj map[string]json.RawMessage) {
 					obj["id"], _ = json.Marshal(gen.ID)
 					obj["model"], _ = json.Marshal(model.Slug())
-					obj["provider"], _ = json.Marshal(provider.ID)
+					obj["provider"], _ = json.Marshal(prov.ID)
 					normalizeAnswer(obj)
 					form.fp.stamp(obj)
 				},
@@ -203,7 +205,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 // system_fingerprint.
 type chatForm struct {
 	fp    *fingerprints
-	model *gatehouse.Model
+	model *provider.Model
 	now   func() time.Time
 }
 

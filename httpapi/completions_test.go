@@ -15,6 +15,7 @@ import (
 	"gatehouse"
 	"gatehouse/gateway"
 	"gatehouse/httpapi"
+	"gatehouse/provider"
 )
 
 // fakeUpstream is an OpenAI-compatible provider started for one test. It
@@ -309,15 +310,15 @@ const (
 // $0.10, so the worst case reserved is the real cost), and other/mini from a
 // BYOK provider. Every provider is the fake upstream at base; acme offers
 // the Responses API, other does not.
-func testCatalog(t testing.TB, base string, timeout time.Duration) *gatehouse.Catalog {
+func testCatalog(t testing.TB, base string, timeout time.Duration) *provider.Catalog {
 	t.Helper()
-	c, err := gatehouse.NewCatalog([]*gatehouse.Provider{
-		{ID: "acme", BaseURL: base + "/v1", Timeout: timeout, Responses: true, Models: []*gatehouse.Model{
+	c, err := provider.NewCatalog([]*provider.Provider{
+		{ID: "acme", BaseURL: base + "/v1", Timeout: timeout, Responses: true, Models: []*provider.Model{
 			{ID: "chat", Name: "Acme Chat", PromptPrice: chatPromptPrice, CompletionPrice: chatCompletionPrice,
 				MaxCompletionTokens: chatMaxTokens, ContextLength: 8192},
 			{ID: "exact", Name: "Acme Exact", CompletionPrice: gatehouse.USD(1000), MaxCompletionTokens: 100},
 		}},
-		{ID: "other", BaseURL: base + "/v1", BYOK: true, Timeout: timeout, Models: []*gatehouse.Model{
+		{ID: "other", BaseURL: base + "/v1", BYOK: true, Timeout: timeout, Models: []*provider.Model{
 			{ID: "mini", PromptPrice: gatehouse.USD(1), CompletionPrice: gatehouse.USD(2), MaxCompletionTokens: 64},
 		}},
 	})
@@ -366,12 +367,12 @@ func newChatEnv(t testing.TB, configure func(*fakeUpstream), keyBody map[string]
 
 func newChatEnvTimeout(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any, timeout time.Duration) *chatEnv {
 	t.Helper()
-	return newUpstreamEnv(t, configure, keyBody, func(base string) *gatehouse.Catalog { return testCatalog(t, base, timeout) })
+	return newUpstreamEnv(t, configure, keyBody, func(base string) *provider.Catalog { return testCatalog(t, base, timeout) })
 }
 
 // newUpstreamEnv is newChatEnv over the catalog that catalog makes for the
 // upstream's base URL.
-func newUpstreamEnv(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any, catalog func(base string) *gatehouse.Catalog, opts ...envOption) *chatEnv {
+func newUpstreamEnv(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any, catalog func(base string) *provider.Catalog, opts ...envOption) *chatEnv {
 	t.Helper()
 	up := newFakeUpstream(t, configure)
 	traces := &traceSink{}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse"
 	"gatehouse/keycache"
+	"gatehouse/provider"
 	"gatehouse/sqlstore"
 )
 
@@ -42,7 +42,7 @@ func testWholeAnswerChargedBeforeDelivery(t *testing.T, journal bool) {
 		opts = append(opts, withoutJournal())
 	}
 	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.delay = 300 * time.Millisecond; u.hold = hold }, nil,
-		func(base string) *gatehouse.Catalog { return testCatalog(t, base, 10*time.Second) }, opts...)
+		func(base string) *provider.Catalog { return testCatalog(t, base, 10*time.Second) }, opts...)
 	raw := e.snapshots().db // no Sync: the rows as they are
 	count := func(query string, args ...any) int {
 		t.Helper()
@@ -100,7 +100,7 @@ func TestWholeAnswerNotDeliveredUncharged(t *testing.T) {
 	if testEngine != "sqlite" {
 		t.Skip("PostgreSQL writes a hold before the answer (see TestWholeAnswerChargedBeforeDelivery)")
 	}
-	e := newUpstreamEnv(t, nil, nil, func(base string) *gatehouse.Catalog { return testCatalog(t, base, 10*time.Second) }, withoutJournal())
+	e := newUpstreamEnv(t, nil, nil, func(base string) *provider.Catalog { return testCatalog(t, base, 10*time.Second) }, withoutJournal())
 	e.exec(`CREATE TRIGGER refuse_generations BEFORE INSERT ON generations BEGIN SELECT RAISE(ABORT, 'disk says no'); END`)
 	res := e.chat(e.key, chatBody("acme/chat"))
 	if res.Status != http.StatusServiceUnavailable {

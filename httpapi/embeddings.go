@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"gatehouse/meter"
+	"gatehouse/provider"
 	"io"
 	"net/http"
 	"reflect"
-	"strings"
 
 	"gatehouse"
 )
@@ -26,7 +27,7 @@ var embeddingFields = map[string]bool{
 // embeddings that an embeddings request here cannot have; the reason says
 // why.
 var refusedEmbeddingFields = map[string]string{
-	"preset":   "presets apply to chat completions only",
+	"preset":   "presets apply to chat completions and the Responses API only",
 	"models":   "fallback models could be billed at another model's prices",
 	"route":    "fallback routing could bill another model",
 	"messages": "embeddings take input, not messages",
@@ -59,7 +60,7 @@ type embeddingRequest struct {
 	User           *string         `json:"user"`
 	SessionID      *string         `json:"session_id"`
 	Provider       json.RawMessage `json:"provider"`
-	prefs          *gatehouse.ProviderPreferences
+	prefs          *provider.ProviderPreferences
 	// texts are the inputs that are text, for the content kept of the call.
 	texts []string
 }
@@ -232,21 +233,12 @@ func contentInput(item json.RawMessage, at string) ([]string, error) {
 // embeddingModel resolves the model of an embeddings request: one the
 // providers file marks as an embedding model (output_modalities includes
 // embeddings), allowed by the request's provider preferences.
-func (s *Server) embeddingModel(req embeddingRequest) (*gatehouse.Model, *gatehouse.Provider, error) {
-	if strings.Contains(req.Model, "@preset/") {
-		return nil, nil, gatehouse.FieldError("model", "presets apply to chat completions only")
-	}
-	model, provider, ok := s.data.Catalog.Model(req.Model)
-	if !ok {
-		return nil, nil, s.unknownModel(req.Model, true)
-	}
-	if !model.Embeds() {
-		return nil, nil, gatehouse.FieldError("model", "%q is not an embedding model; GET /api/v1/embeddings/models lists them", req.Model)
-	}
-	if err := req.prefs.Check("provider", model, provider); err != nil {
+func (s *Server) embeddingModel(req embeddingRequest) (*provider.Model, *provider.Provider, error) {
+	eps, err := s.data.Catalog.Resolve(provider.Request{API: provider.Embeddings, Model: req.Model, Preferences: req.prefs})
+	if err != nil {
 		return nil, nil, err
 	}
-	return model, provider, nil
+	return eps[0].Model, eps[0].Provider, nil
 }
 
 // createEmbeddings serves POST /embeddings, metered like a chat completion:
@@ -263,7 +255,7 @@ func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *pri
 	if err != nil {
 		return err
 	}
-	model, provider, err := s.embeddingModel(req)
+	model, prov, err := s.embeddingModel(req)
 	if err != nil {
 		return err
 	}
@@ -272,7 +264,7 @@ func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *pri
 		return err
 	}
 	noCompletion := 0
-	m, err := s.meter.Reserve(r.Context(), gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
+	m, err := s.meter.Reserve(r.Context(), meter.MeteredCall{Key: p.key, Model: model, Provider: prov,
 		Request: raw, MaxTokens: &noCompletion, SessionID: req.SessionID, Attribution: attribution,
 		Messages: embeddingMessages(req.texts)})
 	if err != nil {
@@ -281,8 +273,8 @@ func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *pri
 	gen := m.Generation
 	// As for a whole chat answer, the call outlives a client that leaves:
 	// the provider works, and bills, either way.
-	done, err := s.withKeys(context.WithoutCancel(r.Context()), m, provider, func(ctx context.Context, key gatehouse.Secret) (gatehouse.Completion, error) {
-		return s.data.Upstream.Embed(ctx, gatehouse.EmbeddingCall{Provider: provider, APIKey: key, Model: model, Body: body,
+	done, err := s.withKeys(context.WithoutCancel(r.Context()), m, prov, func(ctx context.Context, key gatehouse.Secret) (provider.Completion, error) {
+		return s.data.Upstream.Embed(ctx, provider.EmbeddingCall{Provider: prov, APIKey: key, Model: model, Body: body,
 			Rewrite: func(obj map[string]json.RawMessage) {
 				obj["id"], _ = json.Marshal(gen.ID)
 				obj["model"], _ = json.Marshal(model.Slug())
@@ -302,7 +294,7 @@ func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *pri
 
 // settleEmbeddings meters an answered embeddings call and sends its answer
 // with the cost as metered; nothing is sent to a client that left.
-func (s *Server) settleEmbeddings(w http.ResponseWriter, r *http.Request, m *gatehouse.Metering, model *gatehouse.Model, done gatehouse.Completion) error {
+func (s *Server) settleEmbeddings(w http.ResponseWriter, r *http.Request, m *meter.Metering, model *provider.Model, done provider.Completion) error {
 	gen := m.Generation
 	settleErr := s.meter.Settle(r.Context(), m, done, nil)
 	if settleErr != nil && m.Reservation.Unheld {
@@ -357,5 +349,5 @@ func embeddingMessages(texts []string) json.RawMessage {
 // POST /embeddings (output_modalities includes embeddings), paged with
 // limit and offset like GET /models.
 func (s *Server) listEmbeddingModels(w http.ResponseWriter, r *http.Request) error {
-	return s.writeModels(w, r, gatehouse.ModelQuery{Now: s.now(), OutputModalities: []string{"embeddings"}})
+	return s.writeModels(w, r, provider.ModelQuery{Now: s.now(), OutputModalities: []string{"embeddings"}})
 }

@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"gatehouse/meter"
+	"gatehouse/provider"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,16 +23,16 @@ const embedPromptPrice = 20_000_000
 // embedCatalog has an embedding model, a chat model (which cannot embed)
 // and an embedding model priced so that a 500-byte request reserves
 // exactly $0.10 (see TestEmbeddingsOverspend).
-func embedCatalog(t testing.TB, base string) *gatehouse.Catalog {
+func embedCatalog(t testing.TB, base string) *provider.Catalog {
 	t.Helper()
-	c, err := gatehouse.NewCatalog([]*gatehouse.Provider{
-		{ID: "acme", BaseURL: base + "/v1", Timeout: 10 * time.Second, Models: []*gatehouse.Model{
+	c, err := provider.NewCatalog([]*provider.Provider{
+		{ID: "acme", BaseURL: base + "/v1", Timeout: 10 * time.Second, Models: []*provider.Model{
 			{ID: "embed", Name: "Acme Embed", PromptPrice: embedPromptPrice, ContextLength: 8192,
-				ModelInfo: gatehouse.ModelInfo{OutputModalities: []string{"embeddings"}}},
+				ModelInfo: provider.ModelInfo{OutputModalities: []string{"embeddings"}}},
 			{ID: "chat", Name: "Acme Chat", PromptPrice: chatPromptPrice, CompletionPrice: chatCompletionPrice,
 				MaxCompletionTokens: chatMaxTokens, ContextLength: 8192},
 			{ID: "dear-embed", Name: "Acme Dear Embed", PromptPrice: gatehouse.USD(200), ContextLength: 8192,
-				ModelInfo: gatehouse.ModelInfo{OutputModalities: []string{"embeddings"}}},
+				ModelInfo: provider.ModelInfo{OutputModalities: []string{"embeddings"}}},
 		}},
 	})
 	if err != nil {
@@ -41,7 +43,7 @@ func embedCatalog(t testing.TB, base string) *gatehouse.Catalog {
 
 func newEmbedEnv(t testing.TB, configure func(*fakeUpstream), keyBody map[string]any) *chatEnv {
 	t.Helper()
-	return newUpstreamEnv(t, configure, keyBody, func(base string) *gatehouse.Catalog { return embedCatalog(t, base) })
+	return newUpstreamEnv(t, configure, keyBody, func(base string) *provider.Catalog { return embedCatalog(t, base) })
 }
 
 // embed sends an embeddings request with key and checks the answer
@@ -193,7 +195,7 @@ func TestEmbeddingsBadInput(t *testing.T) {
 		{`{"model":"acme/embed","input":"a","provider":{"only":["other"]}}`, "provider"},
 		{`{"model":"acme/chat","input":"a"}`, `model: "acme/chat" is not an embedding model`},
 		{`{"model":"acme/nope","input":"a"}`, `model: unknown model "acme/nope"`},
-		{`{"model":"@preset/mine","input":"a"}`, "model: presets apply to chat completions only"},
+		{`{"model":"@preset/mine","input":"a"}`, "model: presets apply to chat completions and the Responses API only"},
 		{`[]`, "request body must be a JSON object"},
 		{`{"model":"acme/embed","input":"a"} {}`, ""},
 	} {
@@ -269,7 +271,7 @@ func TestEmbeddingsUsage(t *testing.T) {
 	body := map[string]any{"model": "acme/embed", "input": "hello"}
 	raw, _ := json.Marshal(body)
 	m, _, _ := embedCatalog(t, "http://x").Model("acme/embed")
-	reserved := gatehouse.Estimate(m, len(raw), 0)
+	reserved := meter.Estimate(m, len(raw), 0)
 	for name, configure := range map[string]func(*fakeUpstream){
 		"no usage":       func(u *fakeUpstream) { u.noUsage = true },
 		"over the cap":   func(u *fakeUpstream) { u.overbill = 1_000_000 },

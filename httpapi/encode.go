@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gatehouse/provider"
 	"io"
 	"mime"
 	"net/http"
@@ -43,7 +44,7 @@ var statuses = map[string]int{
 
 // errorStatus returns the HTTP status of an error.
 func errorStatus(err error) int {
-	var ue *gatehouse.UpstreamError
+	var ue *provider.UpstreamError
 	if errors.As(err, &ue) {
 		return upstreamStatus(ue)
 	}
@@ -56,11 +57,11 @@ func errorStatus(err error) int {
 // upstreamStatus is the status of a provider's failure, as OpenRouter
 // answers it: the provider's own error status passed through, 408 when it
 // did not answer in time, else 502.
-func upstreamStatus(e *gatehouse.UpstreamError) int {
+func upstreamStatus(e *provider.UpstreamError) int {
 	switch {
-	case e.Kind == gatehouse.UpstreamTimeout:
+	case e.Kind == provider.UpstreamTimeout:
 		return http.StatusRequestTimeout
-	case e.Kind == gatehouse.UpstreamRejected && e.ProviderStatus >= 400:
+	case e.Kind == provider.UpstreamRejected && e.ProviderStatus >= 400:
 		return e.ProviderStatus
 	}
 	return http.StatusBadGateway
@@ -122,7 +123,7 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 // writeError renders err as the JSON error body. Internal errors show only
 // "internal error"; the caller logs the detail.
 func writeError(w http.ResponseWriter, err error) {
-	var ue *gatehouse.UpstreamError
+	var ue *provider.UpstreamError
 	if errors.As(err, &ue) {
 		// A provider's failure, passed through with its status, in
 		// OpenRouter's shape: the provider and its raw answer in metadata.
@@ -598,7 +599,7 @@ func describeType(t reflect.Type) string {
 	switch t {
 	case reflect.TypeFor[gatehouse.Money]():
 		return "a number of US dollars between 0 and 1000000000"
-	case reflect.TypeFor[gatehouse.PriceLimit]():
+	case reflect.TypeFor[provider.PriceLimit]():
 		return "a number of US dollars between 0 and 1000000000, or a string holding one"
 	case reflect.TypeFor[signedUSD]():
 		return "a number of US dollars between -1000000000 and 1000000000"

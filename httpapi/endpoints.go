@@ -1,10 +1,9 @@
 package httpapi
 
 import (
+	"gatehouse/provider"
 	"net/http"
 	"slices"
-
-	"gatehouse"
 )
 
 // endpointJSON is OpenRouter's PublicEndpoint: one provider serving one
@@ -50,7 +49,7 @@ type percentileJSON struct {
 	P99 float64 `json:"p99"`
 }
 
-func toEndpointJSON(m *gatehouse.Model, p *gatehouse.Provider) endpointJSON {
+func toEndpointJSON(m *provider.Model, p *provider.Provider) endpointJSON {
 	name := m.Name
 	if name == "" {
 		name = m.Slug()

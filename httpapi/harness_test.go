@@ -21,6 +21,7 @@ import (
 	"gatehouse"
 	"gatehouse/httpapi"
 	"gatehouse/keycache"
+	"gatehouse/meter"
 	"gatehouse/postgres"
 	"gatehouse/postgres/pgtest"
 	"gatehouse/ratelimit"
@@ -174,9 +175,9 @@ func openTestStore(t testing.TB, c *clock) (gatehouse.Store, *snapshotter) {
 // startMetering meters as the server does: a ledger written behind the
 // request path and, on SQLite (one process serves it), admission in
 // memory. The ledger is closed (what is queued written) before the store.
-func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logger, journal string) (*sqlstore.Ledger, *gatehouse.Accountant, *gatehouse.Leases) {
+func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logger, journal string) (*sqlstore.Ledger, *meter.Accountant, *meter.Leases) {
 	store := db.(*keycache.Cache).Store.(interface {
-		gatehouse.CounterLoader
+		meter.CounterLoader
 		NewLedger(*slog.Logger, func([]string)) *sqlstore.Ledger
 	})
 	cache := db.(*keycache.Cache)
@@ -194,7 +195,7 @@ func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logg
 	if testEngine == "postgres" {
 		stop := db.(*keycache.Cache).Store.(interface{ BatchReserves() func() }).BatchReserves()
 		t.Cleanup(stop)
-		leases := gatehouse.NewLeases(db.(*keycache.Cache).Store, ledger, c.Now)
+		leases := meter.NewLeases(db.(*keycache.Cache).Store, ledger, c.Now)
 		t.Cleanup(leases.Close) // before the ledger closes: cleanups run last first
 		return ledger, nil, leases
 	}
@@ -203,7 +204,7 @@ func startMetering(t testing.TB, db gatehouse.Store, c *clock, logger *slog.Logg
 			t.Fatal(err)
 		}
 	}
-	return ledger, gatehouse.NewAccountant(store, c.Now), nil
+	return ledger, meter.NewAccountant(store, c.Now), nil
 }
 
 // journalHas reports whether the charge journal holds the charge of the

@@ -10,6 +10,8 @@ import (
 
 	"gatehouse"
 	"gatehouse/internal/jsonobj"
+	"gatehouse/meter"
+	"gatehouse/provider"
 )
 
 // The metering sequence of a model call, the same for every endpoint that
@@ -22,11 +24,11 @@ import (
 // checked: what metering needs, how to make the call, and the form of its
 // answer.
 type modelCall struct {
-	metered gatehouse.MeteredCall
+	metered meter.MeteredCall
 	form    answerForm
 	// send makes the call once its worst case is reserved (m), writing a
 	// stream to sw.
-	send func(ctx context.Context, m *gatehouse.Metering, sw *streamWriter) (gatehouse.Completion, error)
+	send func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error)
 }
 
 // answerForm is what differs between the endpoints in sending an answer
@@ -86,12 +88,12 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall)
 
 // failed meters a call that failed before its answer reached the client,
 // and returns the error to answer it with. A failure the provider may bill
-// (gatehouse.Billed: it received the request, and did not refuse it) is
+// (provider.Billed: it received the request, and did not refuse it) is
 // charged: the usage its answer reported where it could be read in full,
 // else what was reserved; the error then says what was charged. Any other
 // failure releases the reservation: nothing is charged.
-func (s *Server) failed(r *http.Request, m *gatehouse.Metering, done gatehouse.Completion, err error) error {
-	if !gatehouse.Billed(err) {
+func (s *Server) failed(r *http.Request, m *meter.Metering, done provider.Completion, err error) error {
+	if !provider.Billed(err) {
 		if rerr := s.meter.Release(r.Context(), m); rerr != nil {
 			s.logger.Warn("release failed; the reservation stays open and is charged what it reserved when it expires", "reservation_id", m.Reservation.ID, "error", rerr.Error())
 		}
@@ -107,7 +109,7 @@ func (s *Server) failed(r *http.Request, m *gatehouse.Metering, done gatehouse.C
 	}
 	s.logger.Info("the call failed after the provider received it: charged", "request_id", gatehouse.RequestIDFrom(r.Context()),
 		"generation_id", gen.ID, "cost", charged.String(), "error", err.Error())
-	var ue *gatehouse.UpstreamError
+	var ue *provider.UpstreamError
 	errors.As(err, &ue) // Billed says it is one
 	ue.Charged, ue.GenerationID = &charged, gen.ID
 	return err
@@ -118,8 +120,8 @@ func (s *Server) failed(r *http.Request, m *gatehouse.Metering, done gatehouse.C
 // metered: the whole answer, or a stream's last event (the provider's,
 // held back until now, or one of Gatehouse's) and [DONE] when the provider
 // sent one. Nothing is sent to a client that left before a whole answer.
-func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gatehouse.Metering, form answerForm,
-	done gatehouse.Completion, callErr error, sw *streamWriter, gone bool) error {
+func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *meter.Metering, form answerForm,
+	done provider.Completion, callErr error, sw *streamWriter, gone bool) error {
 	gen := m.Generation
 	settleErr := s.meter.Settle(r.Context(), m, done, callErr)
 	if settleErr != nil && m.Reservation.Unheld {
@@ -155,9 +157,9 @@ func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *gateho
 // forward makes a call with the provider's own key, or with the
 // workspace's BYOK keys that the metering chose (see withKeys); send is
 // the upstream's method for the endpoint.
-func (s *Server) forward(ctx context.Context, m *gatehouse.Metering, call gatehouse.CompletionCall, sw *streamWriter,
-	send func(context.Context, gatehouse.CompletionCall, gatehouse.StreamWriter) (gatehouse.Completion, error)) (gatehouse.Completion, error) {
-	return s.withKeys(ctx, m, call.Provider, func(ctx context.Context, key gatehouse.Secret) (gatehouse.Completion, error) {
+func (s *Server) forward(ctx context.Context, m *meter.Metering, call provider.CompletionCall, sw *streamWriter,
+	send func(context.Context, provider.CompletionCall, provider.StreamWriter) (provider.Completion, error)) (provider.Completion, error) {
+	return s.withKeys(ctx, m, call.Provider, func(ctx context.Context, key gatehouse.Secret) (provider.Completion, error) {
 		call.APIKey = key
 		return send(ctx, call, sw)
 	}, func() bool { return sw.started })
@@ -167,20 +169,20 @@ func (s *Server) forward(ctx context.Context, m *gatehouse.Metering, call gateho
 // workspace's BYOK keys that the metering chose, one after the other while
 // the provider refuses the key it was sent (and nothing has reached the
 // client: started), all within the provider's timeout.
-func (s *Server) withKeys(ctx context.Context, m *gatehouse.Metering, provider *gatehouse.Provider,
-	call func(context.Context, gatehouse.Secret) (gatehouse.Completion, error), started func() bool) (gatehouse.Completion, error) {
+func (s *Server) withKeys(ctx context.Context, m *meter.Metering, prov *provider.Provider,
+	call func(context.Context, gatehouse.Secret) (provider.Completion, error), started func() bool) (provider.Completion, error) {
 	if len(m.BYOKKeys) == 0 {
 		return call(ctx, "")
 	}
-	ctx, cancel := context.WithTimeout(ctx, provider.CallTimeout())
+	ctx, cancel := context.WithTimeout(ctx, prov.CallTimeout())
 	defer cancel()
 	for i := 0; ; i++ {
 		done, err := call(ctx, m.BYOKKeys[i].Key)
-		if i+1 == len(m.BYOKKeys) || started() || !gatehouse.BYOKKeyRefused(err) {
+		if i+1 == len(m.BYOKKeys) || started() || !provider.BYOKKeyRefused(err) {
 			return done, err
 		}
 		s.logger.Info("the provider refused a BYOK key; trying the workspace's next one",
-			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", provider.ID,
+			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", prov.ID,
 			"byok_key_id", m.BYOKKeys[i].ID, "error", err.Error())
 	}
 }
@@ -235,7 +237,7 @@ func (s *streamWriter) Flush() { _ = http.NewResponseController(s.w).Flush() }
 // providerAnomaly counts and logs a provider's answer that was not
 // charged in full: the key holder paid the reservation, the provider has
 // the excess to explain.
-func (s *Server) providerAnomaly(ctx context.Context, a gatehouse.Anomaly) {
+func (s *Server) providerAnomaly(ctx context.Context, a meter.Anomaly) {
 	g := a.Generation
 	s.metrics.anomalies.WithLabelValues(g.Provider, a.Kind).Inc()
 	s.logger.Warn("provider anomaly: reported usage costs more than was reserved; charged the reservation",

@@ -104,17 +104,3 @@ func (s *Server) getGeneration(w http.ResponseWriter, r *http.Request, p *princi
 	}
 	return writeJSON(w, http.StatusOK, dataJSON[generationJSON]{toGenerationJSON(g)})
 }
-
-// unknownModel is the error of a model call naming a model the providers
-// file does not have: where to find the configured ones, or, when there
-// are none, how to configure some. embeddings says the call wanted an
-// embedding model.
-func (s *Server) unknownModel(slug string, embeddings bool) error {
-	if len(s.data.Catalog.Models()) == 0 {
-		return gatehouse.FieldError("model", "unknown model %q: no models are configured on this server; start it with GATEHOUSE_PROVIDERS_FILE (or --providers) naming a providers file (see the README's \"Serving models\")", slug)
-	}
-	if embeddings {
-		return gatehouse.FieldError("model", "unknown model %q; GET /api/v1/embeddings/models lists the embedding models", slug)
-	}
-	return gatehouse.FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", slug)
-}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gatehouse/preset"
+	"gatehouse/provider"
 	"reflect"
 	"strings"
 
@@ -15,7 +17,7 @@ import (
 // appliedPreset is the preset version a chat request used, for errors
 // about what it put into the request.
 type appliedPreset struct {
-	use     gatehouse.PresetUse
+	use     preset.PresetUse
 	version int
 }
 
@@ -44,8 +46,8 @@ func (s *Server) usePreset(ctx context.Context, key *gatehouse.Key, req chatRequ
 // findPreset looks up the preset version a request names in the key's
 // workspace; nil when it names none. An unknown preset or version is a 400
 // naming the field that names it.
-func (s *Server) findPreset(ctx context.Context, key *gatehouse.Key, model string, preset *string) (*appliedPreset, *gatehouse.PresetVersion, error) {
-	use, ok, err := gatehouse.ReadPresetUse(model, preset)
+func (s *Server) findPreset(ctx context.Context, key *gatehouse.Key, model string, ps *string) (*appliedPreset, *gatehouse.PresetVersion, error) {
+	use, ok, err := preset.ReadPresetUse(model, ps)
 	if err != nil || !ok {
 		return nil, nil, err
 	}
@@ -97,33 +99,26 @@ func (a *appliedPreset) explain(err error) error {
 	return out
 }
 
-// chatModel returns the model a chat request calls and its provider, once
-// the request's provider preferences allow them. The preferences are
+// chatModel returns the endpoint a chat request calls (provider.Resolve),
+// once the request's provider preferences allow it. The preferences are
 // Gatehouse's to enforce: they never reach the provider, nor does a preset
-// field.
-func (s *Server) chatModel(req chatRequest, body map[string]json.RawMessage) (*gatehouse.Model, *gatehouse.Provider, error) {
-	model, provider, ok := s.data.Catalog.Model(req.Model)
-	switch {
-	case !ok:
-		return nil, nil, s.unknownModel(req.Model, false)
-	case model.Embeds():
-		// It completes nothing, and has no completion price to charge.
-		return nil, nil, gatehouse.FieldError("model", "%q is an embedding model; POST /api/v1/embeddings serves it", req.Model)
-	}
-	if err := req.prefs.Check("provider", model, provider); err != nil {
+// field, nor the usage option.
+func (s *Server) chatModel(req chatRequest, body map[string]json.RawMessage) (*provider.Model, *provider.Provider, error) {
+	eps, err := s.data.Catalog.Resolve(provider.Request{API: provider.Chat, Model: req.Model, Preferences: req.prefs})
+	if err != nil {
 		return nil, nil, err
 	}
-	delete(body, "provider")
-	delete(body, "preset")
-	delete(body, "usage")
-	return model, provider, nil
+	for _, k := range []string{"provider", "preset", "usage"} {
+		delete(body, k)
+	}
+	return eps[0].Model, eps[0].Provider, nil
 }
 
 // readProvider reads the provider preferences of a chat request: an object
-// of gatehouse.ProviderPreferences' fields, strictly (no unknown or
+// of provider.ProviderPreferences' fields, strictly (no unknown or
 // duplicate key, types as declared), each error naming its field under
 // provider.
-func readProvider(raw json.RawMessage) (*gatehouse.ProviderPreferences, error) {
+func readProvider(raw json.RawMessage) (*provider.ProviderPreferences, error) {
 	v := bytes.TrimSpace(raw)
 	if len(v) == 0 || string(v) == "null" {
 		return nil, nil
@@ -131,11 +126,11 @@ func readProvider(raw json.RawMessage) (*gatehouse.ProviderPreferences, error) {
 	if v[0] != '{' {
 		return nil, gatehouse.FieldError("provider", "must be an object of provider preferences, such as {\"only\": [\"openai\"]}")
 	}
-	t := reflect.TypeFor[gatehouse.ProviderPreferences]()
+	t := reflect.TypeFor[provider.ProviderPreferences]()
 	if _, err := scanObject(v, t); err != nil {
 		return nil, underField("provider", err)
 	}
-	var p gatehouse.ProviderPreferences
+	var p provider.ProviderPreferences
 	dec := json.NewDecoder(bytes.NewReader(v))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {

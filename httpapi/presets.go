@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"gatehouse/preset"
 	"net/http"
 
 	"gatehouse"
@@ -89,11 +90,11 @@ func (s *Server) getPreset(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
-	preset, err := s.store.FindPreset(r.Context(), p.org(), presetWorkspace(r), slug)
+	ps, err := s.store.FindPreset(r.Context(), p.org(), presetWorkspace(r), slug)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, toPresetWithVersionJSON(preset))
+	return writeJSON(w, http.StatusOK, toPresetWithVersionJSON(ps))
 }
 
 func (s *Server) listPresetVersions() authHandler {
@@ -148,13 +149,13 @@ func savePreset[R any, P presetRequest[R]](s *Server) authHandler {
 		if err != nil {
 			return err
 		}
-		if err := d.CheckModel(s.data.Catalog); err != nil {
+		if err := preset.CheckDraftModel(d, s.data.Catalog); err != nil {
 			return err
 		}
-		preset, _, err := s.store.SavePreset(r.Context(), p.org(), presetWorkspace(r), slug, d)
+		ps, _, err := s.store.SavePreset(r.Context(), p.org(), presetWorkspace(r), slug, d)
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, http.StatusOK, toPresetWithVersionJSON(preset))
+		return writeJSON(w, http.StatusOK, toPresetWithVersionJSON(ps))
 	}
 }

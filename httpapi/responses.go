@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"gatehouse/meter"
+	"gatehouse/provider"
 	"io"
 	"net/http"
 	"time"
@@ -40,16 +42,16 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, p *princ
 	if err != nil {
 		return err
 	}
-	req, body, raw, preset, err := s.useResponsesPreset(r.Context(), p.key, req, body, raw)
+	req, body, raw, ps, err := s.useResponsesPreset(r.Context(), p.key, req, body, raw)
 	if err != nil {
 		return err
 	}
-	model, provider, err := s.responsesModel(req, body)
+	model, prov, err := s.responsesModel(req, body)
 	if err != nil {
-		return preset.explain(err)
+		return ps.explain(err)
 	}
-	if err := gatehouse.CheckReasoningBudget(body["reasoning"], model.CompletionCap(req.MaxOutputTokens)); err != nil {
-		return preset.explain(err)
+	if err := meter.CheckReasoningBudget(body["reasoning"], model.CompletionCap(req.MaxOutputTokens)); err != nil {
+		return ps.explain(err)
 	}
 	attribution, err := chatAttribution(r, req.User)
 	if err != nil {
@@ -57,14 +59,14 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, p *princ
 	}
 	form := &responsesForm{model: model, now: s.now}
 	return s.serveModel(w, r, modelCall{
-		metered: gatehouse.MeteredCall{Key: p.key, Model: model, Provider: provider,
+		metered: meter.MeteredCall{Key: p.key, Model: model, Provider: prov,
 			Request: raw, MaxTokens: req.MaxOutputTokens, Stream: req.Stream, SessionID: req.SessionID,
 			Messages: req.messages, Attribution: attribution},
 		form: form,
-		send: func(ctx context.Context, m *gatehouse.Metering, sw *streamWriter) (gatehouse.Completion, error) {
+		send: func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error) {
 			gen := m.Generation
-			return s.forward(ctx, m, gatehouse.CompletionCall{
-				Provider: provider, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
+			return s.forward(ctx, m, provider.CompletionCall{
+				Provider: prov, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
 				Rewrite: func(obj map[string]json.RawMessage) { form.rewrite(obj, gen.ID) },
 			}, sw, s.data.Upstream.Respond)
 		},
@@ -72,7 +74,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, p *princ
 }
 
 // useResponsesPreset is usePreset for a Responses request: the preset's
-// fields in the Responses form (see gatehouse.PresetUse.ApplyResponses),
+// fields in the Responses form (see preset.PresetUse.ApplyResponses),
 // applied before anything else is decided.
 func (s *Server) useResponsesPreset(ctx context.Context, key *gatehouse.Key, req responsesRequest, body map[string]json.RawMessage, raw []byte) (responsesRequest, map[string]json.RawMessage, []byte, *appliedPreset, error) {
 	applied, v, err := s.findPreset(ctx, key, req.Model, req.Preset)
@@ -92,23 +94,15 @@ func (s *Server) useResponsesPreset(ctx context.Context, key *gatehouse.Key, req
 // in the providers file; a request is never sent to a chat endpoint
 // instead), allowed by the request's provider preferences. What Gatehouse
 // reads and does not forward leaves the body.
-func (s *Server) responsesModel(req responsesRequest, body map[string]json.RawMessage) (*gatehouse.Model, *gatehouse.Provider, error) {
-	model, provider, ok := s.data.Catalog.Model(req.Model)
-	switch {
-	case !ok:
-		return nil, nil, s.unknownModel(req.Model, false)
-	case model.Embeds():
-		return nil, nil, gatehouse.FieldError("model", "%q is an embedding model; POST /api/v1/embeddings serves it", req.Model)
-	case !provider.Responses:
-		return nil, nil, gatehouse.FieldError("model", "%q is served by provider %s, which does not offer the Responses API (its entry in the providers file does not say responses: true); call the model with POST /api/v1/chat/completions", req.Model, provider.ID)
-	}
-	if err := req.prefs.Check("provider", model, provider); err != nil {
+func (s *Server) responsesModel(req responsesRequest, body map[string]json.RawMessage) (*provider.Model, *provider.Provider, error) {
+	eps, err := s.data.Catalog.Resolve(provider.Request{API: provider.Responses, Model: req.Model, Preferences: req.prefs})
+	if err != nil {
 		return nil, nil, err
 	}
 	for _, k := range []string{"provider", "preset", "background", "usage"} {
 		delete(body, k)
 	}
-	return model, provider, nil
+	return eps[0].Model, eps[0].Provider, nil
 }
 
 // responsesForm is the form of a Responses answer: a response object, or
@@ -117,7 +111,7 @@ func (s *Server) responsesModel(req responsesRequest, body map[string]json.RawMe
 // remembers, as the events pass, the last response object and sequence
 // number, for the last event it may have to make.
 type responsesForm struct {
-	model *gatehouse.Model
+	model *provider.Model
 	now   func() time.Time
 	last  map[string]json.RawMessage
 	seq   int64
@@ -219,7 +213,7 @@ type responsesCostDetailsJSON struct {
 // where it gave them (whole numbers; cached_tokens and reasoning_tokens, 0
 // when not given, as the official client requires them), and the cost,
 // is_byok and cost_details of the charge.
-func withResponsesCost(resp map[string]json.RawMessage, g *gatehouse.Generation, m *gatehouse.Model) {
+func withResponsesCost(resp map[string]json.RawMessage, g *gatehouse.Generation, m *provider.Model) {
 	usage := map[string]json.RawMessage{}
 	if json.Unmarshal(resp["usage"], &usage) != nil || usage == nil {
 		usage = map[string]json.RawMessage{}

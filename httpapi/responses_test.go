@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"gatehouse/provider"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -141,10 +142,10 @@ func TestResponses(t *testing.T) {
 // chat endpoint instead; neither is an embedding model.
 func TestResponsesProviderWithoutTheAPI(t *testing.T) {
 	t.Parallel()
-	e := newUpstreamEnv(t, nil, nil, func(base string) *gatehouse.Catalog {
+	e := newUpstreamEnv(t, nil, nil, func(base string) *provider.Catalog {
 		c := testCatalog(t, base, 10*time.Second)
-		embed, err := gatehouse.NewCatalog(append(c.Providers, &gatehouse.Provider{ID: "vectors", BaseURL: base + "/v1", Responses: true,
-			Models: []*gatehouse.Model{{ID: "embed", PromptPrice: 1, ModelInfo: gatehouse.ModelInfo{OutputModalities: []string{"embeddings"}}}}}))
+		embed, err := provider.NewCatalog(append(c.Providers, &provider.Provider{ID: "vectors", BaseURL: base + "/v1", Responses: true,
+			Models: []*provider.Model{{ID: "embed", PromptPrice: 1, ModelInfo: provider.ModelInfo{OutputModalities: []string{"embeddings"}}}}}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"gatehouse/provider"
 	"reflect"
 	"regexp"
 	"slices"
@@ -105,7 +106,7 @@ type responsesRequest struct {
 	Preset          *string           `json:"preset"`
 	Provider        json.RawMessage   `json:"provider"`
 	Usage           json.RawMessage   `json:"usage"`
-	prefs           *gatehouse.ProviderPreferences
+	prefs           *provider.ProviderPreferences
 	// messages are the instructions and the input as a list of items, for
 	// the content kept of the call and its trace.
 	messages json.RawMessage

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"gatehouse/preset"
 	"net/http"
 
 	"gatehouse"
@@ -91,9 +92,9 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("GET "+v1+"/presets/{slug}", s.management(s.getPreset))
 	m.HandleFunc("GET "+v1+"/presets/{slug}/versions", s.management(s.listPresetVersions()))
 	m.HandleFunc("GET "+v1+"/presets/{slug}/versions/{version}", s.management(s.getPresetVersion))
-	m.HandleFunc("POST "+v1+"/presets/{slug}/chat/completions", s.management(savePreset[gatehouse.ChatPresetRequest](s)))
-	m.HandleFunc("POST "+v1+"/presets/{slug}/messages", s.management(savePreset[gatehouse.MessagesPresetRequest](s)))
-	m.HandleFunc("POST "+v1+"/presets/{slug}/responses", s.management(savePreset[gatehouse.ResponsesPresetRequest](s)))
+	m.HandleFunc("POST "+v1+"/presets/{slug}/chat/completions", s.management(savePreset[preset.ChatPresetRequest](s)))
+	m.HandleFunc("POST "+v1+"/presets/{slug}/messages", s.management(savePreset[preset.MessagesPresetRequest](s)))
+	m.HandleFunc("POST "+v1+"/presets/{slug}/responses", s.management(savePreset[preset.ResponsesPresetRequest](s)))
 	m.HandleFunc("GET "+v1+"/activity", s.management(s.getActivity))
 	m.HandleFunc("GET "+v1+"/analytics/meta", s.management(s.getAnalyticsMeta))
 	m.HandleFunc("POST "+v1+"/analytics/query", s.management(s.queryAnalytics))

@@ -25,6 +25,8 @@ import (
 	"gatehouse"
 	"gatehouse/egress"
 	"gatehouse/forwarded"
+	"gatehouse/meter"
+	"gatehouse/provider"
 	"gatehouse/ratelimit"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +42,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	data    DataPlane
-	meter   *gatehouse.Meter  // meters the model calls of the data plane
+	meter   *meter.Meter      // meters the model calls of the data plane
 	trusted forwarded.Proxies // reverse proxies whose forwarding headers count
 	// destinations changes destinations: the egress policy checked, the
 	// trace publisher told (the console shares it: Destinations).
@@ -72,7 +74,7 @@ type Server struct {
 // model).
 func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.Logger, registry *prometheus.Registry, now gatehouse.Clock, data DataPlane) *Server {
 	if data.Catalog == nil {
-		data.Catalog, _ = gatehouse.NewCatalog(nil)
+		data.Catalog, _ = provider.NewCatalog(nil)
 	}
 	s := &Server{
 		store: store, limiter: limiter, logger: logger, now: now,
@@ -83,7 +85,7 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 		analyticsSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
 	}
 	s.destinations = &gatehouse.Destinations{Store: store, Egress: &egress.Policy{}, Changed: s.destinationsChanged}
-	s.meter = &gatehouse.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
+	s.meter = &meter.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
 		BYOKKeys: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
 	s.SetContentRetention(gatehouse.DefaultContentRetention)
 	s.SetPublicURL(DefaultPublicURL)
@@ -194,7 +196,7 @@ func (s *Server) serve(h handlerFunc) http.HandlerFunc {
 // client never reads.
 func logsError(err error) bool {
 	var e *gatehouse.Error
-	var ue *gatehouse.UpstreamError
+	var ue *provider.UpstreamError
 	return errorStatus(err) >= 500 || errors.As(err, &ue) || errors.As(err, &e) && e.Err != nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/meter"
 	"gatehouse/postgres"
 	"gatehouse/sqlstore"
 
@@ -20,7 +21,7 @@ import (
 type leaseInstance struct {
 	db     *postgres.DB
 	ledger *sqlstore.Ledger
-	leases *gatehouse.Leases
+	leases *meter.Leases
 }
 
 func startLeaseInstance(t *testing.T, db *postgres.DB) *leaseInstance {
@@ -32,7 +33,7 @@ func startLeaseInstance(t *testing.T, db *postgres.DB) *leaseInstance {
 	stop := db.BatchReserves()
 	ledger := db.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	ledger.LingerSettles()
-	in := &leaseInstance{db: db, ledger: ledger, leases: gatehouse.NewLeases(db, ledger, nil)}
+	in := &leaseInstance{db: db, ledger: ledger, leases: meter.NewLeases(db, ledger, nil)}
 	t.Cleanup(func() {
 		in.leases.Close()
 		stop()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"gatehouse/meter"
 	"maps"
 	"slices"
 	"sync"
@@ -42,7 +43,7 @@ func (s *Store) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, s
 		errs  []error
 		holds []*gatehouse.Reservation
 	}
-	got, err := meter(ctx, s, func(tx *Tx) (result, error) {
+	got, err := meterTx(ctx, s, func(tx *Tx) (result, error) {
 		errs, holds, err := tx.reserveBatch(ctx, rs, settles)
 		return result{errs, holds}, err
 	})
@@ -141,9 +142,9 @@ func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, set
 	if err != nil {
 		return nil, nil, err
 	}
-	acct := gatehouse.NewAccountant(nil, func() time.Time { return tx.now })
+	acct := meter.NewAccountant(nil, func() time.Time { return tx.now })
 	for _, k := range locked {
-		acct.Seed(k.Hash, "", "", gatehouse.Counters{Usage: k.Usage, BYOK: k.BYOKUsage}, held[k.Hash])
+		acct.Seed(k.Hash, "", "", meter.Counters{Usage: k.Usage, BYOK: k.BYOKUsage}, held[k.Hash])
 	}
 	for _, b := range budgets {
 		if !inAdmission[[2]string{b.GuardrailID, b.Subject}] {
@@ -296,7 +297,7 @@ func (tx *Tx) heldByKeys(ctx context.Context, hashes []string) (map[string]gateh
 
 // budgetFigures are a budget's counters and what is held against it.
 type budgetFigures struct {
-	counters gatehouse.Counters
+	counters meter.Counters
 	held     gatehouse.Reserved
 }
 
@@ -328,7 +329,7 @@ func (tx *Tx) budgetFigures(ctx context.Context, b gatehouse.Budget) (budgetFigu
 	if err != nil && !errors.Is(err, ErrNoRows) {
 		return f, err
 	}
-	f.counters = gatehouse.Counters{Usage: u, BYOK: byok}
+	f.counters = meter.Counters{Usage: u, BYOK: byok}
 	err = tx.QueryRow(ctx, `SELECT COALESCE(SUM(r.amount), 0), COALESCE(SUM(CASE WHEN r.byok THEN r.amount ELSE 0 END), 0)
 		FROM reservation_budgets rb JOIN reservations r ON r.id = rb.reservation_id
 		WHERE rb.guardrail_id = ? AND rb.subject = ? AND `+unleased,

@@ -107,7 +107,7 @@ func (l *Ledger) Settle(r *gatehouse.Reservation, g *gatehouse.Generation, resul
 }
 
 // Charge settles a reservation that has no hold (a whole answer's: see
-// gatehouse.Meter.Settle) as g, and returns once the charge survives a
+// meter.Meter.Settle) as g, and returns once the charge survives a
 // crash of this process: appended to the journal (UseJournal), else
 // written to the database. written (may be nil) hears once it is in the
 // database. An error means it may not survive: the answer must not be
@@ -447,7 +447,7 @@ func (l *Ledger) writeBatch(ctx context.Context, batch []ledgerOp) error {
 			settlements = append(settlements, op.settle)
 		}
 	}
-	_, err := meter(ctx, l.s, func(tx *Tx) (none, error) {
+	_, err := meterTx(ctx, l.s, func(tx *Tx) (none, error) {
 		if len(holds) > 0 {
 			if err := tx.insertHolds(ctx, holds); err != nil {
 				return none{}, err

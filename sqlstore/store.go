@@ -216,9 +216,9 @@ func lock[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, 
 	return run(ctx, s, s.engine.Lock, fn)
 }
 
-// meter is lock for the metering writes on the request path (admission,
+// meterTx is lock for the metering writes on the request path (admission,
 // the ledger's batches): asynchronous commits unless SetSyncMetering.
-func meter[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
+func meterTx[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
 	if s.syncMetering {
 		return lock(ctx, s, fn)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"gatehouse/meter"
 	"maps"
 	"slices"
 	"time"
@@ -656,14 +657,14 @@ func (s *Store) BudgetUsage(ctx context.Context, guardrailID, subject string) (_
 
 // LoadCounters reads the counters of keys and budgets in one snapshot; a
 // key or budget that has none (deleted, or never charged) reads as zero.
-func (s *Store) LoadCounters(ctx context.Context, keyHashes []string, budgets []gatehouse.Budget) (_ map[string]gatehouse.Counters, _ map[[2]string]gatehouse.Counters, err error) {
+func (s *Store) LoadCounters(ctx context.Context, keyHashes []string, budgets []gatehouse.Budget) (_ map[string]meter.Counters, _ map[[2]string]meter.Counters, err error) {
 	defer wrap(&err, "LoadCounters")
 	type loaded struct {
-		keys    map[string]gatehouse.Counters
-		budgets map[[2]string]gatehouse.Counters
+		keys    map[string]meter.Counters
+		budgets map[[2]string]meter.Counters
 	}
 	got, err := view(ctx, s, func(tx *Tx) (loaded, error) {
-		l := loaded{map[string]gatehouse.Counters{}, map[[2]string]gatehouse.Counters{}}
+		l := loaded{map[string]meter.Counters{}, map[[2]string]meter.Counters{}}
 		if len(keyHashes) > 0 {
 			cond, args := tx.in("hash", keyHashes)
 			rows, err := tx.Query(ctx, `SELECT hash, `+counterColumns+` FROM api_keys WHERE `+cond, args...)
@@ -672,7 +673,7 @@ func (s *Store) LoadCounters(ctx context.Context, keyHashes []string, budgets []
 			}
 			for rows.Next() {
 				var hash string
-				var c gatehouse.Counters
+				var c meter.Counters
 				if err := rows.Scan(append([]any{&hash}, append(counterDest(&c.Usage), counterDest(&c.BYOK)...)...)...); err != nil {
 					rows.Close()
 					return l, err
@@ -690,7 +691,7 @@ func (s *Store) LoadCounters(ctx context.Context, keyHashes []string, budgets []
 			if err != nil && !errors.Is(err, ErrNoRows) {
 				return l, err
 			}
-			l.budgets[[2]string{b.GuardrailID, b.Subject}] = gatehouse.Counters{Usage: u, BYOK: byok}
+			l.budgets[[2]string{b.GuardrailID, b.Subject}] = meter.Counters{Usage: u, BYOK: byok}
 		}
 		return l, nil
 	})

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"gatehouse/meter"
 	"sync"
 	"testing"
 	"time"
@@ -234,9 +235,9 @@ func (f *fixture) counters(t *testing.T, keys []*gatehouse.Key) (map[string]stri
 		hashes = append(hashes, k.Hash)
 		budgets = append(budgets, f.budgets(t, k)...)
 	}
-	loader, isLoader := f.store.(gatehouse.CounterLoader)
+	loader, isLoader := f.store.(meter.CounterLoader)
 	if !isLoader {
-		t.Fatalf("%T is not a gatehouse.CounterLoader", f.store)
+		t.Fatalf("%T is not a meter.CounterLoader", f.store)
 	}
 	k, b, err := loader.LoadCounters(f.ctx, hashes, budgets)
 	ok(t, err)

@@ -46,7 +46,7 @@ type Config struct {
 	AnalyticsTimeout time.Duration
 	RedisURL         string
 	// ProvidersFile is the YAML file of the providers and models the
-	// gateway serves (see gateway.LoadProviders); empty serves no models.
+	// gateway serves (see provider.LoadProviders); empty serves no models.
 	ProvidersFile string
 	// PprofAddr is where to serve net/http/pprof; "" turns it off.
 	PprofAddr string

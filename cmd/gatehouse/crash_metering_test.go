@@ -24,7 +24,8 @@ import (
 	"time"
 
 	"gatehouse"
-	"gatehouse/gateway"
+	"gatehouse/meter"
+	"gatehouse/provider"
 )
 
 // TestCrashMeteringInvariant kills the real server with SIGKILL while
@@ -83,7 +84,7 @@ type answer struct {
 // meterLoad is the workload: the model called, the accounts, and the
 // calls cut off by the current round's kill.
 type meterLoad struct {
-	model     *gatehouse.Model
+	model     *provider.Model
 	accounts  []*meterAccount
 	client    *http.Client // for the calls, one connection each
 	api       *http.Client // for the ledger's reads
@@ -186,7 +187,7 @@ func startFakeLLM(t *testing.T) string {
 // prices that make every token cost a fraction of a nano-dollar more than
 // a whole number of them (so that rounding is exercised), and returns its
 // path and the model as the server reads it.
-func meterProviders(t *testing.T, baseURL string) (string, *gatehouse.Model) {
+func meterProviders(t *testing.T, baseURL string) (string, *provider.Model) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "providers.yaml")
 	content := "providers:\n  - id: fake\n    base_url: " + baseURL + "\n    models:\n" +
@@ -194,7 +195,7 @@ func meterProviders(t *testing.T, baseURL string) (string, *gatehouse.Model) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	catalog, err := gateway.LoadProviders(path, func(string) string { return "" })
+	catalog, err := provider.LoadProviders(path, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func (l *meterLoad) call(t *testing.T, r *mrand.Rand, url string, a *meterAccoun
 	}
 	// What the server holds for the call once admitted, from the body's
 	// length and the cap: both exactly as sent.
-	reserved := gatehouse.Estimate(l.model, len(body), maxTokens)
+	reserved := meter.Estimate(l.model, len(body), maxTokens)
 	req, err := http.NewRequest("POST", url+"/api/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		t.Error(err)

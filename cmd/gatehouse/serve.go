@@ -21,8 +21,10 @@ import (
 	"gatehouse/gateway"
 	"gatehouse/httpapi"
 	"gatehouse/keycache"
+	"gatehouse/meter"
 	"gatehouse/observe"
 	"gatehouse/postgres"
+	"gatehouse/provider"
 	"gatehouse/ratelimit"
 	"gatehouse/sqlite"
 	"gatehouse/sqlstore"
@@ -73,7 +75,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 
 // serveStore opens the store and serves on lns until ctx is cancelled; it
 // says whether the server got as far as serving, and closes all it opened.
-func serveStore(ctx context.Context, cfg Config, lns *listeners, catalog *gatehouse.Catalog, logger *slog.Logger, stderr io.Writer) (served bool, err error) {
+func serveStore(ctx context.Context, cfg Config, lns *listeners, catalog *provider.Catalog, logger *slog.Logger, stderr io.Writer) (served bool, err error) {
 	store, closeStore, err := openServeStore(ctx, cfg, logger)
 	if err != nil {
 		return false, err
@@ -195,7 +197,7 @@ func reportUnreadable(ctx context.Context, store gatehouse.Store, logger *slog.L
 // metrics is what serves /metrics apart when GATEHOUSE_METRICS_ADDR is
 // set. The returned function stops the pruning, delivers the queued
 // traces, then closes the limiter.
-func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *gatehouse.Catalog, logger *slog.Logger, metering httpapi.DataPlane) (http.Handler, http.Handler, func(), error) {
+func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, catalog *provider.Catalog, logger *slog.Logger, metering httpapi.DataPlane) (http.Handler, http.Handler, func(), error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	limiter, signIns, closeLimiter, err := newLimiters(ctx, cfg, logger, registry)
@@ -360,12 +362,12 @@ func closeTraces(traces *observe.Publisher, logger *slog.Logger) {
 
 // loadCatalog reads the providers file, if one is set. An invalid file
 // stops the start, with the error naming its line.
-func loadCatalog(cfg Config, getenv func(string) string, logger *slog.Logger) (*gatehouse.Catalog, error) {
+func loadCatalog(cfg Config, getenv func(string) string, logger *slog.Logger) (*provider.Catalog, error) {
 	if cfg.ProvidersFile == "" {
 		logger.Info("no providers file (GATEHOUSE_PROVIDERS_FILE): no models are served")
-		return gatehouse.NewCatalog(nil)
+		return provider.NewCatalog(nil)
 	}
-	catalog, err := gateway.LoadProviders(cfg.ProvidersFile, getenv)
+	catalog, err := provider.LoadProviders(cfg.ProvidersFile, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("providers file (GATEHOUSE_PROVIDERS_FILE or --providers): %w", err)
 	}
@@ -381,10 +383,10 @@ func loadCatalog(cfg Config, getenv func(string) string, logger *slog.Logger) (*
 // writeTimeout bounds the writing of a response. A completion may take as
 // long as its provider's timeout, so the bound leaves room for the slowest
 // provider.
-func writeTimeout(c *gatehouse.Catalog) time.Duration {
+func writeTimeout(c *provider.Catalog) time.Duration {
 	d := 60 * time.Second
 	for _, p := range c.Providers {
-		d = max(d, gateway.Deadline(p)+30*time.Second)
+		d = max(d, p.CallTimeout()+30*time.Second)
 	}
 	return d
 }
@@ -649,123 +651,21 @@ func bootstrap(ctx context.Context, cfg Config, store gatehouse.Store, logger *s
 	}, nil
 }
 
-// meteringStore is what serving needs of a store to meter off the request
-// path: both engines' stores are one.
-type meteringStore interface {
-	gatehouse.CounterLoader
-	NewLedger(logger *slog.Logger, written func(keyHashes []string)) *sqlstore.Ledger
-	ChargeOpen(ctx context.Context, before time.Time) (int, error)
-	SetSyncMetering(on bool)
-}
-
-// startMetering starts the ledger that writes metering behind the request
-// path. On SQLite this process (which holds the serve lock, see lockServe)
-// charges what a crash of the last one left open, and admits in memory. On PostgreSQL the
-// database admits (instances share it), the reservations of concurrent
-// requests in one transaction a batch; this instance holds its instance
-// lock, and charges the reservations of instances that are gone as soon
-// as it sees them (and any reservation once it expires). The returned
-// function writes what is queued, then stops.
+// startMetering starts the metering of this process off the request path
+// (meter.Start): the ledger, and what admits requests in memory. The
+// returned function writes what is queued, then stops.
 func startMetering(ctx context.Context, cfg Config, cache *keycache.Cache, logger *slog.Logger) (httpapi.DataPlane, func(), error) {
-	db := cache.Store.(meteringStore)
-	db.SetSyncMetering(cfg.MeteringCommit == "sync")
-	pg, isPostgres := cache.Store.(*postgres.DB)
-	var dp httpapi.DataPlane
-	var release func()
-	stopBatching := func() {}
-	if isPostgres {
-		var err error
-		if release, err = pg.HoldInstance(ctx); err != nil {
-			return dp, nil, fmt.Errorf("take this instance's lock: %w", err)
-		}
-		stopBatching = pg.BatchReserves()
-		n, err := pg.ChargeGoneInstances(ctx)
-		logCharged(ctx, logger, n, err, "left open by a stopped instance")
-	} else {
-		release = func() {}
-		n, err := db.ChargeOpen(ctx, time.Time{})
-		if err != nil {
-			return dp, nil, fmt.Errorf("charge the reservations left open by the last run: %w", err)
-		}
-		logCharged(ctx, logger, n, nil, "left open by the last run (it stopped without settling them)")
-		dp.Accounts = gatehouse.NewAccountant(db, nil)
-	}
-	ledger := db.NewLedger(logger, func(hashes []string) {
-		for _, h := range hashes {
-			cache.UsageChanged(h)
-		}
+	db := cache.Store.(interface {
+		meter.Engine
+		NewLedger(logger *slog.Logger, written func(keyHashes []string)) *sqlstore.Ledger
 	})
-	// Settles wait a moment for company: on SQLite the next hold, on
-	// PostgreSQL the next batch of admissions, which writes them too.
-	ledger.LingerSettles()
-	dp.Ledger = ledger
-	if !isPostgres {
-		// This process owns the database: whole answers' charges go to a
-		// journal beside it, and the ledger writes them behind.
-		n, err := ledger.UseJournal(ctx, sqlite.JournalPath(cfg.DatabaseURL))
-		if err != nil {
-			ledger.Close(ctx)
-			return dp, nil, fmt.Errorf("write the charges journalled by the last run: %w", err)
-		}
-		if n > 0 {
-			logger.Warn("wrote the charges of answers the last run delivered and had not yet written to the ledger", "charges", n)
-		}
+	plane, err := meter.Start(ctx, meter.Config{Engine: db, UsageChanged: cache.UsageChanged, Logger: logger,
+		SyncCommit: cfg.MeteringCommit == "sync",
+		NewWriter:  func(written func([]string)) meter.Writer { return db.NewLedger(logger, written) }})
+	if err != nil {
+		return httpapi.DataPlane{}, nil, err
 	}
-	sweepCtx, stopSweeping := context.WithCancel(ctx)
-	if isPostgres {
-		dp.Leases = gatehouse.NewLeases(pg, ledger, nil)
-		go sweep(sweepCtx, pg, dp.Leases, logger)
-	}
-	return dp, func() {
-		stopSweeping()
-		if dp.Leases != nil {
-			dp.Leases.Close() // the ledger drops them as it closes
-		}
-		stopBatching() // no admission batch takes settles from the ledger any more
-		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := ledger.Close(closeCtx); err != nil {
-			logger.Error(err.Error())
-		}
-		release()
-	}, nil
-}
-
-// sweep retires this instance's leases whose life is over, every half
-// lease life; charges, every second, the reservations of instances that are
-// gone (and drops their leases), and every ten seconds those that expired
-// open.
-func sweep(ctx context.Context, pg *postgres.DB, leases *gatehouse.Leases, logger *slog.Logger) {
-	t := time.NewTicker(gatehouse.LeaseLife / 2)
-	defer t.Stop()
-	for i := 1; ; i++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		leases.Retire()
-		if i%2 != 0 {
-			continue
-		}
-		n, err := pg.ChargeGoneInstances(ctx)
-		logCharged(ctx, logger, n, err, "left open by a stopped instance")
-		if i%20 == 0 {
-			n, err := pg.ChargeOpen(ctx, time.Now())
-			logCharged(ctx, logger, n, err, "that expired open (their instance stopped without settling them)")
-		}
-	}
-}
-
-// logCharged logs the reservations a sweep charged at what they reserved,
-// or why it failed (it is tried again).
-func logCharged(ctx context.Context, logger *slog.Logger, n int, err error, which string) {
-	if err != nil && ctx.Err() == nil {
-		logger.Warn("charging reservations "+which+" failed; retrying", "error", err.Error())
-	}
-	if n > 0 {
-		logger.Warn("charged reservations "+which+" at what they reserved", "reservations", n)
-	}
+	return httpapi.DataPlane{Ledger: plane.Ledger, Accounts: plane.Accounts, Leases: plane.Leases}, plane.Close, nil
 }
 
 // pruneEvery is how often the content of generations past the retention is

@@ -1,12 +1,13 @@
-package gatehouse
+package preset
 
 import (
 	"encoding/json"
+	"gatehouse"
 	"slices"
 )
 
 // A preset version holds its configuration in the Chat Completions form
-// (presetFields); a Responses request that names a preset gets it in the
+// (PresetFields); a Responses request that names a preset gets it in the
 // Responses form. Fields of that form that the Responses API has no field
 // for are refused rather than dropped unsaid.
 
@@ -28,14 +29,14 @@ var chatOnlyFields = []string{"min_p", "top_a", "repetition_penalty", "seed", "s
 // sets a field the Responses API lacks (stop, seed, logit_bias...) is
 // refused, naming the field. The result is a request like any other: the
 // caller checks it as such.
-func (u PresetUse) ApplyResponses(body map[string]json.RawMessage, v *PresetVersion) (map[string]json.RawMessage, error) {
+func (u PresetUse) ApplyResponses(body map[string]json.RawMessage, v *gatehouse.PresetVersion) (map[string]json.RawMessage, error) {
 	out, err := u.withModel(body, v)
 	if err != nil {
 		return nil, err
 	}
 	for _, k := range chatOnlyFields {
 		if _, ok := v.Config[k]; ok {
-			return nil, FieldError(u.Field, "preset %q (version %d) sets %s, which the Responses API has no field for: use the preset with POST /api/v1/chat/completions, or make a version without it", u.Slug, v.Version, k)
+			return nil, gatehouse.FieldError(u.Field, "preset %q (version %d) sets %s, which the Responses API has no field for: use the preset with POST /api/v1/chat/completions, or make a version without it", u.Slug, v.Version, k)
 		}
 	}
 	fill := func(k string, raw json.RawMessage) {
@@ -71,7 +72,7 @@ func (u PresetUse) ApplyResponses(body map[string]json.RawMessage, v *PresetVers
 // presetReasoningForResponses is the preset's reasoning with its
 // reasoning_effort as the effort (when the reasoning sets none); nil when
 // it sets neither.
-func presetReasoningForResponses(cfg PresetConfig) json.RawMessage {
+func presetReasoningForResponses(cfg gatehouse.PresetConfig) json.RawMessage {
 	var r map[string]json.RawMessage
 	if raw, ok := cfg["reasoning"]; ok {
 		_ = json.Unmarshal(raw, &r)
@@ -93,7 +94,7 @@ func presetReasoningForResponses(cfg PresetConfig) json.RawMessage {
 // presetToolsForResponses returns the preset's function tools and tool
 // choice in the Responses shape, where the function's fields sit beside
 // its type.
-func presetToolsForResponses(cfg PresetConfig) (tools, choice json.RawMessage, err error) {
+func presetToolsForResponses(cfg gatehouse.PresetConfig) (tools, choice json.RawMessage, err error) {
 	if raw, ok := cfg["tools"]; ok {
 		var in []presetTool
 		if err := json.Unmarshal(raw, &in); err != nil {
@@ -133,7 +134,7 @@ func presetToolsForResponses(cfg PresetConfig) (tools, choice json.RawMessage, e
 // presetText merges the preset's response_format and verbosity into the
 // request's text configuration: the request's format and verbosity win.
 // It returns nil when there is no text configuration.
-func presetText(raw json.RawMessage, cfg PresetConfig) (json.RawMessage, error) {
+func presetText(raw json.RawMessage, cfg gatehouse.PresetConfig) (json.RawMessage, error) {
 	format, hasFormat := cfg["response_format"]
 	verbosity, hasVerbosity := cfg["verbosity"]
 	if !hasFormat && !hasVerbosity {
@@ -142,7 +143,7 @@ func presetText(raw json.RawMessage, cfg PresetConfig) (json.RawMessage, error) 
 	text := map[string]json.RawMessage{}
 	if !isNull(raw) {
 		if err := json.Unmarshal(raw, &text); err != nil || text == nil {
-			return nil, FieldError("text", "must be an object")
+			return nil, gatehouse.FieldError("text", "must be an object")
 		}
 	}
 	if hasFormat && !isSet(text, "format") {
@@ -188,7 +189,7 @@ func withSystemInput(raw json.RawMessage, prompt string) (json.RawMessage, error
 	case json.Unmarshal(raw, &text) == nil:
 		items = []json.RawMessage{mustJSON(map[string]string{"role": "user", "content": text})}
 	case json.Unmarshal(raw, &items) != nil:
-		return nil, FieldError("input", "must be a string or an array of input items")
+		return nil, gatehouse.FieldError("input", "must be a string or an array of input items")
 	}
 	return mustJSON(slices.Concat([]json.RawMessage{system}, items)), nil
 }

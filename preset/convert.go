@@ -1,8 +1,9 @@
-package gatehouse
+package preset
 
 import (
 	"encoding/json"
 	"fmt"
+	"gatehouse"
 	"slices"
 	"strings"
 )
@@ -38,10 +39,10 @@ func readMembers(field string, obj map[string]json.RawMessage, members map[strin
 	for _, k := range sortedKeys(obj) {
 		m, ok := members[k]
 		if !ok {
-			return FieldError(field+"."+k, "unknown field")
+			return gatehouse.FieldError(field+"."+k, "unknown field")
 		}
 		if err := json.Unmarshal(obj[k], m.dst); err != nil {
-			return FieldError(field+"."+k, "must be %s", m.want)
+			return gatehouse.FieldError(field+"."+k, "must be %s", m.want)
 		}
 	}
 	return nil
@@ -51,7 +52,7 @@ func readMembers(field string, obj map[string]json.RawMessage, members map[strin
 func readObject(field string, raw json.RawMessage) (map[string]json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, FieldError(field, "must be an object")
+		return nil, gatehouse.FieldError(field, "must be an object")
 	}
 	return obj, nil
 }
@@ -64,7 +65,7 @@ func typeOf(field string, obj map[string]json.RawMessage) (string, error) {
 	}
 	var t string
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return "", FieldError(field+".type", "must be a string")
+		return "", gatehouse.FieldError(field+".type", "must be a string")
 	}
 	return t, nil
 }
@@ -98,7 +99,7 @@ func chatResponseFormat(field string, raw json.RawMessage) (*presetFormat, error
 	case "json_schema":
 		members["json_schema"] = member{&schema, "an object"}
 	default:
-		return nil, FieldError(field+".type", "must be text, json_object or json_schema")
+		return nil, gatehouse.FieldError(field+".type", "must be text, json_object or json_schema")
 	}
 	if err := readMembers(field, obj, members); err != nil {
 		return nil, err
@@ -124,7 +125,7 @@ func jsonSchemaMembers(js *presetJSONSchema) map[string]member {
 
 func (js *presetJSONSchema) check(field string) error {
 	if !schemaNamePattern.MatchString(js.Name) {
-		return FieldError(field+".name", "must be 1 to 64 letters, digits, underscores or hyphens")
+		return gatehouse.FieldError(field+".name", "must be 1 to 64 letters, digits, underscores or hyphens")
 	}
 	if isNull(js.Schema) {
 		js.Schema = nil
@@ -163,7 +164,7 @@ func responsesFormat(field string, raw json.RawMessage) (*presetFormat, error) {
 		}
 		return &presetFormat{Type: kind, JSONSchema: js}, js.check(field)
 	}
-	return nil, FieldError(field+".type", "must be text, json_object or json_schema")
+	return nil, gatehouse.FieldError(field+".type", "must be text, json_object or json_schema")
 }
 
 // messagesFormat reads the output_config.format of a Messages request.
@@ -181,7 +182,7 @@ func messagesFormat(field string, raw json.RawMessage) (*presetFormat, error) {
 		return nil, err
 	}
 	if kind != "json_schema" {
-		return nil, FieldError(field+".type", "must be json_schema")
+		return nil, gatehouse.FieldError(field+".type", "must be json_schema")
 	}
 	return &presetFormat{Type: kind, JSONSchema: js}, js.check(field)
 }
@@ -213,14 +214,14 @@ func messagesThinking(raw json.RawMessage, oc *MessagesOutputConfig) (*PresetRea
 		case "adaptive":
 			r.Enabled = new(true)
 		default:
-			return nil, FieldError("thinking.type", "must be enabled, disabled or adaptive")
+			return nil, gatehouse.FieldError("thinking.type", "must be enabled, disabled or adaptive")
 		}
 		if err := readMembers("thinking", obj, members); err != nil {
 			return nil, err
 		}
 		if kind == "enabled" {
 			if budget == nil || *budget < 1 || *budget > MaxPresetCompletionTokens {
-				return nil, FieldError("thinking.budget_tokens", "must be an integer from 1 to %d", MaxPresetCompletionTokens)
+				return nil, gatehouse.FieldError("thinking.budget_tokens", "must be an integer from 1 to %d", MaxPresetCompletionTokens)
 			}
 			r.MaxTokens = budget
 		}
@@ -231,7 +232,7 @@ func messagesThinking(raw json.RawMessage, oc *MessagesOutputConfig) (*PresetRea
 			effort = "xhigh" // the highest effort of the Chat Completions API
 		}
 		if !slices.Contains(reasoningEfforts, effort) {
-			return nil, FieldError("output_config.effort", "must be one of low, medium, high, xhigh, max")
+			return nil, gatehouse.FieldError("output_config.effort", "must be one of low, medium, high, xhigh, max")
 		}
 		r.Effort = &effort
 	}
@@ -246,11 +247,11 @@ func leadingSystemPrompt(msgs []map[string]json.RawMessage) (*string, error) {
 	for i, m := range msgs {
 		field := fmt.Sprintf("messages[%d]", i)
 		if m == nil {
-			return nil, FieldError(field, "must be an object")
+			return nil, gatehouse.FieldError(field, "must be an object")
 		}
 		var role string
 		if raw, ok := m["role"]; ok && json.Unmarshal(raw, &role) != nil {
-			return nil, FieldError(field+".role", "must be a string")
+			return nil, gatehouse.FieldError(field+".role", "must be a string")
 		}
 		if leading = leading && (role == "system" || role == "developer"); !leading {
 			continue
@@ -285,7 +286,7 @@ func textOf(field string, raw json.RawMessage, kind string) ([]string, error) {
 	}
 	var parts []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, FieldError(field, "must be a string or an array of text parts")
+		return nil, gatehouse.FieldError(field, "must be a string or an array of text parts")
 	}
 	var out []string
 	for j, p := range parts {
@@ -293,14 +294,14 @@ func textOf(field string, raw json.RawMessage, kind string) ([]string, error) {
 		var t, text string
 		var ignored json.RawMessage
 		if p == nil {
-			return nil, FieldError(at, "must be an object")
+			return nil, gatehouse.FieldError(at, "must be an object")
 		}
 		if err := readMembers(at, p, map[string]member{"type": {&t, "a string"}, "text": {&text, "a string"},
 			"cache_control": {&ignored, "an object"}, "citations": {&ignored, "an array"}}); err != nil {
 			return nil, err
 		}
 		if t != kind {
-			return nil, FieldError(at+".type", "must be %s: a system prompt is text", kind)
+			return nil, gatehouse.FieldError(at+".type", "must be %s: a system prompt is text", kind)
 		}
 		out = append(out, text)
 	}

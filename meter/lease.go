@@ -1,7 +1,8 @@
-package gatehouse
+package meter
 
 import (
 	"context"
+	"gatehouse"
 	"slices"
 	"strings"
 	"sync"
@@ -31,17 +32,20 @@ import (
 // spent until they give it back (within LeaseLife). A lease of an instance
 // that is gone is dropped, and its holds charged at what they reserved.
 type Leases struct {
-	usage  UsageService // admits leases, and requests alone, in the database
+	usage  gatehouse.UsageService // admits leases, and requests alone, in the database
 	ledger Ledger
 	// writes counts the management writes this process committed; a
 	// lease granted before the last one is retired before it admits
 	// again, so that a change made here (a lower limit, a guardrail)
 	// applies at once. nil: none are counted.
 	writes func() uint64
-	now    Clock
+	now    gatehouse.Clock
 
 	mu     sync.Mutex
 	groups map[string]*leaseGroup
+	// admitted are the leases of the reservations admitted against one,
+	// by reservation id, until their settle or release is written.
+	admitted map[string]*lease
 }
 
 // LeaseLife is how long a lease admits requests, and the window its size
@@ -59,16 +63,16 @@ type leaseGroup struct {
 	granting chan struct{}
 	// admitted is what the group admitted in the current window, and
 	// before in the previous one.
-	admitted, before Money
+	admitted, before gatehouse.Money
 	window           time.Time
 }
 
 type lease struct {
-	r       *Reservation
-	granted Money
+	r       *gatehouse.Reservation
+	granted gatehouse.Money
 	// held is what the lease's open holds reserved, spent what its
 	// settled ones cost, returned what was given back.
-	held, spent, returned Money
+	held, spent, returned gatehouse.Money
 	// busy counts the holds open and the settles not yet written: the
 	// lease is dropped once it is retired and busy is zero.
 	busy    int
@@ -77,16 +81,16 @@ type lease struct {
 	writes  uint64 // the count of writes when it was asked for
 }
 
-func (l *lease) free() Money { return l.granted - l.returned - l.held - l.spent }
+func (l *lease) free() gatehouse.Money { return l.granted - l.returned - l.held - l.spent }
 
 // NewLeases returns leases granted by the database behind usage, whose
 // holds, settles and releases ledger writes. If usage counts the writes
 // this process commits (Writes() uint64), a write retires every lease.
-func NewLeases(usage UsageService, ledger Ledger, now Clock) *Leases {
+func NewLeases(usage gatehouse.UsageService, ledger Ledger, now gatehouse.Clock) *Leases {
 	if now == nil {
 		now = time.Now
 	}
-	ls := &Leases{usage: usage, ledger: ledger, now: now, groups: map[string]*leaseGroup{}}
+	ls := &Leases{usage: usage, ledger: ledger, now: now, groups: map[string]*leaseGroup{}, admitted: map[string]*lease{}}
 	if w, ok := usage.(interface{ Writes() uint64 }); ok {
 		ls.writes = w.Writes
 	}
@@ -104,7 +108,7 @@ func (ls *Leases) writeCount() uint64 {
 // then say which, and the caller writes r's hold), taking a new lease when
 // none has room, or, when none can be granted, admits r in the database
 // alone (alone is then true: the database wrote its hold).
-func (ls *Leases) Admit(ctx context.Context, r *Reservation) (alone bool, err error) {
+func (ls *Leases) Admit(ctx context.Context, r *gatehouse.Reservation) (alone bool, err error) {
 	key := groupKey(r)
 	for {
 		ls.mu.Lock()
@@ -129,15 +133,15 @@ func (ls *Leases) Admit(ctx context.Context, r *Reservation) (alone bool, err er
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				return false, Errorf(EUNAVAILABLE, "metering: %v", ctx.Err())
+				return false, gatehouse.Errorf(gatehouse.EUNAVAILABLE, "metering: %v", ctx.Err())
 			}
 		}
 		// No room: give back what the lease has left and ask for more.
-		var returns []LeaseReturn
+		var returns []gatehouse.LeaseReturn
 		if l := g.active; l != nil {
 			if f := l.free(); f > 0 {
 				l.returned += f
-				returns = append(returns, LeaseReturn{ID: l.r.ID, Amount: f})
+				returns = append(returns, gatehouse.LeaseReturn{ID: l.r.ID, Amount: f})
 			}
 			ls.retireLocked(g)
 		}
@@ -146,7 +150,7 @@ func (ls *Leases) Admit(ctx context.Context, r *Reservation) (alone bool, err er
 		g.granting = done
 		ls.mu.Unlock()
 
-		lr := &Reservation{ID: uuid.NewString(), KeyHash: r.KeyHash, Amount: size, BYOK: r.BYOK, Budgets: r.Budgets,
+		lr := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: r.KeyHash, Amount: size, BYOK: r.BYOK, Budgets: r.Budgets,
 			// Its holds expire before it does: it counts them until then.
 			ExpiresAt: r.ExpiresAt.Add(LeaseLife), Lease: true, Returns: returns}
 		err := ls.usage.Reserve(ctx, lr)
@@ -159,7 +163,7 @@ func (ls *Leases) Admit(ctx context.Context, r *Reservation) (alone bool, err er
 			continue // admit against it (others waiting may take it first)
 		}
 		ls.mu.Unlock()
-		if code := ErrorCode(err); code != EPAYMENT && code != EFORBIDDEN {
+		if code := gatehouse.ErrorCode(err); code != gatehouse.EPAYMENT && code != gatehouse.EFORBIDDEN {
 			return false, err
 		}
 		// No lease fits: the request alone is admitted against the exact
@@ -168,17 +172,18 @@ func (ls *Leases) Admit(ctx context.Context, r *Reservation) (alone bool, err er
 	}
 }
 
-func (ls *Leases) admitLocked(g *leaseGroup, l *lease, r *Reservation, now time.Time) {
+func (ls *Leases) admitLocked(g *leaseGroup, l *lease, r *gatehouse.Reservation, now time.Time) {
 	l.held += r.Amount
 	l.busy++
-	r.LeaseID, r.Chain, r.lease = l.r.ID, l.r.Chain, l
+	r.LeaseID, r.Chain = l.r.ID, l.r.Chain
+	ls.admitted[r.ID] = l
 	g.rate(now)
 	g.admitted += r.Amount
 }
 
 // rate returns what the group admitted in the last full window, moving
 // the window on.
-func (g *leaseGroup) rate(now time.Time) Money {
+func (g *leaseGroup) rate(now time.Time) gatehouse.Money {
 	switch {
 	case now.Sub(g.window) >= 2*LeaseLife:
 		g.window, g.admitted, g.before = now, 0, 0
@@ -205,29 +210,31 @@ func (ls *Leases) dropIfIdle(l *lease) {
 }
 
 // Settle replaces r's hold in its lease with its cost.
-func (ls *Leases) Settle(r *Reservation, cost Money) {
+func (ls *Leases) Settle(r *gatehouse.Reservation, cost gatehouse.Money) {
 	ls.update(r, func(l *lease) { l.held -= r.Amount; l.spent += cost })
 }
 
 // Release drops r's hold from its lease.
-func (ls *Leases) Release(r *Reservation) {
+func (ls *Leases) Release(r *gatehouse.Reservation) {
 	ls.update(r, func(l *lease) { l.held -= r.Amount })
 }
 
 // Written records that the ledger wrote r's settle or release: its lease
 // may be dropped once retired.
-func (ls *Leases) Written(r *Reservation) {
-	ls.update(r, func(l *lease) { l.busy--; ls.dropIfIdle(l) })
+func (ls *Leases) Written(r *gatehouse.Reservation) {
+	ls.update(r, func(l *lease) { l.busy--; ls.dropIfIdle(l); delete(ls.admitted, r.ID) })
 }
 
 // update runs fn on r's lease, if r was admitted against one.
-func (ls *Leases) update(r *Reservation, fn func(l *lease)) {
-	if r.lease == nil {
+func (ls *Leases) update(r *gatehouse.Reservation, fn func(l *lease)) {
+	if r.LeaseID == "" {
 		return
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	fn(r.lease)
+	if l := ls.admitted[r.ID]; l != nil {
+		fn(l)
+	}
 }
 
 // Retire retires the leases whose life is over, giving back their unused
@@ -261,14 +268,14 @@ func (ls *Leases) Close() {
 }
 
 // groupKey names the group of requests a lease can serve.
-func groupKey(r *Reservation) string {
+func groupKey(r *gatehouse.Reservation) string {
 	var b strings.Builder
 	b.WriteString(r.KeyHash)
 	if r.BYOK {
 		b.WriteString("|byok")
 	}
 	bs := slices.Clone(r.Budgets)
-	slices.SortFunc(bs, func(x, y Budget) int {
+	slices.SortFunc(bs, func(x, y gatehouse.Budget) int {
 		if c := strings.Compare(x.GuardrailID, y.GuardrailID); c != 0 {
 			return c
 		}

@@ -1,7 +1,8 @@
-package gatehouse
+package provider
 
 import (
 	"cmp"
+	"gatehouse"
 	"slices"
 	"strings"
 	"time"
@@ -54,8 +55,8 @@ type ModelInfo struct {
 	// Prices of cached prompt tokens, in dollars per million tokens, shown
 	// in the catalog (nil: none given). Metering charges prompt tokens at
 	// the prompt price, cached or not.
-	CacheReadPrice  *Money
-	CacheWritePrice *Money
+	CacheReadPrice  *gatehouse.Money
+	CacheWritePrice *gatehouse.Money
 	Reasoning       *ModelReasoning // nil: nothing said about reasoning
 	Categories      []string        // use cases, each one of ModelCategories; for the category filter
 	Distillable     bool            // its outputs may be used to train other models; for the distillable filter
@@ -164,9 +165,9 @@ type ModelQuery struct {
 	AllOutputs          bool     // every output modality
 	InputModalities     []string // all of them
 	MinContext          int
-	MinPrice, MaxPrice  *Money // the prompt price, per million tokens
+	MinPrice, MaxPrice  *gatehouse.Money // the prompt price, per million tokens
 	// MinOutputPrice and MaxOutputPrice bound the completion price.
-	MinOutputPrice, MaxOutputPrice *Money
+	MinOutputPrice, MaxOutputPrice *gatehouse.Money
 	Arch                           string   // the start of the tokenizer's name, any case ("llama" for Llama3)
 	Authors                        []string // the slug's first part, any case
 	Providers                      []string // provider ids or names, any case
@@ -180,7 +181,7 @@ type ModelQuery struct {
 	Sort     string // one of ModelSorts; "" the configuration order
 	// Guardrails, when any, leave out the models CheckModel refuses: the
 	// list of one key.
-	Guardrails []AppliedGuardrail
+	Guardrails []gatehouse.AppliedGuardrail
 	Now        time.Time // for the age filters
 }
 
@@ -200,7 +201,7 @@ func (q *ModelQuery) matches(m *Model, p *Provider) bool {
 	if q.Unscored || !q.matchesText(m, p) || !q.matchesFeatures(m, p) || !q.matchesFigures(m) {
 		return false
 	}
-	return len(q.Guardrails) == 0 || CheckModel(q.Guardrails, m.Slug(), m.Provider) == nil
+	return len(q.Guardrails) == 0 || gatehouse.CheckModel(q.Guardrails, m.Slug(), m.Provider) == nil
 }
 
 func (q *ModelQuery) matchesText(m *Model, p *Provider) bool {
@@ -247,7 +248,7 @@ func (q *ModelQuery) matchesFigures(m *Model) bool {
 	return true
 }
 
-func within(v Money, lo, hi *Money) bool {
+func within(v gatehouse.Money, lo, hi *gatehouse.Money) bool {
 	return (lo == nil || v >= *lo) && (hi == nil || v <= *hi)
 }
 

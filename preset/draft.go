@@ -1,8 +1,10 @@
-package gatehouse
+package preset
 
 import (
 	"encoding/json"
 	"fmt"
+	"gatehouse"
+	"gatehouse/provider"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,22 +13,13 @@ import (
 // A preset version is made from a request body of one of three inference
 // APIs (Chat Completions, Anthropic Messages, OpenAI Responses), as
 // OpenRouter's presets are: the fields that configure a request are kept,
-// in the Chat Completions form the gateway applies (presetFields); the
+// in the Chat Completions form the gateway applies (PresetFields); the
 // fields of one request (messages, input, stream, user, metadata...) are
 // ignored, except that the leading system messages, the Messages system
 // text or the Responses instructions become the system prompt. What a
 // preset could hold but Gatehouse cannot apply (model fallbacks, plugins,
 // server tools, unconvertible formats) is refused with a 400 naming the
 // field, rather than dropped unsaid.
-
-// presetFields are the fields a preset version may set, in the order the
-// audit log names them.
-var presetFields = []string{
-	"model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "top_a",
-	"presence_penalty", "frequency_penalty", "repetition_penalty", "seed", "stop", "logit_bias",
-	"logprobs", "top_logprobs", "response_format", "tools", "tool_choice", "parallel_tool_calls",
-	"reasoning", "reasoning_effort", "verbosity", "provider",
-}
 
 // Bounds of preset values.
 const (
@@ -37,11 +30,11 @@ const (
 
 // presetCommon are the fields the three request bodies share.
 type presetCommon struct {
-	Model       *string              `json:"model"`
-	Temperature *float64             `json:"temperature"`
-	TopP        *float64             `json:"top_p"`
-	TopK        *int64               `json:"top_k"`
-	Provider    *ProviderPreferences `json:"provider"`
+	Model       *string                       `json:"model"`
+	Temperature *float64                      `json:"temperature"`
+	TopP        *float64                      `json:"top_p"`
+	TopK        *int64                        `json:"top_k"`
+	Provider    *provider.ProviderPreferences `json:"provider"`
 	// Refused when given: a preset cannot apply them.
 	Models  []string                     `json:"models"`
 	Plugins []map[string]json.RawMessage `json:"plugins"`
@@ -182,9 +175,9 @@ type ResponsesText struct {
 }
 
 // configBuilder collects the fields of a preset configuration.
-type configBuilder struct{ cfg PresetConfig }
+type configBuilder struct{ cfg gatehouse.PresetConfig }
 
-func newConfigBuilder() *configBuilder { return &configBuilder{cfg: PresetConfig{}} }
+func newConfigBuilder() *configBuilder { return &configBuilder{cfg: gatehouse.PresetConfig{}} }
 
 // set keeps v (its JSON) under name; nil values (nil pointers included)
 // are left out.
@@ -199,15 +192,15 @@ func (b *configBuilder) set(name string, v any) {
 // common keeps the shared fields and refuses what no preset can apply.
 func (c *presetCommon) common(b *configBuilder) error {
 	if len(c.Models) > 0 {
-		return FieldError("models", "fallback models are not supported: Gatehouse reserves and bills each request for one model; name one model")
+		return gatehouse.FieldError("models", "fallback models are not supported: Gatehouse reserves and bills each request for one model; name one model")
 	}
 	if len(c.Plugins) > 0 {
-		return FieldError("plugins", "plugins are billed apart from tokens, which Gatehouse does not price")
+		return gatehouse.FieldError("plugins", "plugins are billed apart from tokens, which Gatehouse does not price")
 	}
 	if c.Model != nil {
 		m := *c.Model
-		if m == "" || len(m) > MaxModelSlugLength || strings.Contains(m, PresetModelPrefix) || strings.ContainsAny(m, " \t\r\n") {
-			return FieldError("model", "must be a model slug of 1 to %d characters, such as openai/gpt-4o-mini (GET /api/v1/models lists them); a preset cannot name another preset", MaxModelSlugLength)
+		if m == "" || len(m) > gatehouse.MaxModelSlugLength || strings.Contains(m, PresetModelPrefix) || strings.ContainsAny(m, " \t\r\n") {
+			return gatehouse.FieldError("model", "must be a model slug of 1 to %d characters, such as openai/gpt-4o-mini (GET /api/v1/models lists them); a preset cannot name another preset", gatehouse.MaxModelSlugLength)
 		}
 		b.set("model", m)
 	}
@@ -228,13 +221,13 @@ func (c *presetCommon) common(b *configBuilder) error {
 }
 
 // Draft reads the configuration of a preset version from the request body.
-func (r *ChatPresetRequest) Draft() (PresetDraft, error) {
+func (r *ChatPresetRequest) Draft() (gatehouse.PresetDraft, error) {
 	b := newConfigBuilder()
 	if err := r.common(b); err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	if r.MaxTokens != nil && r.MaxCompletionTokens != nil && *r.MaxTokens != *r.MaxCompletionTokens {
-		return PresetDraft{}, FieldError("max_completion_tokens", "is %d but max_tokens is %d: send one cap, or both equal", *r.MaxCompletionTokens, *r.MaxTokens)
+		return gatehouse.PresetDraft{}, gatehouse.FieldError("max_completion_tokens", "is %d but max_tokens is %d: send one cap, or both equal", *r.MaxCompletionTokens, *r.MaxTokens)
 	}
 	capName, capValue := "max_tokens", r.MaxTokens
 	if capValue == nil {
@@ -251,19 +244,19 @@ func (r *ChatPresetRequest) Draft() (PresetDraft, error) {
 		enum(b, "reasoning_effort", "reasoning_effort", r.ReasoningEffort, reasoningEfforts),
 		enum(b, "verbosity", "verbosity", r.Verbosity, verbosities),
 	); err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	b.set("seed", r.Seed)
 	b.set("logprobs", r.Logprobs)
 	b.set("parallel_tool_calls", r.ParallelToolCalls)
 	if err := r.chatStructured(b); err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	system, err := leadingSystemPrompt(r.Messages)
 	if err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
-	return PresetDraft{Config: b.cfg, SystemPrompt: system}, nil
+	return gatehouse.PresetDraft{Config: b.cfg, SystemPrompt: system}, nil
 }
 
 // chatStructured keeps the structured fields of a chat request body.
@@ -273,15 +266,15 @@ func (r *ChatPresetRequest) chatStructured(b *configBuilder) error {
 		return err
 	}
 	b.set("stop", stop)
-	if len(r.LogitBias) > MaxListEntries {
-		return FieldError("logit_bias", "must have at most %d entries", MaxListEntries)
+	if len(r.LogitBias) > gatehouse.MaxListEntries {
+		return gatehouse.FieldError("logit_bias", "must have at most %d entries", gatehouse.MaxListEntries)
 	}
 	for _, token := range sortedKeys(r.LogitBias) {
-		if !isDigits(token) || len(token) > 10 {
-			return FieldError("logit_bias", "keys must be token ids (digits), not %q", truncate(token, 20))
+		if token == "" || strings.Trim(token, "0123456789") != "" || len(token) > 10 {
+			return gatehouse.FieldError("logit_bias", "keys must be token ids (digits), not %q", truncate(token, 20))
 		}
 		if v := r.LogitBias[token]; v < -100 || v > 100 {
-			return FieldError("logit_bias."+token, "must be between -100 and 100")
+			return gatehouse.FieldError("logit_bias."+token, "must be between -100 and 100")
 		}
 	}
 	if r.LogitBias != nil {
@@ -309,51 +302,51 @@ func (r *ChatPresetRequest) chatStructured(b *configBuilder) error {
 }
 
 // Draft reads the configuration of a preset version from the request body.
-func (r *MessagesPresetRequest) Draft() (PresetDraft, error) {
+func (r *MessagesPresetRequest) Draft() (gatehouse.PresetDraft, error) {
 	b := newConfigBuilder()
 	if err := r.common(b); err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	if !isEmptyList(r.Fallbacks) {
-		return PresetDraft{}, FieldError("fallbacks", "fallback models are not supported: Gatehouse reserves and bills each request for one model; name one model")
+		return gatehouse.PresetDraft{}, gatehouse.FieldError("fallbacks", "fallback models are not supported: Gatehouse reserves and bills each request for one model; name one model")
 	}
 	if err := integer(b, "max_tokens", "max_tokens", r.MaxTokens, 1, MaxPresetCompletionTokens); err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	if r.StopSequences != nil {
 		stop, err := readStop("stop_sequences", mustJSON(r.StopSequences))
 		if err != nil {
-			return PresetDraft{}, err
+			return gatehouse.PresetDraft{}, err
 		}
 		b.set("stop", stop)
 	}
 	reasoning, err := messagesThinking(r.Thinking, r.OutputConfig)
 	if err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	b.set("reasoning", reasoning)
 	if r.OutputConfig != nil {
 		format, err := messagesFormat("output_config.format", r.OutputConfig.Format)
 		if err != nil {
-			return PresetDraft{}, err
+			return gatehouse.PresetDraft{}, err
 		}
 		b.set("response_format", format)
 	}
 	if err := messagesTools(b, r.Tools, r.ToolChoice); err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	system, err := messagesSystem(r.System)
 	if err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
-	return PresetDraft{Config: b.cfg, SystemPrompt: system}, nil
+	return gatehouse.PresetDraft{Config: b.cfg, SystemPrompt: system}, nil
 }
 
 // Draft reads the configuration of a preset version from the request body.
-func (r *ResponsesPresetRequest) Draft() (PresetDraft, error) {
+func (r *ResponsesPresetRequest) Draft() (gatehouse.PresetDraft, error) {
 	b := newConfigBuilder()
 	if err := r.common(b); err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	if err := firstError(
 		integer(b, "max_tokens", "max_output_tokens", r.MaxOutputTokens, 1, MaxPresetCompletionTokens),
@@ -361,35 +354,35 @@ func (r *ResponsesPresetRequest) Draft() (PresetDraft, error) {
 		number(b, "frequency_penalty", "frequency_penalty", r.FrequencyPenalty, -2, 2),
 		integer(b, "top_logprobs", "top_logprobs", r.TopLogprobs, 0, 20),
 	); err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	b.set("parallel_tool_calls", r.ParallelToolCalls)
 	if rr := r.Reasoning; rr != nil {
 		reasoning, err := (&PresetReasoning{Effort: rr.Effort, Summary: rr.Summary, MaxTokens: rr.MaxTokens,
 			Exclude: rr.Exclude, Enabled: rr.Enabled}).check("reasoning")
 		if err != nil {
-			return PresetDraft{}, err
+			return gatehouse.PresetDraft{}, err
 		}
 		b.set("reasoning", reasoning)
 	}
 	if t := r.Text; t != nil {
 		if err := enum(b, "verbosity", "text.verbosity", t.Verbosity, verbosities); err != nil {
-			return PresetDraft{}, err
+			return gatehouse.PresetDraft{}, err
 		}
 		format, err := responsesFormat("text.format", t.Format)
 		if err != nil {
-			return PresetDraft{}, err
+			return gatehouse.PresetDraft{}, err
 		}
 		b.set("response_format", format)
 	}
 	if err := responsesTools(b, r.Tools, r.ToolChoice); err != nil {
-		return PresetDraft{}, err
+		return gatehouse.PresetDraft{}, err
 	}
 	var system *string
 	if r.Instructions != nil && *r.Instructions != "" {
 		system = r.Instructions
 	}
-	return PresetDraft{Config: b.cfg, SystemPrompt: system}, nil
+	return gatehouse.PresetDraft{Config: b.cfg, SystemPrompt: system}, nil
 }
 
 var (
@@ -425,7 +418,7 @@ func number(b *configBuilder, name, field string, v *float64, lo, hi float64) er
 		return nil
 	}
 	if *v < lo || *v > hi {
-		return FieldError(field, "must be between %g and %g", lo, hi)
+		return gatehouse.FieldError(field, "must be between %g and %g", lo, hi)
 	}
 	b.set(name, *v)
 	return nil
@@ -437,7 +430,7 @@ func integer(b *configBuilder, name, field string, v *int64, lo, hi int64) error
 		return nil
 	}
 	if *v < lo || *v > hi {
-		return FieldError(field, "must be an integer from %d to %d", lo, hi)
+		return gatehouse.FieldError(field, "must be an integer from %d to %d", lo, hi)
 	}
 	b.set(name, *v)
 	return nil
@@ -449,7 +442,7 @@ func enum(b *configBuilder, name, field string, v *string, allowed []string) err
 		return nil
 	}
 	if !slices.Contains(allowed, *v) {
-		return FieldError(field, "must be one of %s", strings.Join(allowed, ", "))
+		return gatehouse.FieldError(field, "must be one of %s", strings.Join(allowed, ", "))
 	}
 	b.set(name, *v)
 	return nil
@@ -472,20 +465,20 @@ func readStop(field string, raw json.RawMessage) (any, error) {
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
 		if one == "" {
-			return nil, FieldError(field, "must not be empty")
+			return nil, gatehouse.FieldError(field, "must not be empty")
 		}
 		return one, nil
 	}
 	var many []string
 	if err := json.Unmarshal(raw, &many); err != nil {
-		return nil, FieldError(field, "must be a string or an array of strings")
+		return nil, gatehouse.FieldError(field, "must be a string or an array of strings")
 	}
 	if len(many) > maxPresetStops {
-		return nil, FieldError(field, "must have at most %d entries", maxPresetStops)
+		return nil, gatehouse.FieldError(field, "must have at most %d entries", maxPresetStops)
 	}
 	for i, s := range many {
 		if s == "" {
-			return nil, FieldError(fmt.Sprintf("%s[%d]", field, i), "must not be empty")
+			return nil, gatehouse.FieldError(fmt.Sprintf("%s[%d]", field, i), "must not be empty")
 		}
 	}
 	if len(many) == 0 {

@@ -1,7 +1,8 @@
-package gatehouse
+package meter
 
 import (
 	"context"
+	"gatehouse"
 	"sync"
 	"time"
 )
@@ -17,7 +18,7 @@ import (
 // path; an account stays in memory while any of its costs is unwritten.
 type Accountant struct {
 	load CounterLoader
-	now  Clock
+	now  gatehouse.Clock
 
 	mu      sync.Mutex
 	keys    map[string]*account
@@ -27,18 +28,18 @@ type Accountant struct {
 // CounterLoader reads the recorded counters of keys and budgets: what the
 // database holds once everything settled before has been written.
 type CounterLoader interface {
-	LoadCounters(ctx context.Context, keyHashes []string, budgets []Budget) (map[string]Counters, map[[2]string]Counters, error)
+	LoadCounters(ctx context.Context, keyHashes []string, budgets []gatehouse.Budget) (map[string]Counters, map[[2]string]Counters, error)
 }
 
 // Counters are the ordinary and BYOK spend counters of a key or budget.
-type Counters struct{ Usage, BYOK Counter }
+type Counters struct{ Usage, BYOK gatehouse.Counter }
 
 type budgetRef struct{ guardrailID, subject string }
 
 // account is the spend of one key or budget as this process knows it.
 type account struct {
 	Counters
-	held Reserved
+	held gatehouse.Reserved
 	// busy counts the reservations held and the settled costs not yet
 	// written: while it is not zero the account must stay in memory.
 	busy int
@@ -49,7 +50,7 @@ type account struct {
 const maxIdleAccounts = 200_000
 
 // NewAccountant returns an accountant that reads counters with load.
-func NewAccountant(load CounterLoader, now Clock) *Accountant {
+func NewAccountant(load CounterLoader, now gatehouse.Clock) *Accountant {
 	if now == nil {
 		now = time.Now
 	}
@@ -60,7 +61,7 @@ func NewAccountant(load CounterLoader, now Clock) *Accountant {
 // parent first; a nil entry is a deleted key) and each of r's budgets, or
 // refuses it with the error the database path would give. The key and
 // chain carry the limits to apply; their counters are the accountant's.
-func (a *Accountant) Admit(ctx context.Context, key *Key, chain []*Key, r *Reservation) error {
+func (a *Accountant) Admit(ctx context.Context, key *gatehouse.Key, chain []*gatehouse.Key, r *gatehouse.Reservation) error {
 	for {
 		if err := a.ensure(ctx, key, chain, r.Budgets); err != nil {
 			return err
@@ -75,32 +76,32 @@ func (a *Accountant) Admit(ctx context.Context, key *Key, chain []*Key, r *Reser
 	now := a.now()
 	accts := make([]*account, 0, 1+len(chain)+len(r.Budgets))
 	ka := a.keys[key.Hash]
-	if err := CheckKeyLimit(ka.view(key), now, ka.held, r); err != nil {
+	if err := gatehouse.CheckKeyLimit(ka.view(key), now, ka.held, r); err != nil {
 		return err
 	}
 	accts = append(accts, ka)
 	for _, k := range chain {
-		var held Reserved
+		var held gatehouse.Reserved
 		var acct *account
 		if k != nil {
 			acct = a.keys[k.Hash]
 			held, k = acct.held, acct.view(k)
 		}
-		if err := MintedFrom(k, now, held, r); err != nil {
+		if err := gatehouse.MintedFrom(k, now, held, r); err != nil {
 			return err
 		}
 		accts = append(accts, acct)
 	}
 	for _, b := range r.Budgets {
 		acct := a.budgets[budgetRef{b.GuardrailID, b.Subject}]
-		spend := BudgetSpend{Usage: acct.Usage.At(now), BYOK: acct.BYOK.At(now), Reserved: acct.held}
-		if err := CheckBudget(b, spend, r); err != nil {
+		spend := gatehouse.BudgetSpend{Usage: acct.Usage.At(now), BYOK: acct.BYOK.At(now), Reserved: acct.held}
+		if err := gatehouse.CheckBudget(b, spend, r); err != nil {
 			return err
 		}
 		accts = append(accts, acct)
 	}
 	for _, acct := range accts {
-		acct.held.add(r, 1)
+		addReserved(&acct.held, r, 1)
 		acct.busy++
 	}
 	return nil
@@ -108,12 +109,12 @@ func (a *Accountant) Admit(ctx context.Context, key *Key, chain []*Key, r *Reser
 
 // Settle replaces r's hold with its cost, at once in memory; the caller
 // writes it to the ledger and calls Written when that is done.
-func (a *Accountant) Settle(r *Reservation, cost Money) {
+func (a *Accountant) Settle(r *gatehouse.Reservation, cost gatehouse.Money) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.now() // under the lock: settles reach the counters in the order of their instants
 	for _, acct := range a.accounts(r) {
-		acct.held.add(r, -1)
+		addReserved(&acct.held, r, -1)
 		c := &acct.Usage
 		if r.BYOK {
 			c = &acct.BYOK
@@ -124,17 +125,17 @@ func (a *Accountant) Settle(r *Reservation, cost Money) {
 
 // Release drops r's hold; the caller calls Written once the ledger has
 // dropped it too.
-func (a *Accountant) Release(r *Reservation) {
+func (a *Accountant) Release(r *gatehouse.Reservation) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, acct := range a.accounts(r) {
-		acct.held.add(r, -1)
+		addReserved(&acct.held, r, -1)
 	}
 }
 
 // Written records that the ledger holds what Settle or Release did to r:
 // its accounts may be dropped once idle.
-func (a *Accountant) Written(r *Reservation) {
+func (a *Accountant) Written(r *gatehouse.Reservation) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, acct := range a.accounts(r) {
@@ -147,7 +148,7 @@ func (a *Accountant) Written(r *Reservation) {
 
 // accounts returns r's accounts: its key's, its chain's (Admit made sure
 // they exist) and its budgets'.
-func (a *Accountant) accounts(r *Reservation) []*account {
+func (a *Accountant) accounts(r *gatehouse.Reservation) []*account {
 	out := make([]*account, 0, 1+len(r.Chain)+len(r.Budgets))
 	out = append(out, a.keys[r.KeyHash])
 	for _, h := range r.Chain {
@@ -178,7 +179,7 @@ func (a *Accountant) dropIdle() {
 // accountant that lives for one database transaction, over figures read
 // under lock (the database's batched admission); one built with a nil
 // loader knows only what was seeded.
-func (a *Accountant) Seed(keyHash, guardrailID, subject string, c Counters, held Reserved) {
+func (a *Accountant) Seed(keyHash, guardrailID, subject string, c Counters, held gatehouse.Reserved) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	acct := &account{Counters: c, held: held}
@@ -190,8 +191,8 @@ func (a *Accountant) Seed(keyHash, guardrailID, subject string, c Counters, held
 }
 
 // present reports whether the accounts of a reservation are in memory.
-func (a *Accountant) present(key *Key, chain []*Key, budgets []Budget) bool {
-	for _, k := range append([]*Key{key}, chain...) {
+func (a *Accountant) present(key *gatehouse.Key, chain []*gatehouse.Key, budgets []gatehouse.Budget) bool {
+	for _, k := range append([]*gatehouse.Key{key}, chain...) {
 		if k != nil && a.keys[k.Hash] == nil {
 			return false
 		}
@@ -207,11 +208,11 @@ func (a *Accountant) present(key *Key, chain []*Key, budgets []Budget) bool {
 // ensure loads the accounts of a reservation that are not in memory. An
 // account is absent only when nothing of it is unwritten, so the database
 // has its whole spend.
-func (a *Accountant) ensure(ctx context.Context, key *Key, chain []*Key, budgets []Budget) error {
+func (a *Accountant) ensure(ctx context.Context, key *gatehouse.Key, chain []*gatehouse.Key, budgets []gatehouse.Budget) error {
 	var hashes []string
-	var refs []Budget
+	var refs []gatehouse.Budget
 	a.mu.Lock()
-	for _, k := range append([]*Key{key}, chain...) {
+	for _, k := range append([]*gatehouse.Key{key}, chain...) {
 		if k != nil && a.keys[k.Hash] == nil {
 			hashes = append(hashes, k.Hash)
 		}
@@ -226,7 +227,7 @@ func (a *Accountant) ensure(ctx context.Context, key *Key, chain []*Key, budgets
 		return nil
 	}
 	if a.load == nil {
-		return Errorf(EUNAVAILABLE, "metering: the figures of a key or budget were not read")
+		return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "metering: the figures of a key or budget were not read")
 	}
 	keys, bs, err := a.load.LoadCounters(ctx, hashes, refs)
 	if err != nil {
@@ -249,14 +250,14 @@ func (a *Accountant) ensure(ctx context.Context, key *Key, chain []*Key, budgets
 }
 
 // view returns k with the account's counters.
-func (acct *account) view(k *Key) *Key {
+func (acct *account) view(k *gatehouse.Key) *gatehouse.Key {
 	v := *k
 	v.Usage, v.BYOKUsage = acct.Usage, acct.BYOK
 	return &v
 }
 
-// add adds (sign 1) or removes (sign -1) r's amount.
-func (h *Reserved) add(r *Reservation, sign Money) {
+// addReserved adds (sign 1) or removes (sign -1) r's amount to h.
+func addReserved(h *gatehouse.Reserved, r *gatehouse.Reservation, sign gatehouse.Money) {
 	h.All += sign * r.Amount
 	if r.BYOK {
 		h.BYOK += sign * r.Amount

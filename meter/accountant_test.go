@@ -1,8 +1,9 @@
-package gatehouse
+package meter
 
 import (
 	"context"
 	"errors"
+	"gatehouse"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,7 @@ type loader struct {
 	err     error
 }
 
-func (l *loader) LoadCounters(_ context.Context, hashes []string, budgets []Budget) (map[string]Counters, map[[2]string]Counters, error) {
+func (l *loader) LoadCounters(_ context.Context, hashes []string, budgets []gatehouse.Budget) (map[string]Counters, map[[2]string]Counters, error) {
 	l.loads.Add(1)
 	if l.err != nil {
 		return nil, nil, l.err
@@ -35,24 +36,26 @@ func (l *loader) LoadCounters(_ context.Context, hashes []string, budgets []Budg
 
 var accountantNow = time.Date(2028, 2, 23, 12, 0, 0, 0, time.UTC)
 
-func spent(amount Money) Counters {
-	return Counters{Usage: Counter{}.Add(accountantNow, amount)}
+func spent(amount gatehouse.Money) Counters {
+	return Counters{Usage: gatehouse.Counter{}.Add(accountantNow, amount)}
 }
 
 func TestAccountantAdmitsExactly(t *testing.T) {
 	ctx := context.Background()
-	limit := USD(1)
-	key := &Key{Hash: "k", Limit: &limit}
+	limit := gatehouse.USD(1)
+	key := &gatehouse.Key{Hash: "k", Limit: &limit}
 	l := &loader{keys: map[string]Counters{"k": spent(cents(30))}}
 	a := NewAccountant(l, func() time.Time { return accountantNow })
-	res := func(amount Money) *Reservation { return &Reservation{ID: "r", KeyHash: "k", Amount: amount} }
+	res := func(amount gatehouse.Money) *gatehouse.Reservation {
+		return &gatehouse.Reservation{ID: "r", KeyHash: "k", Amount: amount}
+	}
 
 	// $0.30 recorded: $0.70 may be held, and not a nano more.
 	r1 := res(cents(50))
 	if err := a.Admit(ctx, key, nil, r1); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Admit(ctx, key, nil, res(cents(20)+1)); ErrorCode(err) != EPAYMENT {
+	if err := a.Admit(ctx, key, nil, res(cents(20)+1)); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
 		t.Fatalf("over the limit: %v, want payment_required", err)
 	}
 	r2 := res(cents(20))
@@ -80,25 +83,25 @@ func TestAccountantAdmitsExactly(t *testing.T) {
 // budget; the checks run in the database path's order.
 func TestAccountantAllOrNothing(t *testing.T) {
 	ctx := context.Background()
-	keyLimit := USD(1)
-	key := &Key{Hash: "k", Limit: &keyLimit}
-	budget := Budget{GuardrailID: "g", GuardrailName: "team", Subject: "key:k", Limit: cents(50)}
+	keyLimit := gatehouse.USD(1)
+	key := &gatehouse.Key{Hash: "k", Limit: &keyLimit}
+	budget := gatehouse.Budget{GuardrailID: "g", GuardrailName: "team", Subject: "key:k", Limit: cents(50)}
 	a := NewAccountant(&loader{}, func() time.Time { return accountantNow })
-	r := &Reservation{ID: "r", KeyHash: "k", Amount: cents(60), Budgets: []Budget{budget}}
-	if err := a.Admit(ctx, key, nil, r); ErrorCode(err) != EFORBIDDEN {
+	r := &gatehouse.Reservation{ID: "r", KeyHash: "k", Amount: cents(60), Budgets: []gatehouse.Budget{budget}}
+	if err := a.Admit(ctx, key, nil, r); gatehouse.ErrorCode(err) != gatehouse.EFORBIDDEN {
 		t.Fatalf("over the budget: %v, want forbidden", err)
 	}
 	// The key was not charged the refused hold: $1 still fits it, alone.
-	if err := a.Admit(ctx, key, nil, &Reservation{ID: "s", KeyHash: "k", Amount: USD(1)}); err != nil {
+	if err := a.Admit(ctx, key, nil, &gatehouse.Reservation{ID: "s", KeyHash: "k", Amount: gatehouse.USD(1)}); err != nil {
 		t.Fatalf("the refused reservation held against the key: %v", err)
 	}
 	// The key is now full: a budget reservation is refused by the key
 	// (402, first) and holds nothing against the budget.
-	if err := a.Admit(ctx, key, nil, &Reservation{ID: "t", KeyHash: "k", Amount: cents(10), Budgets: []Budget{budget}}); ErrorCode(err) != EPAYMENT {
+	if err := a.Admit(ctx, key, nil, &gatehouse.Reservation{ID: "t", KeyHash: "k", Amount: cents(10), Budgets: []gatehouse.Budget{budget}}); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
 		t.Fatalf("key full: %v, want payment_required first", err)
 	}
-	other := &Key{Hash: "k2"}
-	if err := a.Admit(ctx, other, nil, &Reservation{ID: "u", KeyHash: "k2", Amount: cents(50), Budgets: []Budget{budget}}); err != nil {
+	other := &gatehouse.Key{Hash: "k2"}
+	if err := a.Admit(ctx, other, nil, &gatehouse.Reservation{ID: "u", KeyHash: "k2", Amount: cents(50), Budgets: []gatehouse.Budget{budget}}); err != nil {
 		t.Fatalf("the budget kept a refused hold: %v", err)
 	}
 }
@@ -108,22 +111,22 @@ func TestAccountantAllOrNothing(t *testing.T) {
 // them.
 func TestAccountantChain(t *testing.T) {
 	ctx := context.Background()
-	parentLimit := USD(1)
-	parent := &Key{Hash: "p", Limit: &parentLimit}
+	parentLimit := gatehouse.USD(1)
+	parent := &gatehouse.Key{Hash: "p", Limit: &parentLimit}
 	a := NewAccountant(&loader{}, func() time.Time { return accountantNow })
-	admit := func(child string, amount Money) error {
-		return a.Admit(ctx, &Key{Hash: child}, []*Key{parent}, &Reservation{ID: child, KeyHash: child, Chain: []string{"p"}, Amount: amount})
+	admit := func(child string, amount gatehouse.Money) error {
+		return a.Admit(ctx, &gatehouse.Key{Hash: child}, []*gatehouse.Key{parent}, &gatehouse.Reservation{ID: child, KeyHash: child, Chain: []string{"p"}, Amount: amount})
 	}
 	if err := admit("c1", cents(60)); err != nil {
 		t.Fatal(err)
 	}
-	if err := admit("c2", cents(60)); ErrorCode(err) != EPAYMENT {
+	if err := admit("c2", cents(60)); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
 		t.Fatalf("second child past the parent's limit: %v, want payment_required", err)
 	}
 	if err := admit("c2", cents(40)); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Admit(ctx, &Key{Hash: "c3"}, []*Key{nil}, &Reservation{ID: "c3", KeyHash: "c3", Amount: 1}); ErrorCode(err) != EFORBIDDEN {
+	if err := a.Admit(ctx, &gatehouse.Key{Hash: "c3"}, []*gatehouse.Key{nil}, &gatehouse.Reservation{ID: "c3", KeyHash: "c3", Amount: 1}); gatehouse.ErrorCode(err) != gatehouse.EFORBIDDEN {
 		t.Fatalf("deleted parent: %v, want forbidden", err)
 	}
 }
@@ -132,15 +135,15 @@ func TestAccountantChain(t *testing.T) {
 // $1 limit: exactly 10 are admitted, however they interleave.
 func TestAccountantConcurrent(t *testing.T) {
 	ctx := context.Background()
-	limit := USD(1)
-	key := &Key{Hash: "k", Limit: &limit}
+	limit := gatehouse.USD(1)
+	key := &gatehouse.Key{Hash: "k", Limit: &limit}
 	l := &loader{}
 	a := NewAccountant(l, func() time.Time { return accountantNow })
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
-			if a.Admit(ctx, key, nil, &Reservation{ID: "r", KeyHash: "k", Amount: cents(10)}) == nil {
+			if a.Admit(ctx, key, nil, &gatehouse.Reservation{ID: "r", KeyHash: "k", Amount: cents(10)}) == nil {
 				admitted.Add(1)
 			}
 		})
@@ -153,9 +156,9 @@ func TestAccountantConcurrent(t *testing.T) {
 
 // TestAccountantLoadFails: a database that cannot be read admits nothing.
 func TestAccountantLoadFails(t *testing.T) {
-	down := Errorf(EUNAVAILABLE, "database unavailable")
+	down := gatehouse.Errorf(gatehouse.EUNAVAILABLE, "database unavailable")
 	a := NewAccountant(&loader{err: down}, nil)
-	err := a.Admit(context.Background(), &Key{Hash: "k"}, nil, &Reservation{ID: "r", KeyHash: "k", Amount: 1})
+	err := a.Admit(context.Background(), &gatehouse.Key{Hash: "k"}, nil, &gatehouse.Reservation{ID: "r", KeyHash: "k", Amount: 1})
 	if !errors.Is(err, down) {
 		t.Fatalf("Admit: %v, want the load's error", err)
 	}
@@ -165,15 +168,15 @@ func TestAccountantLoadFails(t *testing.T) {
 // in memory when the idle ones are dropped.
 func TestAccountantDropsOnlyIdle(t *testing.T) {
 	ctx := context.Background()
-	limit := USD(1)
+	limit := gatehouse.USD(1)
 	l := &loader{}
 	a := NewAccountant(l, func() time.Time { return accountantNow })
-	busy := &Reservation{ID: "b", KeyHash: "busy", Amount: cents(90)}
-	if err := a.Admit(ctx, &Key{Hash: "busy", Limit: &limit}, nil, busy); err != nil {
+	busy := &gatehouse.Reservation{ID: "b", KeyHash: "busy", Amount: cents(90)}
+	if err := a.Admit(ctx, &gatehouse.Key{Hash: "busy", Limit: &limit}, nil, busy); err != nil {
 		t.Fatal(err)
 	}
-	idle := &Reservation{ID: "i", KeyHash: "idle", Amount: 1}
-	if err := a.Admit(ctx, &Key{Hash: "idle"}, nil, idle); err != nil {
+	idle := &gatehouse.Reservation{ID: "i", KeyHash: "idle", Amount: 1}
+	if err := a.Admit(ctx, &gatehouse.Key{Hash: "idle"}, nil, idle); err != nil {
 		t.Fatal(err)
 	}
 	a.Release(idle)
@@ -187,9 +190,9 @@ func TestAccountantDropsOnlyIdle(t *testing.T) {
 		t.Fatalf("after dropIdle: busy kept %v, idle kept %v; want true, false", busyKept, idleKept)
 	}
 	// The busy account still holds its $0.90.
-	if err := a.Admit(ctx, &Key{Hash: "busy", Limit: &limit}, nil, &Reservation{ID: "x", KeyHash: "busy", Amount: cents(11)}); ErrorCode(err) != EPAYMENT {
+	if err := a.Admit(ctx, &gatehouse.Key{Hash: "busy", Limit: &limit}, nil, &gatehouse.Reservation{ID: "x", KeyHash: "busy", Amount: cents(11)}); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
 		t.Fatalf("busy account lost its hold: %v", err)
 	}
 }
 
-func cents(n int64) Money { return Money(n * NanosPerUSD / 100) }
+func cents(n int64) gatehouse.Money { return gatehouse.Money(n * gatehouse.NanosPerUSD / 100) }

@@ -1,4 +1,4 @@
-package gateway
+package provider
 
 import (
 	"maps"
@@ -19,7 +19,7 @@ import (
 // metered.
 
 // providerInfoSettings returns the descriptive settings of a provider.
-func (l *loader) providerInfoSettings(p *gatehouse.ProviderInfo) map[string]func(*yaml.Node) {
+func (l *loader) providerInfoSettings(p *ProviderInfo) map[string]func(*yaml.Node) {
 	return map[string]func(*yaml.Node){
 		"name":                 func(v *yaml.Node) { p.Name = l.displayText(v, "name", 100) },
 		"zdr":                  func(v *yaml.Node) { p.ZDR = l.boolean(v, "zdr") },
@@ -39,24 +39,24 @@ func (l *loader) providerInfoSettings(p *gatehouse.ProviderInfo) map[string]func
 }
 
 // modelInfoSettings returns the descriptive settings of a model.
-func (l *loader) modelInfoSettings(m *gatehouse.ModelInfo) map[string]func(*yaml.Node) {
+func (l *loader) modelInfoSettings(m *ModelInfo) map[string]func(*yaml.Node) {
 	return map[string]func(*yaml.Node){
 		"description":          func(v *yaml.Node) { m.Description = l.description(v) },
 		"created":              func(v *yaml.Node) { m.Created = l.created(v) },
 		"hugging_face_id":      func(v *yaml.Node) { m.HuggingFaceID = l.huggingFaceID(v) },
 		"knowledge_cutoff":     func(v *yaml.Node) { m.KnowledgeCutoff = l.date(v, "knowledge_cutoff") },
 		"expiration_date":      func(v *yaml.Node) { m.ExpirationDate = l.date(v, "expiration_date") },
-		"tokenizer":            func(v *yaml.Node) { m.Tokenizer = l.oneOf(v, "tokenizer", gatehouse.Tokenizers) },
-		"instruct_type":        func(v *yaml.Node) { m.InstructType = l.oneOf(v, "instruct_type", gatehouse.InstructTypes) },
-		"input_modalities":     func(v *yaml.Node) { m.InputModalities = l.listOf(v, "input_modalities", gatehouse.InputModalities) },
-		"output_modalities":    func(v *yaml.Node) { m.OutputModalities = l.listOf(v, "output_modalities", gatehouse.OutputModalities) },
+		"tokenizer":            func(v *yaml.Node) { m.Tokenizer = l.oneOf(v, "tokenizer", Tokenizers) },
+		"instruct_type":        func(v *yaml.Node) { m.InstructType = l.oneOf(v, "instruct_type", InstructTypes) },
+		"input_modalities":     func(v *yaml.Node) { m.InputModalities = l.listOf(v, "input_modalities", InputModalities) },
+		"output_modalities":    func(v *yaml.Node) { m.OutputModalities = l.listOf(v, "output_modalities", OutputModalities) },
 		"supported_parameters": func(v *yaml.Node) { m.SupportedParameters = l.parameters(v) },
 		"cache_read_price":     func(v *yaml.Node) { m.CacheReadPrice = l.optionalPrice(v, "cache_read_price") },
 		"cache_write_price":    func(v *yaml.Node) { m.CacheWritePrice = l.optionalPrice(v, "cache_write_price") },
 		"reasoning":            func(v *yaml.Node) { m.Reasoning = l.reasoning(v) },
-		"categories":           func(v *yaml.Node) { m.Categories = l.listOf(v, "categories", gatehouse.ModelCategories) },
+		"categories":           func(v *yaml.Node) { m.Categories = l.listOf(v, "categories", ModelCategories) },
 		"distillable":          func(v *yaml.Node) { m.Distillable = l.boolean(v, "distillable") },
-		"quantization":         func(v *yaml.Node) { m.Quantization = l.oneOf(v, "quantization", gatehouse.Quantizations) },
+		"quantization":         func(v *yaml.Node) { m.Quantization = l.oneOf(v, "quantization", Quantizations) },
 		"implicit_caching":     func(v *yaml.Node) { m.ImplicitCaching = l.boolean(v, "implicit_caching") },
 	}
 }
@@ -171,10 +171,10 @@ func (l *loader) parameters(v *yaml.Node) []string {
 		case !ok:
 		case slices.Contains(out, s):
 			l.errorf(item, "supported_parameters", "lists %q twice", s)
-		case slices.Contains(gatehouse.AllModelParameters, s) && !slices.Contains(gatehouse.ModelParameters, s):
+		case slices.Contains(AllModelParameters, s) && !slices.Contains(ModelParameters, s):
 			l.errorf(item, "supported_parameters", "%q is refused or not forwarded by Gatehouse's chat path, so no model can offer it through Gatehouse", s)
-		case !slices.Contains(gatehouse.ModelParameters, s):
-			l.errorf(item, "supported_parameters", "%q is not one of %s", s, strings.Join(gatehouse.ModelParameters, ", "))
+		case !slices.Contains(ModelParameters, s):
+			l.errorf(item, "supported_parameters", "%q is not one of %s", s, strings.Join(ModelParameters, ", "))
 		default:
 			out = append(out, s)
 		}
@@ -234,13 +234,13 @@ func (l *loader) optionalPrice(v *yaml.Node, field string) *gatehouse.Money {
 }
 
 // reasoning reads the reasoning: mapping of a model.
-func (l *loader) reasoning(v *yaml.Node) *gatehouse.ModelReasoning {
-	r := &gatehouse.ModelReasoning{}
+func (l *loader) reasoning(v *yaml.Node) *ModelReasoning {
+	r := &ModelReasoning{}
 	l.mapping(v, "reasoning", map[string]func(*yaml.Node){
 		"mandatory":           func(v *yaml.Node) { r.Mandatory = l.boolean(v, "mandatory") },
 		"default_enabled":     func(v *yaml.Node) { r.DefaultEnabled = new(l.boolean(v, "default_enabled")) },
-		"default_effort":      func(v *yaml.Node) { r.DefaultEffort = l.oneOf(v, "default_effort", gatehouse.ReasoningEfforts) },
-		"supported_efforts":   func(v *yaml.Node) { r.SupportedEfforts = l.listOf(v, "supported_efforts", gatehouse.ReasoningEfforts) },
+		"default_effort":      func(v *yaml.Node) { r.DefaultEffort = l.oneOf(v, "default_effort", ReasoningEfforts) },
+		"supported_efforts":   func(v *yaml.Node) { r.SupportedEfforts = l.listOf(v, "supported_efforts", ReasoningEfforts) },
 		"supports_max_tokens": func(v *yaml.Node) { r.SupportsMaxTokens = new(l.boolean(v, "supports_max_tokens")) },
 	})
 	if r.DefaultEffort != "" && r.SupportedEfforts != nil && !slices.Contains(r.SupportedEfforts, r.DefaultEffort) {

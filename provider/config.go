@@ -1,4 +1,4 @@
-package gateway
+package provider
 
 import (
 	"bytes"
@@ -22,14 +22,6 @@ import (
 // DefaultMaxCompletionTokens is the completion cap assumed for a model
 // whose configuration sets none, when a request sets none either.
 const DefaultMaxCompletionTokens = 4096
-
-// DefaultTimeout is how long a whole call to a provider may take when its
-// configuration sets no timeout, and DefaultFirstByteTimeout how long its
-// answer may take to begin.
-const (
-	DefaultTimeout          = gatehouse.DefaultProviderTimeout
-	DefaultFirstByteTimeout = gatehouse.DefaultFirstByteTimeout
-)
 
 // maxTokensLimit bounds the integer settings, as the API bounds max_tokens.
 const maxTokensLimit = 10_000_000
@@ -84,7 +76,7 @@ func (e *LineError) Error() string {
 // errors.Join in the order of the file (line, then column), naming the
 // file, the line and column, and the setting; past maxErrors of them, a
 // last line counts the rest.
-func LoadProviders(path string, getenv func(string) string) (*gatehouse.Catalog, error) {
+func LoadProviders(path string, getenv func(string) string) (*Catalog, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read providers file: %w", err)
@@ -94,7 +86,7 @@ func LoadProviders(path string, getenv func(string) string) (*gatehouse.Catalog,
 	if len(l.errs) > 0 {
 		return nil, l.err()
 	}
-	catalog, err := gatehouse.NewCatalog(providers)
+	catalog, err := NewCatalog(providers)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -138,7 +130,7 @@ func (l *loader) err() error {
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parse decodes the document and walks it.
-func (l *loader) parse(data []byte) []*gatehouse.Provider {
+func (l *loader) parse(data []byte) []*Provider {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -159,7 +151,7 @@ func (l *loader) parse(data []byte) []*gatehouse.Provider {
 		return nil
 	}
 	root := doc.Content[0]
-	var providers []*gatehouse.Provider
+	var providers []*Provider
 	l.mapping(root, "the file", map[string]func(*yaml.Node){
 		"providers": func(v *yaml.Node) { providers = l.providers(v) },
 	}, "providers")
@@ -223,12 +215,12 @@ func (l *loader) mapping(n *yaml.Node, what string, set map[string]func(*yaml.No
 	}
 }
 
-func (l *loader) providers(v *yaml.Node) []*gatehouse.Provider {
+func (l *loader) providers(v *yaml.Node) []*Provider {
 	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
 		l.errorf(v, "providers", "must be a non-empty list of providers, each starting with \"- id: ...\"")
 		return nil
 	}
-	var out []*gatehouse.Provider
+	var out []*Provider
 	ids := map[string]int{}
 	for i, n := range v.Content {
 		p := l.provider(deref(n), "provider "+entryName(n, i))
@@ -247,8 +239,8 @@ var providerIDRE = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 var upperEnvNameRE = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
-func (l *loader) provider(n *yaml.Node, what string) *gatehouse.Provider {
-	p := &gatehouse.Provider{Timeout: DefaultTimeout, FirstByteTimeout: DefaultFirstByteTimeout}
+func (l *loader) provider(n *yaml.Node, what string) *Provider {
+	p := &Provider{Timeout: DefaultProviderTimeout, FirstByteTimeout: DefaultFirstByteTimeout}
 	var modelsNode, firstByte *yaml.Node
 	l.mapping(n, what, withSettings(l.providerInfoSettings(&p.ProviderInfo), map[string]func(*yaml.Node){
 		"id": func(v *yaml.Node) {
@@ -318,18 +310,18 @@ func (l *loader) apiKey(v *yaml.Node) (name, key string) {
 	return name, key
 }
 
-func (l *loader) models(v *yaml.Node, provider string) []*gatehouse.Model {
+func (l *loader) models(v *yaml.Node, prov string) []*Model {
 	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
 		l.errorf(v, "models", "must be a non-empty list of models, each starting with \"- id: ...\"")
 		return nil
 	}
-	var out []*gatehouse.Model
+	var out []*Model
 	ids := map[string]int{}
 	for i, n := range v.Content {
-		m := l.model(deref(n), "model "+entryName(n, i)+" of provider "+provider)
+		m := l.model(deref(n), "model "+entryName(n, i)+" of provider "+prov)
 		if m.ID != "" {
 			if line, dup := ids[m.ID]; dup {
-				l.errorf(n, "id", "model %q is defined twice in provider %s (first on line %d)", m.ID, provider, line)
+				l.errorf(n, "id", "model %q is defined twice in provider %s (first on line %d)", m.ID, prov, line)
 			}
 			ids[m.ID] = deref(n).Line
 		}
@@ -338,8 +330,8 @@ func (l *loader) models(v *yaml.Node, provider string) []*gatehouse.Model {
 	return out
 }
 
-func (l *loader) model(n *yaml.Node, what string) *gatehouse.Model {
-	m := &gatehouse.Model{MaxCompletionTokens: DefaultMaxCompletionTokens}
+func (l *loader) model(n *yaml.Node, what string) *Model {
+	m := &Model{MaxCompletionTokens: DefaultMaxCompletionTokens}
 	completionPriced := false
 	l.mapping(n, what, withSettings(l.modelInfoSettings(&m.ModelInfo), map[string]func(*yaml.Node){
 		"id": func(v *yaml.Node) {
@@ -435,12 +427,12 @@ func (l *loader) boolean(v *yaml.Node, field string) bool {
 func (l *loader) duration(v *yaml.Node, field string) time.Duration {
 	s, ok := l.str(v, field)
 	if !ok {
-		return DefaultTimeout
+		return DefaultProviderTimeout
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		l.errorf(v, field, "must be a positive duration with its unit, such as 90s or 5m")
-		return DefaultTimeout
+		return DefaultProviderTimeout
 	}
 	return d
 }

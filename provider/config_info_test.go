@@ -1,4 +1,4 @@
-package gateway_test
+package provider_test
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"gatehouse"
-	"gatehouse/gateway"
+	"gatehouse/provider"
 )
 
 const describedFile = `providers:
@@ -58,12 +58,12 @@ const describedFile = `providers:
 `
 
 func TestLoadProvidersDescriptions(t *testing.T) {
-	c, err := gateway.LoadProviders(writeFile(t, describedFile), env(nil))
+	c, err := provider.LoadProviders(writeFile(t, describedFile), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := c.Providers[0]
-	wantProvider := gatehouse.ProviderInfo{Name: "OpenAI", ZDR: true, Moderated: true,
+	wantProvider := provider.ProviderInfo{Name: "OpenAI", ZDR: true, Moderated: true,
 		PrivacyPolicyURL: "https://openai.com/policies/privacy-policy", TermsOfServiceURL: "https://openai.com/policies/terms-of-use",
 		StatusPageURL: "https://status.openai.com", Headquarters: "US", Datacenters: []string{"US", "IE"}}
 	if diff := cmp.Diff(wantProvider, p.ProviderInfo); diff != "" {
@@ -71,13 +71,13 @@ func TestLoadProvidersDescriptions(t *testing.T) {
 	}
 	m, _, _ := c.Model("openai/gpt-4o-mini")
 	readPrice, writePrice := gatehouse.Money(75_000_000), gatehouse.Money(187_500_000)
-	wantModel := gatehouse.ModelInfo{
+	wantModel := provider.ModelInfo{
 		Description: "A small, fast model.\nGood at most things.\n", Created: time.Date(2024, 7, 18, 0, 0, 0, 0, time.UTC),
 		HuggingFaceID: "openai/gpt-oss-20b", KnowledgeCutoff: "2023-10-01", ExpirationDate: "2027-01-31",
 		Tokenizer: "GPT", InstructType: "chatml", InputModalities: []string{"text", "image"}, OutputModalities: []string{"text"},
 		SupportedParameters: []string{"max_tokens", "temperature", "tools", "tool_choice", "structured_outputs"},
 		CacheReadPrice:      &readPrice, CacheWritePrice: &writePrice,
-		Reasoning: &gatehouse.ModelReasoning{DefaultEnabled: new(true), DefaultEffort: "medium",
+		Reasoning: &provider.ModelReasoning{DefaultEnabled: new(true), DefaultEffort: "medium",
 			SupportedEfforts: []string{"low", "medium", "high"}, SupportsMaxTokens: new(false)},
 		Categories: []string{"programming", "marketing/seo"}, Distillable: true, Quantization: "fp16", ImplicitCaching: true,
 	}
@@ -91,7 +91,7 @@ func TestLoadProvidersDescriptions(t *testing.T) {
 	if want := time.Date(2025, 3, 4, 4, 6, 7, 0, time.UTC); !plain.Created.Equal(want) || plain.Created.Location() != time.UTC {
 		t.Errorf("created = %v, want %v in UTC", plain.Created, want)
 	}
-	if plain.Modality() != "text->text" || !slicesEqual(plain.Parameters(), gatehouse.DefaultSupportedParameters) ||
+	if plain.Modality() != "text->text" || !slicesEqual(plain.Parameters(), provider.DefaultSupportedParameters) ||
 		plain.Reasoning != nil || plain.CacheReadPrice != nil {
 		t.Errorf("a model without descriptions: %+v", plain.ModelInfo)
 	}
@@ -101,7 +101,7 @@ func TestLoadProvidersDescriptions(t *testing.T) {
 // its id as its name, and a model the time the catalog was made.
 func TestLoadProvidersCatalogDefaults(t *testing.T) {
 	before := time.Now().Add(-time.Second)
-	c, err := gateway.LoadProviders(writeFile(t, validFile), env(map[string]string{"OPENAI_API_KEY": "k"}))
+	c, err := provider.LoadProviders(writeFile(t, validFile), env(map[string]string{"OPENAI_API_KEY": "k"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestLoadProvidersInvalidDescriptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeFile(t, tt.content)
-			_, err := gateway.LoadProviders(path, env(nil))
+			_, err := provider.LoadProviders(path, env(nil))
 			if err == nil {
 				t.Fatalf("no error for:\n%s", tt.content)
 			}

@@ -1,11 +1,12 @@
-package gatehouse
+package meter
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"gatehouse"
+	"gatehouse/provider"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // guardrails' model rules), then settle the exact cost once the provider
 // has answered, or release the reservation when it never did.
 type Meter struct {
-	Usage UsageService
+	Usage gatehouse.UsageService
 	// Ledger, when set, writes settles and releases behind the request
 	// path; else each is written before Settle or Release returns.
 	Ledger Ledger
@@ -34,10 +35,10 @@ type Meter struct {
 	// that one of them may serve is sent with it and metered as BYOK usage
 	// (see ChooseBYOKKeys). nil: every call goes with the operator's key.
 	BYOKKeys interface {
-		ProviderBYOKKeys(ctx context.Context, workspaceID, provider string) ([]*BYOKKey, error)
+		ProviderBYOKKeys(ctx context.Context, workspaceID, prov string) ([]*gatehouse.BYOKKey, error)
 	}
-	Traces TraceSink // where settled calls are traced; nil: nowhere
-	Now    Clock     // stamps reservation expiries; nil: time.Now
+	Traces gatehouse.TraceSink // where settled calls are traced; nil: nowhere
+	Now    gatehouse.Clock     // stamps reservation expiries; nil: time.Now
 	// Anomaly hears of a provider whose answer breaks what it was asked
 	// (such as usage past the cap it was sent): the key holder is charged
 	// no more than was reserved, and the operator should learn of it. nil:
@@ -56,18 +57,18 @@ type Meter struct {
 type Ledger interface {
 	// Hold writes a reservation admitted in memory; the channel receives
 	// nil once it is durable, or the error that kept it from being written.
-	Hold(r *Reservation) <-chan error
+	Hold(r *gatehouse.Reservation) <-chan error
 	// Settle charges a reservation as g, behind; result (may be nil)
 	// hears once it is written.
-	Settle(r *Reservation, g *Generation, result func(error))
+	Settle(r *gatehouse.Reservation, g *gatehouse.Generation, result func(error))
 	// Charge settles a reservation that has no hold (Reservation.Unheld)
 	// as g, and returns once the charge survives a crash of this process
 	// (journalled, or written); written (may be nil) hears once it is
 	// written. An error means it may not survive.
-	Charge(ctx context.Context, r *Reservation, g *Generation, written func(error)) error
+	Charge(ctx context.Context, r *gatehouse.Reservation, g *gatehouse.Generation, written func(error)) error
 	// Release drops a reservation, behind; result (may be nil) hears once
 	// it is written.
-	Release(r *Reservation, result func(error))
+	Release(r *gatehouse.Reservation, result func(error))
 	// Sync waits until everything submitted before it is written.
 	Sync(ctx context.Context) error
 }
@@ -80,24 +81,18 @@ const AnomalyUsageOverReservation = "usage_over_reservation"
 // full: what the provider reported and what was charged instead.
 type Anomaly struct {
 	Kind             string
-	Generation       *Generation // as recorded, at the charged cost
-	PromptTokens     int64       // as reported
-	CompletionTokens int64       // as reported
-	Cost             Money       // of the reported usage
-	Reserved         Money       // what was charged
+	Generation       *gatehouse.Generation // as recorded, at the charged cost
+	PromptTokens     int64                 // as reported
+	CompletionTokens int64                 // as reported
+	Cost             gatehouse.Money       // of the reported usage
+	Reserved         gatehouse.Money       // what was charged
 }
-
-// The statuses of a Generation.
-const (
-	GenerationCompleted = "completed" // charged from the usage the provider reported
-	GenerationPartial   = "partial"   // no usable usage: charged the reservation
-)
 
 // MeteredCall is what metering needs of a model call before it is made.
 type MeteredCall struct {
-	Key      *Key
-	Model    *Model
-	Provider *Provider
+	Key      *gatehouse.Key
+	Model    *provider.Model
+	Provider *provider.Provider
 	// Request is the client's request body as received: its length bounds
 	// the prompt, and its messages go to the trace.
 	Request []byte
@@ -109,15 +104,15 @@ type MeteredCall struct {
 	// Messages are the request's messages (a JSON array), for the content
 	// kept of the call and its trace; nil: the messages of Request.
 	Messages    json.RawMessage
-	Attribution Attribution
+	Attribution gatehouse.Attribution
 }
 
 // Metering is a call whose worst case is reserved, until Settle or Release.
 type Metering struct {
-	Reservation *Reservation
+	Reservation *gatehouse.Reservation
 	// Generation is the call's ledger entry, with its id, from the start;
 	// Settle fills in its usage, cost and timings.
-	Generation *Generation
+	Generation *gatehouse.Generation
 	// MaxTokens is the completion cap the reservation assumes: the provider
 	// must be sent exactly this cap.
 	MaxTokens int
@@ -126,7 +121,7 @@ type Metering struct {
 	// before: BYOKKeyRefused); empty: the provider's own key. The call is
 	// metered as BYOK usage when there are any, or when its provider is
 	// marked BYOK.
-	BYOKKeys []*BYOKKey
+	BYOKKeys []*gatehouse.BYOKKey
 	call     MeteredCall
 	started  time.Time
 	held     <-chan error // the hold's write, when admitted in memory
@@ -147,7 +142,7 @@ func (mt *Metering) Held(ctx context.Context) error {
 		mt.heldErr, mt.heldDone = err, true
 		return err
 	case <-ctx.Done():
-		return Errorf(EUNAVAILABLE, "the database did not record the request's reservation in time; retry shortly")
+		return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "the database did not record the request's reservation in time; retry shortly")
 	}
 }
 
@@ -158,19 +153,10 @@ const (
 	releaseTimeout = 10 * time.Second
 )
 
-// CompletionCap returns the completion cap of a call to the model: the one
-// the client asked for, else the model's.
-func (m *Model) CompletionCap(requested *int) int {
-	if requested != nil {
-		return *requested
-	}
-	return m.MaxCompletionTokens
-}
-
 // Estimate returns the worst-case cost of a call to the model: a prompt of
 // as many tokens as the request has bytes (a token is at least one byte;
 // 16 more for the tokens a chat template adds) and maxTokens of completion.
-func Estimate(m *Model, requestBytes, maxTokens int) Money {
+func Estimate(m *provider.Model, requestBytes, maxTokens int) gatehouse.Money {
 	return m.Cost(int64(requestBytes)+16, int64(maxTokens))
 }
 
@@ -187,7 +173,7 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckModel(guardrails, c.Model.Slug(), c.Provider.ID); err != nil {
+	if err := gatehouse.CheckModel(guardrails, c.Model.Slug(), c.Provider.ID); err != nil {
 		return nil, err
 	}
 	budgets, err := m.Usage.BudgetsForKey(ctx, c.Key)
@@ -200,8 +186,8 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	}
 	byok := c.Provider.BYOK || len(byokKeys) > 0
 	mt := &Metering{MaxTokens: c.Model.CompletionCap(c.MaxTokens), BYOKKeys: byokKeys, call: c, started: time.Now()}
-	mt.Generation = &Generation{
-		ID: NewGenerationID(), OrganizationID: c.Key.OrganizationID, WorkspaceID: c.Key.WorkspaceID, KeyHash: c.Key.Hash,
+	mt.Generation = &gatehouse.Generation{
+		ID: gatehouse.NewGenerationID(), OrganizationID: c.Key.OrganizationID, WorkspaceID: c.Key.WorkspaceID, KeyHash: c.Key.Hash,
 		Model: c.Model.Slug(), Provider: c.Provider.ID, BYOK: byok, Streamed: c.Stream,
 		SessionID: c.SessionID, ExternalUser: c.Key.ExternalUser,
 		HTTPReferer: c.Attribution.HTTPReferer, AppTitle: c.Attribution.AppTitle, UserAgent: c.Attribution.UserAgent,
@@ -209,9 +195,9 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	if c.Attribution.ExternalUser != nil {
 		mt.Generation.ExternalUser = c.Attribution.ExternalUser
 	}
-	mt.Reservation = &Reservation{
+	mt.Reservation = &gatehouse.Reservation{
 		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: byok,
-		Budgets: append(slices.Clip(budgets), Budgets(guardrails)...),
+		Budgets: append(slices.Clip(budgets), gatehouse.Budgets(guardrails)...),
 		Amount:  Estimate(c.Model, len(c.Request), mt.MaxTokens),
 		// A crash leaves it held until the longest call could have ended.
 		ExpiresAt:  m.now().Add(c.Provider.CallTimeout() + time.Minute),
@@ -261,7 +247,7 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 // chooseBYOKKeys returns the workspace's own keys the call goes with, in
 // the order to try them, or refuses it when the workspace reserves the
 // provider or model to keys that cannot serve it.
-func (m *Meter) chooseBYOKKeys(ctx context.Context, c MeteredCall) ([]*BYOKKey, error) {
+func (m *Meter) chooseBYOKKeys(ctx context.Context, c MeteredCall) ([]*gatehouse.BYOKKey, error) {
 	if m.BYOKKeys == nil {
 		return nil, nil
 	}
@@ -269,15 +255,15 @@ func (m *Meter) chooseBYOKKeys(ctx context.Context, c MeteredCall) ([]*BYOKKey, 
 	if err != nil {
 		return nil, err
 	}
-	return ChooseBYOKKeys(keys, c.Key, c.Provider.ID, c.Model.Slug())
+	return gatehouse.ChooseBYOKKeys(keys, c.Key, c.Provider.ID, c.Model.Slug())
 }
 
 // reserveInDB admits r in the database. A refusal while settles are still
 // being written is checked again once they are: they hold their
 // reservations, which may exceed their costs.
-func reserveInDB(ctx context.Context, usage UsageService, ledger Ledger, r *Reservation) error {
+func reserveInDB(ctx context.Context, usage gatehouse.UsageService, ledger Ledger, r *gatehouse.Reservation) error {
 	err := usage.Reserve(ctx, r)
-	if code := ErrorCode(err); (code == EPAYMENT || code == EFORBIDDEN) && ledger != nil {
+	if code := gatehouse.ErrorCode(err); (code == gatehouse.EPAYMENT || code == gatehouse.EFORBIDDEN) && ledger != nil {
 		if ledger.Sync(ctx) == nil {
 			err = usage.Reserve(ctx, r)
 		}
@@ -297,11 +283,11 @@ func reserveInDB(ctx context.Context, usage UsageService, ledger Ledger, r *Rese
 // expires; but for a reservation without a hold (Reservation.Unheld) Settle
 // waits until the charge survives a crash (Ledger.Charge), and an error
 // means it may not: the answer must not be delivered.
-func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr error) error {
+func (m *Meter) Settle(ctx context.Context, mt *Metering, c provider.Completion, callErr error) error {
 	gen, reserved := mt.Generation, mt.Reservation.Amount
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	gen.Status, gen.Cost = GenerationCompleted, reserved
+	gen.Status, gen.Cost = gatehouse.GenerationCompleted, reserved
 	// Negative counts would credit the key: they count as no usage.
 	if c.UsageKnown && usageFinal(callErr) && c.PromptTokens >= 0 && c.CompletionTokens >= 0 {
 		gen.PromptTokens, gen.CompletionTokens = c.PromptTokens, c.CompletionTokens
@@ -314,14 +300,14 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 				PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, Cost: cost, Reserved: reserved})
 		}
 	} else {
-		gen.Status = GenerationPartial
+		gen.Status = gatehouse.GenerationPartial
 	}
 	if c.UpstreamID != "" {
-		id := storableText(c.UpstreamID)
+		id := gatehouse.StorableText(c.UpstreamID)
 		gen.UpstreamID = &id
 	}
 	if c.FinishReason != "" {
-		reason := storableText(c.FinishReason)
+		reason := gatehouse.StorableText(c.FinishReason)
 		gen.FinishReason = &reason
 	}
 	ended := time.Now()
@@ -359,8 +345,8 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c Completion, callErr 
 // off is charged the reservation (the provider may go on working), as is
 // any other failure (see Billed).
 func usageFinal(callErr error) bool {
-	var ue *UpstreamError
-	return callErr == nil || errors.As(callErr, &ue) && ue.Kind == UpstreamTooLarge
+	var ue *provider.UpstreamError
+	return callErr == nil || errors.As(callErr, &ue) && ue.Kind == provider.UpstreamTooLarge
 }
 
 // record settles a reservation that has no hold and waits until its
@@ -368,7 +354,7 @@ func usageFinal(callErr error) bool {
 // written: the call is then charged although its answer is not delivered,
 // never the reverse. (The accountant keeps the cost either way, erring on
 // the side of the limit.)
-func (m *Meter) record(ctx context.Context, r *Reservation, gen *Generation) error {
+func (m *Meter) record(ctx context.Context, r *gatehouse.Reservation, gen *gatehouse.Generation) error {
 	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
 	defer cancel()
 	return m.Ledger.Charge(ctx, r, gen, m.holdContent(gen, m.written(r)))
@@ -382,7 +368,7 @@ const recordTimeout = 10 * time.Second
 // written: the accountant may then forget its accounts. (The ledger logs a
 // failure; the reservation, left open, is charged at what it reserved at
 // the next start or once it expires.)
-func (m *Meter) written(r *Reservation) func(error) {
+func (m *Meter) written(r *gatehouse.Reservation) func(error) {
 	switch {
 	case m.Accounts != nil:
 		return func(error) { m.Accounts.Written(r) }
@@ -402,7 +388,7 @@ func (m *Meter) Sync(ctx context.Context) error {
 }
 
 // trace publishes a settled call to the observability destinations.
-func (m *Meter) trace(mt *Metering, c Completion, ended time.Time) {
+func (m *Meter) trace(mt *Metering, c provider.Completion, ended time.Time) {
 	if m.Traces == nil {
 		return
 	}
@@ -414,7 +400,7 @@ func (m *Meter) trace(mt *Metering, c Completion, ended time.Time) {
 		_ = json.Unmarshal(mt.call.Request, &msgs)
 		input = msgs.Messages
 	}
-	m.Traces.Publish(&TraceEvent{Generation: mt.Generation, KeyName: mt.call.Key.Name, UserID: mt.call.Key.CreatorUserID,
+	m.Traces.Publish(&gatehouse.TraceEvent{Generation: mt.Generation, KeyName: mt.call.Key.Name, UserID: mt.call.Key.CreatorUserID,
 		StartedAt: mt.started, EndedAt: ended, Input: input, Output: c.Output})
 }
 
@@ -449,8 +435,30 @@ func (m *Meter) now() time.Time {
 	return m.Now()
 }
 
-// storableText makes a provider's text storable by every engine: PostgreSQL
-// refuses NUL in text, and a refused settle would leave the call unmetered.
-func storableText(s string) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+// CheckReasoningBudget refuses a reasoning budget (the max_tokens of a
+// request's reasoning object) that is not below capTokens, the completion
+// cap sent with the call: a provider that makes room for it (Anthropic's
+// thinking needs max_tokens above its budget, and some routers raise
+// max_tokens to fit) would produce more than was reserved. The budget is
+// read as encoding/json reads it, whatever the case of its name, which
+// refuses more, never less; a reasoning value that is not an object with
+// a budget is left to the provider.
+func CheckReasoningBudget(reasoning json.RawMessage, capTokens int) error {
+	if len(reasoning) == 0 {
+		return nil
+	}
+	var r struct {
+		MaxTokens *json.Number `json:"max_tokens"`
+	}
+	if json.Unmarshal(reasoning, &r) != nil || r.MaxTokens == nil {
+		return nil
+	}
+	n, err := r.MaxTokens.Int64()
+	switch {
+	case err != nil || n < 0:
+		return gatehouse.FieldError("reasoning.max_tokens", "must be a whole number of tokens")
+	case n >= int64(capTokens):
+		return gatehouse.FieldError("reasoning.max_tokens", "%d is not below the completion cap of %d tokens sent with the request (max_tokens): the provider could make room for it past what was reserved", n, capTokens)
+	}
+	return nil
 }

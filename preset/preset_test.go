@@ -1,8 +1,10 @@
-package gatehouse_test
+package preset_test
 
 import (
 	"bytes"
 	"encoding/json"
+	"gatehouse/internal/errtest"
+	"gatehouse/preset"
 	"strings"
 	"testing"
 
@@ -15,18 +17,18 @@ func TestReadPresetUse(t *testing.T) {
 	for _, tc := range []struct {
 		model  string
 		preset *string
-		want   gatehouse.PresetUse
+		want   preset.PresetUse
 		ok     bool
 		field  string // of the error, "" for none
 	}{
 		{model: "acme/chat"},
-		{model: "@preset/support-bot", want: gatehouse.PresetUse{Slug: "support-bot", Field: "model"}, ok: true},
-		{model: "@preset/support-bot@12", want: gatehouse.PresetUse{Slug: "support-bot", Version: 12, Field: "model"}, ok: true},
-		{model: "acme/chat@preset/support-bot", want: gatehouse.PresetUse{Slug: "support-bot", Field: "model", Model: "acme/chat"}, ok: true},
-		{model: "acme/chat@preset/bot@2", want: gatehouse.PresetUse{Slug: "bot", Version: 2, Field: "model", Model: "acme/chat"}, ok: true},
-		{model: "acme/chat", preset: new("bot"), want: gatehouse.PresetUse{Slug: "bot", Field: "preset", Model: "acme/chat"}, ok: true},
-		{preset: new("bot@3"), want: gatehouse.PresetUse{Slug: "bot", Version: 3, Field: "preset"}, ok: true},
-		{preset: new("@preset/bot"), want: gatehouse.PresetUse{Slug: "bot", Field: "preset"}, ok: true},
+		{model: "@preset/support-bot", want: preset.PresetUse{Slug: "support-bot", Field: "model"}, ok: true},
+		{model: "@preset/support-bot@12", want: preset.PresetUse{Slug: "support-bot", Version: 12, Field: "model"}, ok: true},
+		{model: "acme/chat@preset/support-bot", want: preset.PresetUse{Slug: "support-bot", Field: "model", Model: "acme/chat"}, ok: true},
+		{model: "acme/chat@preset/bot@2", want: preset.PresetUse{Slug: "bot", Version: 2, Field: "model", Model: "acme/chat"}, ok: true},
+		{model: "acme/chat", preset: new("bot"), want: preset.PresetUse{Slug: "bot", Field: "preset", Model: "acme/chat"}, ok: true},
+		{preset: new("bot@3"), want: preset.PresetUse{Slug: "bot", Version: 3, Field: "preset"}, ok: true},
+		{preset: new("@preset/bot"), want: preset.PresetUse{Slug: "bot", Field: "preset"}, ok: true},
 		{model: "@preset/", field: "model"},
 		{model: "@preset/Bot", field: "model"},
 		{model: "@preset/bot@0", field: "model"},
@@ -39,8 +41,8 @@ func TestReadPresetUse(t *testing.T) {
 		{preset: new(""), field: "preset"},
 		{preset: new("bot@"), field: "preset"},
 	} {
-		use, ok, err := gatehouse.ReadPresetUse(tc.model, tc.preset)
-		wantField(t, tc.model, err, tc.field)
+		use, ok, err := preset.ReadPresetUse(tc.model, tc.preset)
+		errtest.WantField(t, tc.model, err, tc.field)
 		if tc.field != "" {
 			continue
 		}
@@ -81,30 +83,30 @@ func TestPresetApply(t *testing.T) {
 	}}
 	for _, tc := range []struct {
 		name, request string
-		use           gatehouse.PresetUse
+		use           preset.PresetUse
 		want          string
 		field         string
 	}{
 		{"the preset fills in", `{"model":"@preset/p","messages":[{"role":"user","content":"hi"}]}`,
-			gatehouse.PresetUse{Slug: "p", Field: "model"},
+			preset.PresetUse{Slug: "p", Field: "model"},
 			`{"max_tokens":50,"messages":[{"content":"Be brief.","role":"system"},{"role":"user","content":"hi"}],"model":"acme/chat","provider":{"only":["acme"]},"temperature":0.2,"top_p":0.9}`, ""},
 		{"the request wins field by field; null is unset", `{"model":"@preset/p","temperature":1,"top_p":null,"messages":[{"role":"system","content":"Mine."}]}`,
-			gatehouse.PresetUse{Slug: "p", Field: "model"},
+			preset.PresetUse{Slug: "p", Field: "model"},
 			`{"max_tokens":50,"messages":[{"content":"Be brief.","role":"system"},{"role":"system","content":"Mine."}],"model":"acme/chat","provider":{"only":["acme"]},"temperature":1,"top_p":0.9}`, ""},
 		{"a cap of the request replaces the preset's", `{"model":"@preset/p","max_completion_tokens":7,"messages":[]}`,
-			gatehouse.PresetUse{Slug: "p", Field: "model"},
+			preset.PresetUse{Slug: "p", Field: "model"},
 			`{"max_completion_tokens":7,"messages":[{"content":"Be brief.","role":"system"}],"model":"acme/chat","provider":{"only":["acme"]},"temperature":0.2,"top_p":0.9}`, ""},
 		{"the request's own model", `{"model":"other/mini@preset/p","messages":[]}`,
-			gatehouse.PresetUse{Slug: "p", Field: "model", Model: "other/mini"},
+			preset.PresetUse{Slug: "p", Field: "model", Model: "other/mini"},
 			`{"max_tokens":50,"messages":[{"content":"Be brief.","role":"system"}],"model":"other/mini","provider":{"only":["acme"]},"temperature":0.2,"top_p":0.9}`, ""},
 		{"the preset field goes", `{"preset":"p","messages":[]}`,
-			gatehouse.PresetUse{Slug: "p", Field: "preset"},
+			preset.PresetUse{Slug: "p", Field: "preset"},
 			`{"max_tokens":50,"messages":[{"content":"Be brief.","role":"system"}],"model":"acme/chat","provider":{"only":["acme"]},"temperature":0.2,"top_p":0.9}`, ""},
 		{"messages that are not an array", `{"model":"@preset/p","messages":{}}`,
-			gatehouse.PresetUse{Slug: "p", Field: "model"}, "", "messages"},
+			preset.PresetUse{Slug: "p", Field: "model"}, "", "messages"},
 	} {
 		got, err := tc.use.Apply(body(t, tc.request), v)
-		wantField(t, tc.name, err, tc.field)
+		errtest.WantField(t, tc.name, err, tc.field)
 		if err == nil {
 			if diff := cmp.Diff(tc.want, compactJSON(t, got)); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.name, diff)
@@ -112,8 +114,8 @@ func TestPresetApply(t *testing.T) {
 		}
 	}
 	none := &gatehouse.PresetVersion{Version: 1, Config: gatehouse.PresetConfig{}}
-	_, err := gatehouse.PresetUse{Slug: "p", Field: "model"}.Apply(body(t, `{"model":"@preset/p","messages":[]}`), none)
-	wantField(t, "a preset without a model, and a request without one", err, "model")
+	_, err := preset.PresetUse{Slug: "p", Field: "model"}.Apply(body(t, `{"model":"@preset/p","messages":[]}`), none)
+	errtest.WantField(t, "a preset without a model, and a request without one", err, "model")
 }
 
 // draftOf decodes a request body into req and returns its draft as one
@@ -152,7 +154,7 @@ func TestPresetDrafts(t *testing.T) {
 		}
 		body, want string
 	}{
-		{"chat: configuration kept, the request's own fields ignored", &gatehouse.ChatPresetRequest{}, `{
+		{"chat: configuration kept, the request's own fields ignored", &preset.ChatPresetRequest{}, `{
 			"model": "acme/chat", "stream": true, "user": "u", "session_id": "s", "metadata": {"a": "b"},
 			"messages": [{"role": "system", "content": "One."}, {"role": "developer", "content": [{"type": "text", "text": "Two."}]},
 			             {"role": "user", "content": "hi"}, {"role": "system", "content": "Not leading."}],
@@ -170,9 +172,9 @@ func TestPresetDrafts(t *testing.T) {
 				`"seed":7,"stop":"END","temperature":0.7,"tool_choice":{"function":{"name":"get_weather"},"type":"function"},` +
 				`"tools":[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object"}}}],` +
 				`"top_k":40,"top_logprobs":3,"top_p":0.5,"verbosity":"high"},"system_prompt":"One.\n\nTwo."}`},
-		{"chat: nothing but messages", &gatehouse.ChatPresetRequest{}, `{"messages": [{"role": "user", "content": "hi"}], "stream": false}`,
+		{"chat: nothing but messages", &preset.ChatPresetRequest{}, `{"messages": [{"role": "user", "content": "hi"}], "stream": false}`,
 			`{"config":{},"system_prompt":null}`},
-		{"messages: Anthropic fields in the Chat Completions form", &gatehouse.MessagesPresetRequest{}, `{
+		{"messages: Anthropic fields in the Chat Completions form", &preset.MessagesPresetRequest{}, `{
 			"model": "acme/chat", "max_tokens": 1024, "system": [{"type": "text", "text": "Be kind."}, {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
 			"messages": [{"role": "user", "content": "hi"}], "stop_sequences": ["\n\nHuman:"], "temperature": 0.3, "top_k": 5,
 			"thinking": {"type": "enabled", "budget_tokens": 2048}, "output_config": {"effort": "max", "format": {"type": "json_schema", "schema": {"type": "object"}}},
@@ -182,10 +184,10 @@ func TestPresetDrafts(t *testing.T) {
 				`"response_format":{"type":"json_schema","json_schema":{"name":"output","schema":{"type":"object"}}},"stop":["\n\nHuman:"],"temperature":0.3,` +
 				`"tool_choice":"required","tools":[{"type":"function","function":{"name":"lookup","description":"Look up","parameters":{"type":"object","properties":{}}}}],"top_k":5},` +
 				`"system_prompt":"Be kind.\n\nBe brief."}`},
-		{"messages: a named tool, thinking off", &gatehouse.MessagesPresetRequest{}, `{"model": "acme/chat", "messages": null,
+		{"messages: a named tool, thinking off", &preset.MessagesPresetRequest{}, `{"model": "acme/chat", "messages": null,
 			"thinking": {"type": "disabled"}, "tool_choice": {"type": "tool", "name": "lookup"}}`,
 			`{"config":{"model":"acme/chat","reasoning":{"enabled":false},"tool_choice":{"function":{"name":"lookup"},"type":"function"}},"system_prompt":null}`},
-		{"responses: OpenAI Responses fields in the Chat Completions form", &gatehouse.ResponsesPresetRequest{}, `{
+		{"responses: OpenAI Responses fields in the Chat Completions form", &preset.ResponsesPresetRequest{}, `{
 			"model": "acme/chat", "instructions": "Answer in French.", "input": "hi", "store": false, "service_tier": null, "stream": false,
 			"max_output_tokens": 200, "reasoning": {"effort": "low", "summary": "auto", "context": "x"},
 			"text": {"format": {"type": "json_schema", "name": "out", "schema": {"type": "object"}, "strict": true}, "verbosity": "low"},
@@ -211,17 +213,17 @@ func TestPresetDraftRefusals(t *testing.T) {
 	chat := func() interface {
 		Draft() (gatehouse.PresetDraft, error)
 	} {
-		return &gatehouse.ChatPresetRequest{}
+		return &preset.ChatPresetRequest{}
 	}
 	messages := func() interface {
 		Draft() (gatehouse.PresetDraft, error)
 	} {
-		return &gatehouse.MessagesPresetRequest{}
+		return &preset.MessagesPresetRequest{}
 	}
 	responses := func() interface {
 		Draft() (gatehouse.PresetDraft, error)
 	} {
-		return &gatehouse.ResponsesPresetRequest{}
+		return &preset.ResponsesPresetRequest{}
 	}
 	for _, tc := range []struct {
 		req func() interface {
@@ -278,39 +280,8 @@ func TestPresetDraftRefusals(t *testing.T) {
 		{responses, `{"models": ["a/b"]}`, "models"},
 	} {
 		_, err := draftOf(t, tc.req(), tc.body)
-		wantField(t, tc.body, err, tc.field)
+		errtest.WantField(t, tc.body, err, tc.field)
 	}
-}
-
-func TestProviderPreferencesCheck(t *testing.T) {
-	c, err := gatehouse.NewCatalog([]*gatehouse.Provider{{ID: "acme", Models: []*gatehouse.Model{
-		{ID: "chat", PromptPrice: gatehouse.USD(2), CompletionPrice: gatehouse.USD(8)}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, p, _ := c.Model("acme/chat")
-	usd := func(d int64) *gatehouse.PriceLimit { return new(gatehouse.PriceLimit(gatehouse.USD(d))) }
-	for _, tc := range []struct {
-		name  string
-		prefs gatehouse.ProviderPreferences
-		field string
-	}{
-		{"nothing", gatehouse.ProviderPreferences{}, ""},
-		{"only the provider, in any case", gatehouse.ProviderPreferences{Only: []string{"other", "ACME"}}, ""},
-		{"only others", gatehouse.ProviderPreferences{Only: []string{"other"}}, "provider.only"},
-		{"ignored", gatehouse.ProviderPreferences{Ignore: []string{"acme"}}, "provider.ignore"},
-		{"order without it, fallbacks allowed", gatehouse.ProviderPreferences{Order: []string{"other"}}, ""},
-		{"order without it, no fallbacks", gatehouse.ProviderPreferences{Order: []string{"other"}, AllowFallbacks: new(false)}, "provider.order"},
-		{"order with it, no fallbacks", gatehouse.ProviderPreferences{Order: []string{"acme"}, AllowFallbacks: new(false)}, ""},
-		{"prices within", gatehouse.ProviderPreferences{MaxPrice: &gatehouse.MaxPrice{Prompt: usd(2), Completion: usd(8), Request: usd(0)}}, ""},
-		{"prompt price above", gatehouse.ProviderPreferences{MaxPrice: &gatehouse.MaxPrice{Prompt: usd(1)}}, "provider.max_price.prompt"},
-		{"completion price above", gatehouse.ProviderPreferences{MaxPrice: &gatehouse.MaxPrice{Completion: usd(7)}}, "provider.max_price.completion"},
-	} {
-		wantField(t, tc.name, tc.prefs.Check("provider", m, p), tc.field)
-	}
-	var none *gatehouse.ProviderPreferences
-	wantField(t, "no preferences", none.Check("provider", m, p), "")
-	wantField(t, "no preferences", none.Validate("provider"), "")
 }
 
 func TestPresetApplyResponses(t *testing.T) {
@@ -321,7 +292,7 @@ func TestPresetApplyResponses(t *testing.T) {
 		"tools":           json.RawMessage(`[{"type":"function","function":{"name":"f","description":"d"}}]`),
 		"tool_choice":     json.RawMessage(`{"type":"function","function":{"name":"f"}}`),
 	}}
-	use := gatehouse.PresetUse{Slug: "p", Field: "model"}
+	use := preset.PresetUse{Slug: "p", Field: "model"}
 	for _, tc := range []struct {
 		name, request, want string
 	}{
@@ -341,11 +312,11 @@ func TestPresetApplyResponses(t *testing.T) {
 	for _, field := range []string{"stop", "seed", "logit_bias", "min_p"} {
 		chat := &gatehouse.PresetVersion{Version: 1, Config: gatehouse.PresetConfig{"model": json.RawMessage(`"acme/chat"`), field: json.RawMessage(`1`)}}
 		_, err := use.ApplyResponses(body(t, `{"model":"@preset/p","input":"hi"}`), chat)
-		wantField(t, field, err, "model")
+		errtest.WantField(t, field, err, "model")
 		if err != nil && !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: %v does not name it", field, err)
 		}
 	}
 	_, err := use.ApplyResponses(body(t, `{"model":"@preset/p","input":{}}`), v)
-	wantField(t, "input that is neither a string nor items", err, "input")
+	errtest.WantField(t, "input that is neither a string nor items", err, "input")
 }

@@ -1,4 +1,4 @@
-package gatehouse_test
+package meter_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/meter"
+	"gatehouse/provider"
 	"gatehouse/sqlite"
 )
 
@@ -22,12 +24,12 @@ type meterEnv struct {
 	ctx      context.Context
 	store    *sqlite.DB
 	org      *gatehouse.Organization
-	model    *gatehouse.Model
-	provider *gatehouse.Provider
-	meter    *gatehouse.Meter
+	model    *provider.Model
+	provider *provider.Provider
+	meter    *meter.Meter
 
 	mu        sync.Mutex
-	anomalies []gatehouse.Anomaly
+	anomalies []meter.Anomaly
 	traces    []*gatehouse.TraceEvent
 }
 
@@ -53,13 +55,13 @@ func newMeterEnv(t *testing.T) *meterEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &gatehouse.Provider{ID: "acme", Timeout: 30 * time.Second, Models: []*gatehouse.Model{{
+	p := &provider.Provider{ID: "acme", Timeout: 30 * time.Second, Models: []*provider.Model{{
 		ID: "chat", PromptPrice: gatehouse.USD(1), CompletionPrice: gatehouse.USD(2), MaxCompletionTokens: 1000}}}
-	if _, err := gatehouse.NewCatalog([]*gatehouse.Provider{p}); err != nil {
+	if _, err := provider.NewCatalog([]*provider.Provider{p}); err != nil {
 		t.Fatal(err)
 	}
 	e := &meterEnv{t: t, ctx: ctx, store: db, org: org, model: p.Models[0], provider: p}
-	e.meter = &gatehouse.Meter{Usage: db, Traces: e, Now: db.Now, Anomaly: func(_ context.Context, a gatehouse.Anomaly) {
+	e.meter = &meter.Meter{Usage: db, Traces: e, Now: db.Now, Anomaly: func(_ context.Context, a meter.Anomaly) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.anomalies = append(e.anomalies, a)
@@ -85,12 +87,12 @@ func (e *meterEnv) key(limit *gatehouse.Money) *gatehouse.Key {
 }
 
 // call is a metered call of k with the client's cap (nil: the model's).
-func (e *meterEnv) call(k *gatehouse.Key, maxTokens *int) gatehouse.MeteredCall {
-	return gatehouse.MeteredCall{Key: k, Model: e.model, Provider: e.provider, Request: []byte(meterRequest), MaxTokens: maxTokens}
+func (e *meterEnv) call(k *gatehouse.Key, maxTokens *int) meter.MeteredCall {
+	return meter.MeteredCall{Key: k, Model: e.model, Provider: e.provider, Request: []byte(meterRequest), MaxTokens: maxTokens}
 }
 
 // reserve reserves a call and fails the test on error.
-func (e *meterEnv) reserve(c gatehouse.MeteredCall) *gatehouse.Metering {
+func (e *meterEnv) reserve(c meter.MeteredCall) *meter.Metering {
 	e.t.Helper()
 	m, err := e.meter.Reserve(e.ctx, c)
 	if err != nil {
@@ -100,7 +102,7 @@ func (e *meterEnv) reserve(c gatehouse.MeteredCall) *gatehouse.Metering {
 }
 
 // recorded returns a settled call's ledger entry and the key's total usage.
-func (e *meterEnv) recorded(m *gatehouse.Metering) (*gatehouse.Generation, gatehouse.Money) {
+func (e *meterEnv) recorded(m *meter.Metering) (*gatehouse.Generation, gatehouse.Money) {
 	e.t.Helper()
 	g, err := e.store.FindGeneration(e.ctx, e.org.ID, m.Generation.ID)
 	if err != nil {
@@ -114,7 +116,7 @@ func (e *meterEnv) recorded(m *gatehouse.Metering) (*gatehouse.Generation, gateh
 }
 
 // wantGone checks that the reservation was settled or released.
-func (e *meterEnv) wantGone(m *gatehouse.Metering) {
+func (e *meterEnv) wantGone(m *meter.Metering) {
 	e.t.Helper()
 	err := e.store.Settle(e.ctx, m.Reservation.ID, &gatehouse.Generation{ID: gatehouse.NewGenerationID()})
 	if gatehouse.ErrorCode(err) != gatehouse.ENOTFOUND {
@@ -136,7 +138,7 @@ func TestMeterEstimate(t *testing.T) {
 	}{{"client's cap", new(100), 100}, {"model's cap", nil, 1000}} {
 		m := e.reserve(e.call(k, c.requested))
 		want := gatehouse.Money(int64(len(meterRequest)+16)*1000 + int64(c.wantCap)*2000) // nano-dollars
-		if m.MaxTokens != c.wantCap || m.Reservation.Amount != want || gatehouse.Estimate(e.model, len(meterRequest), c.wantCap) != want {
+		if m.MaxTokens != c.wantCap || m.Reservation.Amount != want || meter.Estimate(e.model, len(meterRequest), c.wantCap) != want {
 			t.Errorf("%s: cap %d, reserved %s; want %d and %s", c.name, m.MaxTokens, m.Reservation.Amount, c.wantCap, want)
 		}
 		if want := meterNow.Add(30*time.Second + time.Minute); !m.Reservation.ExpiresAt.Equal(want) {
@@ -157,7 +159,7 @@ func TestMeterSettlesExactCost(t *testing.T) {
 	e := newMeterEnv(t)
 	k := e.key(nil)
 	m := e.reserve(e.call(k, new(100)))
-	done := gatehouse.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 7,
+	done := provider.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 7,
 		UpstreamID: "chatcmpl-\x00up", FinishReason: "stop", Output: "hello"}
 	if err := e.meter.Settle(e.ctx, m, done, nil); err != nil {
 		t.Fatal(err)
@@ -194,12 +196,12 @@ func TestMeterChargesTheReservationWithoutUsableUsage(t *testing.T) {
 	e := newMeterEnv(t)
 	for _, c := range []struct {
 		name    string
-		done    gatehouse.Completion
+		done    provider.Completion
 		callErr error
 	}{
-		{"no usage", gatehouse.Completion{}, nil},
-		{"negative counts", gatehouse.Completion{UsageKnown: true, PromptTokens: -1_000_000, CompletionTokens: 5}, nil},
-		{"broke off", gatehouse.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 7}, errors.New("stream broke off")},
+		{"no usage", provider.Completion{}, nil},
+		{"negative counts", provider.Completion{UsageKnown: true, PromptTokens: -1_000_000, CompletionTokens: 5}, nil},
+		{"broke off", provider.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 7}, errors.New("stream broke off")},
 	} {
 		m := e.reserve(e.call(e.key(nil), new(100)))
 		if err := e.meter.Settle(e.ctx, m, c.done, c.callErr); err != nil {
@@ -221,7 +223,7 @@ func TestMeterChargesTheReservationWithoutUsableUsage(t *testing.T) {
 func TestMeterCapsTheChargeAtTheReservation(t *testing.T) {
 	e := newMeterEnv(t)
 	m := e.reserve(e.call(e.key(nil), new(100)))
-	done := gatehouse.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 1000}
+	done := provider.Completion{UsageKnown: true, PromptTokens: 11, CompletionTokens: 1000}
 	if err := e.meter.Settle(e.ctx, m, done, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +231,7 @@ func TestMeterCapsTheChargeAtTheReservation(t *testing.T) {
 	if g.Status != gatehouse.GenerationCompleted || g.Cost != m.Reservation.Amount || usage != m.Reservation.Amount || g.CompletionTokens != 1000 {
 		t.Errorf("recorded %s at %s (key usage %s), want completed at the reservation %s", g.Status, g.Cost, usage, m.Reservation.Amount)
 	}
-	want := gatehouse.Anomaly{Kind: gatehouse.AnomalyUsageOverReservation, PromptTokens: 11, CompletionTokens: 1000,
+	want := meter.Anomaly{Kind: meter.AnomalyUsageOverReservation, PromptTokens: 11, CompletionTokens: 1000,
 		Cost: e.model.Cost(11, 1000), Reserved: m.Reservation.Amount}
 	if len(e.anomalies) != 1 {
 		t.Fatalf("anomalies %+v, want one", e.anomalies)
@@ -249,7 +251,7 @@ func TestMeterCapsTheChargeAtTheReservation(t *testing.T) {
 // left).
 func TestMeterReleaseChargesNothing(t *testing.T) {
 	e := newMeterEnv(t)
-	limit := gatehouse.Estimate(e.model, len(meterRequest), 100)
+	limit := meter.Estimate(e.model, len(meterRequest), 100)
 	k := e.key(&limit)
 	m := e.reserve(e.call(k, new(100)))
 	if _, err := e.meter.Reserve(e.ctx, e.call(k, new(100))); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
@@ -262,7 +264,7 @@ func TestMeterReleaseChargesNothing(t *testing.T) {
 	}
 	e.wantGone(m)
 	m = e.reserve(e.call(k, new(100))) // the limit is free again
-	if err := e.meter.Settle(cancelled, m, gatehouse.Completion{UsageKnown: true, PromptTokens: 1, CompletionTokens: 1}, nil); err != nil {
+	if err := e.meter.Settle(cancelled, m, provider.Completion{UsageKnown: true, PromptTokens: 1, CompletionTokens: 1}, nil); err != nil {
 		t.Fatalf("Settle with the client gone: %v", err)
 	}
 	if g, usage := e.recorded(m); g.Cost != e.model.Cost(1, 1) || usage != g.Cost {

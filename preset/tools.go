@@ -1,9 +1,10 @@
-package gatehouse
+package preset
 
 import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"gatehouse"
 	"slices"
 )
 
@@ -26,12 +27,12 @@ type presetFunction struct {
 // check validates a function of a tool.
 func (f *presetFunction) check(field string) error {
 	if !toolNamePattern.MatchString(f.Name) {
-		return FieldError(field+".name", "must be 1 to 64 letters, digits, underscores or hyphens")
+		return gatehouse.FieldError(field+".name", "must be 1 to 64 letters, digits, underscores or hyphens")
 	}
 	if isNull(f.Parameters) {
 		f.Parameters = nil
 	} else if _, err := readObject(field+".parameters", f.Parameters); err != nil {
-		return FieldError(field+".parameters", "must be an object (a JSON Schema)")
+		return gatehouse.FieldError(field+".parameters", "must be an object (a JSON Schema)")
 	}
 	return nil
 }
@@ -40,21 +41,21 @@ func (f *presetFunction) check(field string) error {
 // (web search, code execution...) are billed apart from tokens.
 func serverTool(field, kind string) error {
 	if kind == "" {
-		return FieldError(field, "is required: function tools are supported")
+		return gatehouse.FieldError(field, "is required: function tools are supported")
 	}
-	return FieldError(field, "%q tools are not supported: only function tools are, since server tools are billed apart from tokens, which Gatehouse does not price", truncate(kind, 40))
+	return gatehouse.FieldError(field, "%q tools are not supported: only function tools are, since server tools are billed apart from tokens, which Gatehouse does not price", truncate(kind, 40))
 }
 
 // setTools keeps the tools read by read, one per element of tools.
 func setTools(b *configBuilder, tools []map[string]json.RawMessage, read func(field string, t map[string]json.RawMessage) (presetTool, error)) error {
 	if len(tools) > maxPresetTools {
-		return FieldError("tools", "must have at most %d entries", maxPresetTools)
+		return gatehouse.FieldError("tools", "must have at most %d entries", maxPresetTools)
 	}
 	var out []presetTool
 	for i, t := range tools {
 		field := fmt.Sprintf("tools[%d]", i)
 		if t == nil {
-			return FieldError(field, "must be an object")
+			return gatehouse.FieldError(field, "must be an object")
 		}
 		tool, err := read(field, t)
 		if err != nil {
@@ -102,17 +103,17 @@ func chatToolChoice(field string, raw json.RawMessage) (any, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		if !slices.Contains([]string{"none", "auto", "required"}, s) {
-			return nil, FieldError(field, "must be none, auto, required or a function to call")
+			return nil, gatehouse.FieldError(field, "must be none, auto, required or a function to call")
 		}
 		return s, nil
 	}
 	obj, err := readObject(field, raw)
 	if err != nil {
-		return nil, FieldError(field, "must be none, auto, required or a function to call, such as {\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}")
+		return nil, gatehouse.FieldError(field, "must be none, auto, required or a function to call, such as {\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}")
 	}
 	kind, err := typeOf(field, obj)
 	if err != nil || kind != "function" {
-		return nil, cmp.Or(err, error(FieldError(field+".type", "must be function: server tools are not supported")))
+		return nil, cmp.Or(err, error(gatehouse.FieldError(field+".type", "must be function: server tools are not supported")))
 	}
 	var fn json.RawMessage
 	if err := readMembers(field, obj, map[string]member{"type": {new(string), "a string"}, "function": {&fn, "an object"}}); err != nil {
@@ -132,7 +133,7 @@ func chatToolChoice(field string, raw json.RawMessage) (any, error) {
 // functionChoice is the tool choice that calls the named function.
 func functionChoice(field, name string) (any, error) {
 	if !toolNamePattern.MatchString(name) {
-		return nil, FieldError(field, "must be 1 to 64 letters, digits, underscores or hyphens")
+		return nil, gatehouse.FieldError(field, "must be 1 to 64 letters, digits, underscores or hyphens")
 	}
 	return map[string]any{"type": "function", "function": map[string]string{"name": name}}, nil
 }
@@ -177,7 +178,7 @@ func messagesTools(b *configBuilder, tools []map[string]json.RawMessage, choice 
 	case "tool":
 		members["name"] = member{&name, "a string"}
 	default:
-		return FieldError("tool_choice.type", "must be auto, any, none or tool")
+		return gatehouse.FieldError("tool_choice.type", "must be auto, any, none or tool")
 	}
 	if kind == "none" {
 		delete(members, "disable_parallel_tool_use")
@@ -220,17 +221,17 @@ func responsesTools(b *configBuilder, tools []map[string]json.RawMessage, choice
 	var s string
 	if json.Unmarshal(choice, &s) == nil {
 		if !slices.Contains([]string{"none", "auto", "required"}, s) {
-			return FieldError("tool_choice", "must be none, auto, required or a function to call")
+			return gatehouse.FieldError("tool_choice", "must be none, auto, required or a function to call")
 		}
 		b.set("tool_choice", s)
 		return nil
 	}
 	obj, err := readObject("tool_choice", choice)
 	if err != nil {
-		return FieldError("tool_choice", "must be none, auto, required or a function to call, such as {\"type\": \"function\", \"name\": \"get_weather\"}")
+		return gatehouse.FieldError("tool_choice", "must be none, auto, required or a function to call, such as {\"type\": \"function\", \"name\": \"get_weather\"}")
 	}
 	if kind, err := typeOf("tool_choice", obj); err != nil || kind != "function" {
-		return cmp.Or(err, error(FieldError("tool_choice.type", "must be function: server tools are not supported")))
+		return cmp.Or(err, error(gatehouse.FieldError("tool_choice.type", "must be function: server tools are not supported")))
 	}
 	var name string
 	if err := readMembers("tool_choice", obj, map[string]member{"type": {new(string), "a string"}, "name": {&name, "a string"}}); err != nil {

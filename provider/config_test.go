@@ -1,8 +1,9 @@
-package gateway_test
+package provider_test
 
 import (
 	"errors"
 	"fmt"
+	"gatehouse/provider"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"gatehouse"
-	"gatehouse/gateway"
 )
 
 // writeFile writes a providers file into a temporary directory.
@@ -56,7 +56,7 @@ providers:
 
 func TestLoadProvidersValid(t *testing.T) {
 	path := writeFile(t, validFile)
-	c, err := gateway.LoadProviders(path, env(map[string]string{"OPENAI_API_KEY": "sk-test-secret"}))
+	c, err := provider.LoadProviders(path, env(map[string]string{"OPENAI_API_KEY": "sk-test-secret"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestLoadProvidersInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeFile(t, tt.content)
-			_, err := gateway.LoadProviders(path, env(nil))
+			_, err := provider.LoadProviders(path, env(nil))
 			if err == nil {
 				t.Fatalf("no error for:\n%s", tt.content)
 			}
@@ -159,7 +159,7 @@ func TestLoadProvidersInvalid(t *testing.T) {
 			if !strings.HasPrefix(first, path+tt.want) {
 				t.Errorf("error = %q\nwant it to start with %q", err, path+tt.want)
 			}
-			var le *gateway.LineError
+			var le *provider.LineError
 			if !errors.As(err, &le) || le.Line == 0 {
 				t.Errorf("error %v is not a *LineError with a line", err)
 			}
@@ -172,7 +172,7 @@ func TestLoadProvidersInvalid(t *testing.T) {
 func TestLoadProvidersEmbeddingModel(t *testing.T) {
 	path := writeFile(t, "providers:\n  - id: local\n    base_url: http://127.0.0.1:8090/v1\n    models:\n"+
 		"      - id: embed\n        prompt_price: 0.02\n        output_modalities: [embeddings]\n")
-	c, err := gateway.LoadProviders(path, func(string) string { return "" })
+	c, err := provider.LoadProviders(path, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestLoadProvidersEmbeddingModel(t *testing.T) {
 // a file is fixed in one go.
 func TestLoadProvidersReportsEveryMistake(t *testing.T) {
 	path := writeFile(t, "providers:\n  - id: local\n    base_url: nope\n    models:\n      - id: m\n        prompt_price: -1\n        completion_price: x\n")
-	_, err := gateway.LoadProviders(path, env(nil))
+	_, err := provider.LoadProviders(path, env(nil))
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -199,7 +199,7 @@ func TestLoadProvidersReportsEveryMistake(t *testing.T) {
 
 func TestLoadProvidersMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.yaml")
-	_, err := gateway.LoadProviders(path, env(nil))
+	_, err := provider.LoadProviders(path, env(nil))
 	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), path) {
 		t.Errorf("err = %v, want one naming %s as not existing", err, path)
 	}
@@ -217,7 +217,7 @@ func TestLoadProvidersNeverShowsKeys(t *testing.T) {
 		"providers:\n  - id: p\n    base_url: http://x/v1\n    api_key_env: OPENAI_API_KEY\n    api_key_env: OTHER\n",
 	} {
 		path := writeFile(t, content)
-		_, err := gateway.LoadProviders(path, env(vars))
+		_, err := provider.LoadProviders(path, env(vars))
 		if err == nil {
 			t.Fatalf("no error for:\n%s", content)
 		}
@@ -241,7 +241,7 @@ func TestLoadProvidersErrorsInFileOrder(t *testing.T) {
     base_url: nope
     models: []
 `)
-	_, err := gateway.LoadProviders(path, env(nil))
+	_, err := provider.LoadProviders(path, env(nil))
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -259,7 +259,7 @@ func TestLoadProvidersErrorsInFileOrder(t *testing.T) {
 	for i := range 25 {
 		fmt.Fprintf(&many, "  - id: p%d\n    base_url: http://127.0.0.1:1/v1\n    models: [{id: m, prompt_price: 0, completion_price: 0}]\n    colour: red\n", i)
 	}
-	_, err = gateway.LoadProviders(writeFile(t, many.String()), env(nil))
+	_, err = provider.LoadProviders(writeFile(t, many.String()), env(nil))
 	got := strings.Split(err.Error(), "\n")
 	if len(got) != 21 || !strings.Contains(got[0], ":5:5: colour:") || !strings.Contains(got[19], ":81:5: colour:") ||
 		!strings.HasSuffix(got[20], "and 5 more mistakes after line 81") {

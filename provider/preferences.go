@@ -1,9 +1,10 @@
-package gatehouse
+package provider
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"gatehouse"
 	"reflect"
 	"slices"
 	"strings"
@@ -48,7 +49,7 @@ type MaxPrice struct {
 // PriceLimit is a price of max_price, in dollars: a JSON number, or a
 // string holding one, which is how the official clients send it. It is
 // kept, and shown, as a number.
-type PriceLimit Money
+type PriceLimit gatehouse.Money
 
 // UnmarshalJSON decodes a number, or a string holding one, exactly as
 // Money decodes numbers.
@@ -63,7 +64,7 @@ func (p *PriceLimit) UnmarshalJSON(data []byte) error {
 		}
 		data = []byte(s)
 	}
-	var m Money
+	var m gatehouse.Money
 	if err := m.UnmarshalJSON(data); err != nil {
 		return &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[PriceLimit]()}
 	}
@@ -72,7 +73,7 @@ func (p *PriceLimit) UnmarshalJSON(data []byte) error {
 }
 
 // MarshalJSON encodes the price as a JSON number of dollars.
-func (p PriceLimit) MarshalJSON() ([]byte, error) { return Money(p).MarshalJSON() }
+func (p PriceLimit) MarshalJSON() ([]byte, error) { return gatehouse.Money(p).MarshalJSON() }
 
 // maxProviderList bounds the provider lists of preferences.
 const maxProviderList = 100
@@ -89,11 +90,11 @@ func (p *ProviderPreferences) Validate(field string) error {
 		list []string
 	}{{"ignore", p.Ignore}, {"only", p.Only}, {"order", p.Order}, {"quantizations", p.Quantizations}} {
 		if len(l.list) > maxProviderList {
-			return FieldError(field+"."+l.name, "must have at most %d entries", maxProviderList)
+			return gatehouse.FieldError(field+"."+l.name, "must have at most %d entries", maxProviderList)
 		}
 		for i, s := range l.list {
 			if s == "" || len(s) > 100 {
-				return FieldError(fmt.Sprintf("%s.%s[%d]", field, l.name, i), "must be a provider slug of 1 to 100 characters")
+				return gatehouse.FieldError(fmt.Sprintf("%s.%s[%d]", field, l.name, i), "must be a provider slug of 1 to 100 characters")
 			}
 		}
 	}
@@ -103,12 +104,12 @@ func (p *ProviderPreferences) Validate(field string) error {
 			v    *PriceLimit
 		}{{"prompt", mp.Prompt}, {"completion", mp.Completion}, {"request", mp.Request}, {"image", mp.Image}, {"audio", mp.Audio}} {
 			if c.v != nil && *c.v < 0 {
-				return FieldError(field+".max_price."+c.name, "must not be negative")
+				return gatehouse.FieldError(field+".max_price."+c.name, "must not be negative")
 			}
 		}
 	}
 	if d := p.DataCollection; d != nil && *d != "allow" && *d != "deny" {
-		return FieldError(field+".data_collection", "must be allow or deny")
+		return gatehouse.FieldError(field+".data_collection", "must be allow or deny")
 	}
 	if err := checkKinds(field+".sort", p.Sort, "a string or an object", '"', '{'); err != nil {
 		return err
@@ -122,7 +123,7 @@ func (p *ProviderPreferences) Validate(field string) error {
 		}
 	}
 	unknown := func(name, what string) error {
-		return FieldError(field+"."+name, "cannot be honoured: the providers file does not say %s, so Gatehouse cannot choose providers by it; leave it out", what)
+		return gatehouse.FieldError(field+"."+name, "cannot be honoured: the providers file does not say %s, so Gatehouse cannot choose providers by it; leave it out", what)
 	}
 	switch {
 	case p.ZDR != nil && *p.ZDR:
@@ -144,7 +145,7 @@ func checkKinds(field string, raw json.RawMessage, want string, starts ...byte) 
 	if len(v) == 0 || string(v) == "null" || slices.Contains(starts, v[0]) {
 		return nil
 	}
-	return FieldError(field, "must be %s", want)
+	return gatehouse.FieldError(field, "must be %s", want)
 }
 
 // Check refuses a call of model m from its provider that the preferences
@@ -160,21 +161,21 @@ func (p *ProviderPreferences) Check(field string, m *Model, prov *Provider) erro
 	served := fmt.Sprintf("model %s is served by provider %s", m.Slug(), prov.ID)
 	switch {
 	case len(p.Only) > 0 && !has(p.Only):
-		return FieldError(field+".only", "%s, which is not in the list", served)
+		return gatehouse.FieldError(field+".only", "%s, which is not in the list", served)
 	case has(p.Ignore):
-		return FieldError(field+".ignore", "%s, which the list ignores", served)
+		return gatehouse.FieldError(field+".ignore", "%s, which the list ignores", served)
 	case len(p.Order) > 0 && p.AllowFallbacks != nil && !*p.AllowFallbacks && !has(p.Order):
-		return FieldError(field+".order", "%s, which is not in the list, and allow_fallbacks is false", served)
+		return gatehouse.FieldError(field+".order", "%s, which is not in the list, and allow_fallbacks is false", served)
 	}
 	if mp := p.MaxPrice; mp != nil {
 		for _, c := range []struct {
 			name  string
 			max   *PriceLimit
-			price Money
+			price gatehouse.Money
 		}{{"prompt", mp.Prompt, m.PromptPrice}, {"completion", mp.Completion, m.CompletionPrice}} {
-			if c.max != nil && c.price > Money(*c.max) {
-				return FieldError(field+".max_price."+c.name, "model %s costs $%s per million %s tokens, above the maximum of $%s",
-					m.Slug(), c.price, c.name, Money(*c.max))
+			if c.max != nil && c.price > gatehouse.Money(*c.max) {
+				return gatehouse.FieldError(field+".max_price."+c.name, "model %s costs $%s per million %s tokens, above the maximum of $%s",
+					m.Slug(), c.price, c.name, gatehouse.Money(*c.max))
 			}
 		}
 	}

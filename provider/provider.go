@@ -1,0 +1,339 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"gatehouse"
+	"io"
+	"math/big"
+	"strings"
+	"time"
+)
+
+// Provider is an upstream serving models over the OpenAI Chat Completions
+// API. Its API key is read from the environment variable APIKeyEnv; it is
+// never stored or logged.
+type Provider struct {
+	ID        string
+	BaseURL   string // e.g. https://api.openai.com/v1
+	APIKeyEnv string
+	APIKey    string
+	BYOK      bool // usage through it counts as BYOK usage
+	// Responses says the provider serves the OpenAI Responses API too, at
+	// BaseURL + /responses: only then does POST /responses reach it.
+	Responses bool
+	// Timeout bounds a whole call, from sending the request to the last
+	// byte of the answer; FirstByteTimeout bounds the wait for the answer
+	// to begin (its status line), which a model that reasons before it
+	// answers, or a long prompt's prefill, may take minutes to reach.
+	Timeout          time.Duration
+	FirstByteTimeout time.Duration
+	Models           []*Model
+	ProviderInfo
+}
+
+// DefaultProviderTimeout is how long a whole call to a provider may take
+// when the provider sets no timeout of its own, and
+// DefaultFirstByteTimeout how long its answer may take to begin: the
+// clients of reasoning models wait as long (OpenAI's and Anthropic's
+// official clients time out after ten minutes).
+const (
+	DefaultProviderTimeout  = 30 * time.Minute
+	DefaultFirstByteTimeout = 10 * time.Minute
+)
+
+// CallTimeout returns how long a whole call to the provider may take.
+func (p *Provider) CallTimeout() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return DefaultProviderTimeout
+}
+
+// AnswerTimeout returns how long the provider's answer may take to begin:
+// its first-byte timeout, never more than the whole call's.
+func (p *Provider) AnswerTimeout() time.Duration {
+	d := p.FirstByteTimeout
+	if d <= 0 {
+		d = DefaultFirstByteTimeout
+	}
+	return min(d, p.CallTimeout())
+}
+
+// Model is a model of a provider, with its prices.
+type Model struct {
+	Provider string
+	ID       string // the upstream's name for it, e.g. gpt-4o-mini
+	Name     string
+	// Prices in dollars per million tokens.
+	PromptPrice     gatehouse.Money
+	CompletionPrice gatehouse.Money
+	// MaxCompletionTokens caps a completion when the request sets no
+	// max_tokens; the reservation assumes it.
+	MaxCompletionTokens int
+	ContextLength       int
+	ModelInfo
+}
+
+// CostSplit divides a generation's charged cost between its prompt and
+// its completion: the prompt's part is what its tokens cost at the model's
+// prices (never more than the whole), the completion's is the rest, so
+// that the two add up to the cost. A generation charged without usage is
+// all completion.
+func (m *Model) CostSplit(g *gatehouse.Generation) (prompt, completion gatehouse.Money) {
+	prompt = min(m.Cost(g.PromptTokens, 0), g.Cost)
+	return prompt, g.Cost - prompt
+}
+
+// Slug returns the name clients use for the model: provider/id.
+func (m *Model) Slug() string { return m.Provider + "/" + m.ID }
+
+// Cost returns the cost of the tokens at the model's prices, rounded up to
+// the nano-dollar so that no request is ever under-charged.
+func (m *Model) Cost(promptTokens, completionTokens int64) gatehouse.Money {
+	total := new(big.Int).Mul(big.NewInt(promptTokens), big.NewInt(int64(m.PromptPrice)))
+	total.Add(total, new(big.Int).Mul(big.NewInt(completionTokens), big.NewInt(int64(m.CompletionPrice))))
+	q, r := total.QuoRem(total, big.NewInt(1_000_000), new(big.Int))
+	if r.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() || q.Int64() > int64(gatehouse.MaxMoney) {
+		return gatehouse.MaxMoney
+	}
+	return gatehouse.Money(q.Int64())
+}
+
+// Catalog is the set of configured providers and their models.
+type Catalog struct {
+	Providers []*Provider
+	models    map[string]*Model
+	providers map[string]*Provider
+}
+
+// NewCatalog indexes providers. Provider ids and model slugs must be
+// unique; the config loader checks that with line numbers, this is the
+// last line of defence.
+//
+// A model whose Created is zero is given the time the catalog is made.
+func NewCatalog(providers []*Provider) (*Catalog, error) {
+	c := &Catalog{Providers: providers, models: map[string]*Model{}, providers: map[string]*Provider{}}
+	loaded := time.Now().UTC().Truncate(time.Second)
+	for _, p := range providers {
+		if _, dup := c.providers[p.ID]; dup {
+			return nil, fmt.Errorf("provider %q is defined twice", p.ID)
+		}
+		c.providers[p.ID] = p
+		for _, m := range p.Models {
+			m.Provider = p.ID
+			if m.Created.IsZero() {
+				m.Created = loaded
+			}
+			if _, dup := c.models[m.Slug()]; dup {
+				return nil, fmt.Errorf("model %q is defined twice", m.Slug())
+			}
+			c.models[m.Slug()] = m
+		}
+	}
+	return c, nil
+}
+
+// Model returns the model of a slug and its provider.
+func (c *Catalog) Model(slug string) (*Model, *Provider, bool) {
+	m, ok := c.models[slug]
+	if !ok {
+		return nil, nil, false
+	}
+	return m, c.providers[m.Provider], true
+}
+
+// Provider returns the provider of an id.
+func (c *Catalog) Provider(id string) (*Provider, bool) {
+	p, ok := c.providers[id]
+	return p, ok
+}
+
+// Models returns every model, in configuration order.
+func (c *Catalog) Models() []*Model {
+	var out []*Model
+	for _, p := range c.Providers {
+		out = append(out, p.Models...)
+	}
+	return out
+}
+
+// PricePerToken renders a price per million tokens as dollars per token, as
+// OpenRouter's model list shows it ("0.0000025").
+func PricePerToken(perMillion gatehouse.Money) string {
+	// nano-dollars per million tokens = femto-dollars (1e-15) per token.
+	r := new(big.Rat).SetFrac(big.NewInt(int64(perMillion)), big.NewInt(1_000_000_000_000_000))
+	s := r.FloatString(15)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// UpstreamKind says how a call to a provider failed.
+type UpstreamKind string
+
+// The ways a provider call fails. Front ends choose what the client sees
+// (httpapi: 502, 408, or the provider's own status passed through).
+const (
+	UpstreamUnreachable UpstreamKind = "unreachable" // no answer: the provider could not be reached, or its URL is invalid
+	UpstreamTimeout     UpstreamKind = "timeout"     // it did not answer within its timeout
+	UpstreamBadAnswer   UpstreamKind = "bad_answer"  // it answered, but not with a readable completion
+	UpstreamTooLarge    UpstreamKind = "too_large"   // it answered in full, but the answer is larger than Gatehouse delivers
+	UpstreamRejected    UpstreamKind = "rejected"    // it answered with an error status (ProviderStatus)
+)
+
+// UpstreamError is a provider's failure as the client sees it: how it
+// failed, the message, and for a rejection the provider's own answer (its
+// status, which OpenRouter's clients expect passed through, and its body).
+type UpstreamError struct {
+	Kind     UpstreamKind
+	Message  string
+	Provider string
+	// ProviderStatus is the HTTP status the provider answered with, as a
+	// fact about its answer (UpstreamRejected, UpstreamBadAnswer); 0 when
+	// it gave none.
+	ProviderStatus int
+	Raw            []byte // the provider's error body, when it was JSON
+	Err            error  // the cause, for the log: such as the network error
+	// Delivered says that the provider had received the whole request
+	// (it was written to the provider) when the call failed: it may have
+	// worked on it, and billed it.
+	Delivered bool
+	// Charged, once the failed call is metered, is what it was charged
+	// (see Billed), under the generation GenerationID; nil when nothing.
+	Charged      *gatehouse.Money
+	GenerationID string
+}
+
+// Billed reports whether a failed call is one the provider may bill, and
+// so is charged: once the provider received the request, only its own
+// refusal (an answer with a status other than 2xx, which providers do not
+// bill) is free. Every other ending after the request was written (a
+// timeout waiting for or reading the answer, an answer too large or
+// unreadable, a connection cut, the client leaving) is charged: the usage
+// the answer reported where it could be read, else the reservation. A
+// call that never reached the provider, and errors that are not the
+// provider's (Gatehouse's own), are free.
+func Billed(err error) bool {
+	var ue *UpstreamError
+	if !errors.As(err, &ue) || !ue.Delivered {
+		return false
+	}
+	return ue.ProviderStatus == 0 || ue.ProviderStatus/100 == 2
+}
+
+// Error describes the failure for the log, with its cause.
+func (e *UpstreamError) Error() string {
+	s := fmt.Sprintf("upstream %s: %s", e.Provider, e.Kind)
+	if e.ProviderStatus != 0 {
+		s += fmt.Sprintf(" (%d)", e.ProviderStatus)
+	}
+	s += ": " + e.Message
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// CompletionCall is one chat completion to forward.
+type CompletionCall struct {
+	Provider *Provider
+	// APIKey, when set, is sent instead of the provider's own key: a
+	// workspace's BYOK key.
+	APIKey    gatehouse.Secret
+	Model     *Model
+	Body      map[string]json.RawMessage // the client's request; the rest passes through
+	MaxTokens int                        // set upstream when the client set no cap
+	Stream    bool
+	// Rewrite edits every answer object (or stream chunk) before the
+	// client sees it: the generation id and the model's slug.
+	Rewrite func(map[string]json.RawMessage)
+}
+
+// Completion is what metering and tracing need of an answer.
+type Completion struct {
+	PromptTokens     int64
+	CompletionTokens int64
+	UsageKnown       bool // false when the provider reported no usage
+	UpstreamID       string
+	FinishReason     string
+	Output           string // the first choice's text, bounded
+	Reasoning        string // the first choice's reasoning text, bounded
+	// Final is the answer object of a whole answer, or the last chunk of a
+	// stream that carried usage (held back, not sent), rewritten: the
+	// caller adds what metering decided (the cost) and sends it. nil for a
+	// stream that reported no usage.
+	Final map[string]json.RawMessage
+	// Done is true when a stream ended with its "data: [DONE]" event, which
+	// the upstream client holds back: the caller sends it once the request
+	// is metered, so a client that stops reading at [DONE] sees its usage.
+	Done bool
+}
+
+// StreamWriter receives a streamed answer: Start once before the first
+// event (it sends the response headers), then the events, flushed as they
+// come.
+type StreamWriter interface {
+	io.Writer
+	Start()
+	Flush()
+}
+
+// EmbeddingCall is one embeddings request to forward.
+type EmbeddingCall struct {
+	Provider *Provider
+	// APIKey, when set, is sent instead of the provider's own key: a
+	// workspace's BYOK key.
+	APIKey gatehouse.Secret
+	Model  *Model
+	Body   map[string]json.RawMessage // the checked request, re-encoded; model is set upstream
+	// Rewrite edits the answer object before the client sees it.
+	Rewrite func(map[string]json.RawMessage)
+}
+
+// Upstream forwards chat completions, Responses API requests and
+// embeddings to providers. An error before the answer started is an
+// *UpstreamError; for a stream, an error after it started means the
+// stream broke off and the Completion holds what arrived.
+type Upstream interface {
+	Complete(ctx context.Context, call CompletionCall, w StreamWriter) (Completion, error)
+	// Respond forwards a Responses API request as Complete forwards a
+	// chat completion: call.Body is the checked request, MaxTokens its
+	// max_output_tokens. The Completion's prompt and completion tokens are
+	// the usage's input_tokens and output_tokens; Final is the whole
+	// answer, or the stream's last event (response.completed, .incomplete
+	// or .failed), held back; nil when none came.
+	Respond(ctx context.Context, call CompletionCall, w StreamWriter) (Completion, error)
+	// Embed forwards an embeddings request and reads the whole answer:
+	// its usage's prompt_tokens are the Completion's PromptTokens (an
+	// embedding has no completion), and Final is the rewritten answer.
+	Embed(ctx context.Context, call EmbeddingCall) (Completion, error)
+}
+
+// CompletionCap returns the completion cap of a call to the model: the one
+// the client asked for, else the model's.
+func (m *Model) CompletionCap(requested *int) int {
+	if requested != nil {
+		return *requested
+	}
+	return m.MaxCompletionTokens
+}
+
+// CheckBYOKProvider refuses a provider that the catalog does not serve: a
+// BYOK key for it could never be used.
+func (c *Catalog) CheckBYOKProvider(id string) error {
+	if _, ok := c.Provider(id); ok {
+		return nil
+	}
+	if len(c.Providers) == 0 {
+		return gatehouse.FieldError("provider", "unknown provider %q: this server serves no providers (GATEHOUSE_PROVIDERS_FILE)", id)
+	}
+	return gatehouse.FieldError("provider", "unknown provider %q: a BYOK key is for a provider of the providers file (GET /api/v1/providers lists them)", id)
+}
