@@ -64,32 +64,114 @@ func AppendGuardrails(list []AppliedGuardrail, more ...AppliedGuardrail) []Appli
 // model must pass each. The error names the guardrail and the rule.
 func CheckModel(guardrails []AppliedGuardrail, modelSlug, provider string) error {
 	for _, a := range guardrails {
-		g := a.Guardrail
-		for _, rule := range []struct {
-			name  string
-			list  []string
-			value string
-			allow bool
-		}{
-			{"allowed_providers", g.AllowedProviders, provider, true},
-			{"ignored_providers", g.IgnoredProviders, provider, false},
-			{"allowed_models", g.AllowedModels, modelSlug, true},
-			{"ignored_models", g.IgnoredModels, modelSlug, false},
-		} {
-			if rule.list == nil || listed(rule.list, rule.value, !rule.allow) == rule.allow {
-				continue
-			}
-			what := "is not in the"
-			if !rule.allow {
-				what = "is in the"
-			}
-			kind := strings.TrimSuffix(strings.SplitN(rule.name, "_", 2)[1], "s")
-			return &Error{Code: EFORBIDDEN,
-				Message:  fmt.Sprintf("Request blocked: %s %q %s %s list of guardrail %q", kind, rule.value, what, rule.name, g.Name),
-				Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name, "rule": rule.name, kind: rule.value}}
+		if err := checkLists(a.Guardrail, Endpoint{Slug: modelSlug, Address: modelSlug, Provider: provider}); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// Endpoint is what the guardrails judge of one way to serve a request: a
+// model (its slug, and the address of this provider's entry for it), its
+// provider, and what the providers file says of the endpoint.
+type Endpoint struct {
+	Slug, Address, Provider string
+	ZDR                     bool     // it keeps no prompts or completions
+	Regions                 []string // the data regions it runs in: global, and europe or us where its datacenters are
+	Collects                bool     // it may keep prompts or train on them
+	Free                    bool     // it charges nothing
+}
+
+// CheckEndpoint applies every guardrail to an endpoint: the allow- and
+// deny-lists of models (by slug or by address) and providers, zero data
+// retention (enforce_zdr, for every model or its author's), the data
+// regions, and training (enable_free_model_training and
+// enable_paid_model_training false leave out endpoints that may keep
+// prompts). The rules of several guardrails intersect: the endpoint must
+// pass each. The error names the guardrail and the rule.
+func CheckEndpoint(guardrails []AppliedGuardrail, e Endpoint) error {
+	for _, a := range guardrails {
+		if err := checkLists(a.Guardrail, e); err != nil {
+			return err
+		}
+		if err := checkDataRules(a.Guardrail, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLists applies a guardrail's lists of models and providers.
+func checkLists(g *Guardrail, e Endpoint) error {
+	for _, rule := range []struct {
+		name   string
+		list   []string
+		values []string
+		allow  bool
+	}{
+		{"allowed_providers", g.AllowedProviders, []string{e.Provider}, true},
+		{"ignored_providers", g.IgnoredProviders, []string{e.Provider}, false},
+		{"allowed_models", g.AllowedModels, []string{e.Slug, e.Address}, true},
+		{"ignored_models", g.IgnoredModels, []string{e.Slug, e.Address}, false},
+	} {
+		in := slices.ContainsFunc(rule.values, func(v string) bool { return listed(rule.list, v, !rule.allow) })
+		if rule.list == nil || in == rule.allow {
+			continue
+		}
+		what := "is not in the"
+		if !rule.allow {
+			what = "is in the"
+		}
+		kind := strings.TrimSuffix(strings.SplitN(rule.name, "_", 2)[1], "s")
+		return &Error{Code: EFORBIDDEN,
+			Message:  fmt.Sprintf("Request blocked: %s %q %s %s list of guardrail %q", kind, rule.values[0], what, rule.name, g.Name),
+			Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name, "rule": rule.name, kind: rule.values[0]}}
+	}
+	return nil
+}
+
+// checkDataRules applies a guardrail's rules of where prompts may go:
+// zero data retention, data regions, training.
+func checkDataRules(g *Guardrail, e Endpoint) error {
+	blocked := func(rule, why string) error {
+		return &Error{Code: EFORBIDDEN,
+			Message:  fmt.Sprintf("Request blocked: provider %s's endpoint of %q %s, which rule %s of guardrail %q forbids", e.Provider, e.Slug, why, rule, g.Name),
+			Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name, "rule": rule, "provider": e.Provider, "model": e.Slug}}
+	}
+	if rule, on := zdrRule(g, e.Slug); on && !e.ZDR {
+		return blocked(rule, "may retain data (the providers file does not mark it zdr)")
+	}
+	if g.AllowedDataRegions != nil && !slices.ContainsFunc(g.AllowedDataRegions, func(r string) bool { return slices.Contains(e.Regions, r) }) {
+		return blocked("allowed_data_regions", fmt.Sprintf("runs in %s, none of %s", strings.Join(e.Regions, ", "), strings.Join(g.AllowedDataRegions, ", ")))
+	}
+	switch {
+	case e.Collects && e.Free && g.EnableFreeModelTraining != nil && !*g.EnableFreeModelTraining:
+		return blocked("enable_free_model_training", "may keep prompts or train on them")
+	case e.Collects && !e.Free && g.EnablePaidModelTraining != nil && !*g.EnablePaidModelTraining:
+		return blocked("enable_paid_model_training", "may keep prompts or train on them")
+	}
+	return nil
+}
+
+// zdrRule returns the zero-data-retention rule of a guardrail that covers a
+// model, by its author (the slug's first part), and whether it is on.
+func zdrRule(g *Guardrail, slug string) (string, bool) {
+	author, _, _ := strings.Cut(slug, "/")
+	rule, sw := "enforce_zdr_other", g.EnforceZDROther
+	switch author {
+	case "anthropic":
+		rule, sw = "enforce_zdr_anthropic", g.EnforceZDRAnthropic
+	case "openai":
+		rule, sw = "enforce_zdr_openai", g.EnforceZDROpenAI
+	case "google":
+		rule, sw = "enforce_zdr_google", g.EnforceZDRGoogle
+	case "x-ai":
+		rule, sw = "enforce_zdr_xai", g.EnforceZDRXAI
+	}
+	if sw != nil {
+		return rule, *sw
+	}
+	return "enforce_zdr", g.EnforceZDR != nil && *g.EnforceZDR
 }
 
 // listed reports whether value is in list; folded compares letters
@@ -205,6 +287,10 @@ type Generation struct {
 	// origin, when it has one (the one its OAuth codes name); it is read
 	// with the generation, never written with it.
 	AppID *int64
+	// ProviderResponses are the attempts of the call, in order: those
+	// that fell to their endpoint and went on to the next, and the last
+	// (nil for a generation recorded before routing kept them).
+	ProviderResponses []ProviderResponse
 	// Content, when set, is stored beside the ledger entry where the
 	// workspace logs I/O; it is not part of the entry, and is never read
 	// back with it.
@@ -258,6 +344,10 @@ type UsageService interface {
 	FindGeneration(ctx context.Context, orgID, id string) (*Generation, error)
 	// BudgetUsage returns the spend counted against a guardrail budget.
 	BudgetUsage(ctx context.Context, guardrailID, subject string) (Usage, Usage, error)
+	// DefaultProviderSort returns the default_provider_sort of a key's
+	// workspace ("" when it sets none): how the endpoints of its requests
+	// that give no sort are ordered.
+	DefaultProviderSort(ctx context.Context, key *Key) (string, error)
 }
 
 // Reserved sums live reservations: all of them, and the BYOK ones among them.

@@ -78,6 +78,20 @@ func CheckExternalUser(user string) error {
 	return CheckDisplayText("user", user, false)
 }
 
+// ProviderResponse is one attempt of a call at an endpoint, as the
+// generation keeps it (OpenRouter's provider_responses): the provider, the
+// endpoint's address (provider/id), the provider's status (200 for the
+// answer; 502 when it gave none), how long the attempt took, the
+// provider's id of its answer, and whether it went with a BYOK key.
+type ProviderResponse struct {
+	Provider   string `json:"provider"`
+	Model      string `json:"model"`
+	Status     int    `json:"status"`
+	LatencyMS  int64  `json:"latency_ms"`
+	UpstreamID string `json:"id,omitempty"`
+	BYOK       bool   `json:"is_byok"`
+}
+
 // GenerationContent is what a generation said: its prompt (the request's
 // messages), its completion and reasoning, and why it failed, if it did.
 // It is stored only where the workspace logs I/O, sealed with the secret

@@ -148,5 +148,5 @@ var PresetFields = []string{
 	"model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "top_a",
 	"presence_penalty", "frequency_penalty", "repetition_penalty", "seed", "stop", "logit_bias",
 	"logprobs", "top_logprobs", "response_format", "tools", "tool_choice", "parallel_tool_calls",
-	"reasoning", "reasoning_effort", "verbosity", "provider",
+	"reasoning", "reasoning_effort", "verbosity", "provider", "models",
 }

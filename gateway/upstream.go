@@ -168,7 +168,7 @@ func (x *call) answerError(err error) error {
 		ue = &provider.UpstreamError{Kind: provider.UpstreamBadAnswer, Provider: x.p.ID,
 			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", x.p.ID, err)}
 	}
-	ue.Provider, ue.ProviderStatus, ue.Delivered = x.p.ID, x.resp.StatusCode, true
+	ue.Provider, ue.ProviderStatus, ue.Delivered, ue.Answered = x.p.ID, x.resp.StatusCode, true, true
 	return ue
 }
 
@@ -245,6 +245,7 @@ func networkError(ctx context.Context, p *provider.Provider, err error) *provide
 func upstreamError(p *provider.Provider, resp *http.Response) *provider.UpstreamError {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	e := &provider.UpstreamError{Kind: provider.UpstreamRejected, ProviderStatus: resp.StatusCode, Provider: p.ID,
+		Answered: true, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()),
 		Message: fmt.Sprintf("the provider %s answered %d", p.ID, resp.StatusCode)}
 	if json.Valid(raw) {
 		e.Raw = raw
@@ -607,4 +608,23 @@ func (s *streamState) finish() provider.Completion {
 	c := s.c
 	c.Output, c.Reasoning, c.Final = truncate(s.output.String()), truncate(s.reason.String()), s.held
 	return c
+}
+
+// maxRetryAfter bounds how long a provider's Retry-After keeps its
+// endpoint out of routing.
+const maxRetryAfter = 10 * time.Minute
+
+// retryAfter reads a Retry-After header (seconds, or an HTTP date), up to
+// maxRetryAfter; zero when there is none, or it says nothing usable.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+		return min(time.Duration(max(secs, 0))*time.Second, maxRetryAfter)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), maxRetryAfter)
+	}
+	return 0
 }

@@ -101,7 +101,7 @@ func TestProviderReceivedIsCharged(t *testing.T) {
 			t.Parallel()
 			e := newUpstreamEnv(t, c.configure, map[string]any{"limit": 10}, func(base string) *provider.Catalog {
 				return billedCatalog(t, base, c.firstByte, c.whole)
-			})
+			}, withHealth(neverOpen()))
 			e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat", "temperature": 0.5,
 				"messages": []any{map[string]any{"role": "system", "content": "Be brief."}}}, "")
 			calls := billedCalls(c.streams)
@@ -231,7 +231,7 @@ func (e *chatEnv) waitLedger(n int) []string {
 func TestProviderRefusalIsFree(t *testing.T) {
 	t.Parallel()
 	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.status, u.errBody = 503, `{"error":{"message":"overloaded"}}` }, nil,
-		func(base string) *provider.Catalog { return billedCatalog(t, base, time.Minute, time.Minute) })
+		func(base string) *provider.Catalog { return billedCatalog(t, base, time.Minute, time.Minute) }, withHealth(neverOpen()))
 	e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat"}, "")
 	calls := billedCalls(true)
 	for _, call := range calls {
@@ -246,7 +246,7 @@ func TestProviderRefusalIsFree(t *testing.T) {
 
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
-	e = newUpstreamEnv(t, nil, nil, func(string) *provider.Catalog { return billedCatalog(t, gone.URL, time.Minute, time.Minute) })
+	e = newUpstreamEnv(t, nil, nil, func(string) *provider.Catalog { return billedCatalog(t, gone.URL, time.Minute, time.Minute) }, withHealth(neverOpen()))
 	e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat"}, "")
 	for _, call := range calls {
 		if res := e.postModel(call.path, e.key, call.body, nil); res.Status != 502 {
@@ -255,3 +255,7 @@ func TestProviderRefusalIsFree(t *testing.T) {
 	}
 	e.wantNothingCharged(e.hash)
 }
+
+// neverOpen is a health record whose circuits never open: the tests that
+// fail one endpoint on purpose, again and again, see every failure.
+func neverOpen() *provider.Health { return &provider.Health{FailureThreshold: 1 << 30} }

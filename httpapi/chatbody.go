@@ -35,9 +35,8 @@ var chatFields = map[string]bool{
 	"tools": true, "tool_choice": true, "parallel_tool_calls": true, "response_format": true,
 	"reasoning": true, "reasoning_effort": true, "verbosity": true,
 	"user": true, "session_id": true, "metadata": true,
-	// Read by Gatehouse, never forwarded: see presetapply.go, and
-	// readUsageAccounting.
-	"preset": true, "provider": true, "usage": true,
+	// Read by Gatehouse, never forwarded: see notForwarded.
+	"preset": true, "provider": true, "usage": true, "models": true, "route": true,
 }
 
 // refusedChatFields are known fields that change what the provider bills in
@@ -49,8 +48,6 @@ var refusedChatFields = map[string]string{
 	"prediction":         "predicted outputs are billed beyond the completion cap",
 	"web_search_options": "web search is billed apart from tokens, which Gatehouse does not price",
 	"plugins":            "plugins are billed apart from tokens, which Gatehouse does not price",
-	"models":             "fallback models could be billed at another model's prices",
-	"route":              "fallback routing could bill another model",
 	"max_output_tokens":  "use max_tokens or max_completion_tokens",
 }
 

@@ -3,10 +3,15 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"time"
 
 	"gatehouse"
@@ -16,9 +21,11 @@ import (
 )
 
 // DataPlane is what the OpenAI-compatible endpoints need: the configured
-// models, the upstream client, and where traces go (nil: nowhere).
+// models, the router among their endpoints (nil: one of the catalog's own),
+// the upstream client, and where traces go (nil: nowhere).
 type DataPlane struct {
 	Catalog  *provider.Catalog
+	Router   *provider.Router
 	Upstream provider.Upstream
 	Traces   gatehouse.TraceSink
 	// Ledger writes metering behind the request path, and Accounts admits
@@ -54,6 +61,10 @@ type chatRequest struct {
 	// Usage asks for usage accounting (see readUsageAccounting); never
 	// forwarded.
 	Usage json.RawMessage `json:"usage"`
+	// Models are the models to fall back to (OpenRouter's models), and
+	// Route its older switch for them ("fallback"); neither is forwarded.
+	Models []string `json:"models"`
+	Route  *string  `json:"route"`
 }
 
 // readChat reads and checks a chat completion request; body keeps every
@@ -86,7 +97,7 @@ func parseChat(raw []byte) (chatRequest, map[string]json.RawMessage, error) {
 		return req, nil, decodeError(err, reflect.TypeOf(req))
 	}
 	switch {
-	case req.Model == "" && req.Preset == nil:
+	case req.Model == "" && req.Preset == nil && len(req.Models) == 0:
 		return req, nil, gatehouse.FieldError("model", "is required, such as openai/gpt-4o-mini (GET /api/v1/models lists them)")
 	case len(bytes.TrimSpace(req.Messages)) == 0 || bytes.Equal(bytes.TrimSpace(req.Messages), []byte("null")):
 		return req, nil, gatehouse.FieldError("messages", "is required")
@@ -110,10 +121,32 @@ func parseChat(raw []byte) (chatRequest, map[string]json.RawMessage, error) {
 	if err := readUsageAccounting(req.Usage); err != nil {
 		return req, nil, err
 	}
+	if err := checkModels(req.Models, req.Route); err != nil {
+		return req, nil, err
+	}
 	if req.prefs, err = readProvider(req.Provider); err != nil {
 		return req, nil, err
 	}
 	return req, body, nil
+}
+
+// MaxFallbackModels bounds the models a request may fall back to.
+const MaxFallbackModels = 10
+
+// checkModels checks a request's fallback models (models) and route.
+func checkModels(models []string, route *string) error {
+	if len(models) > MaxFallbackModels {
+		return gatehouse.FieldError("models", "must have at most %d models", MaxFallbackModels)
+	}
+	for i, m := range models {
+		if m == "" || len(m) > gatehouse.MaxModelSlugLength {
+			return gatehouse.FieldError(fmt.Sprintf("models[%d]", i), "must be a model's slug of 1 to %d characters", gatehouse.MaxModelSlugLength)
+		}
+	}
+	if route != nil && *route != "fallback" {
+		return gatehouse.FieldError("route", "must be fallback (the models are tried in order), or left out")
+	}
+	return nil
 }
 
 // usageAccounting is OpenRouter's usage accounting option of a model
@@ -163,41 +196,74 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
-	model, prov, err := s.chatModel(req, body)
-	if err != nil {
-		return ps.explain(err)
-	}
 	capTokens := req.MaxCompletionTokens // readChat made sure both caps agree
 	if capTokens == nil {
 		capTokens = req.MaxTokens
-	}
-	if err := meter.CheckReasoningBudget(body["reasoning"], model.CompletionCap(capTokens)); err != nil {
-		return ps.explain(err)
 	}
 	attribution, err := chatAttribution(r, req.User)
 	if err != nil {
 		return err
 	}
-	form := &chatForm{fp: &fingerprints{own: fingerprint(prov, model)}, model: model, now: s.now}
+	route := provider.Request{API: provider.Chat, Model: req.Model, Models: req.Models, Preferences: req.prefs,
+		Parameters: slices.Collect(maps.Keys(body)), Conversation: conversation(p.key, req.SessionID, firstMessages(req.Messages))}
+	for _, k := range notForwarded {
+		delete(body, k)
+	}
 	return s.serveModel(w, r, modelCall{
-		metered: meter.MeteredCall{Key: p.key, Model: model, Provider: prov,
-			Request: raw, MaxTokens: capTokens, Stream: req.Stream, SessionID: req.SessionID,
-			Messages: req.Messages, Attribution: attribution},
-		form: form,
-		send: func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error) {
-			gen := m.Generation
-			return s.forward(ctx, m, provider.CompletionCall{
-				Provider: prov, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
-				Rewrite: func(obj map[string]json.RawMessage) {
-					obj["id"], _ = json.Marshal(gen.ID)
-					obj["model"], _ = json.Marshal(model.Slug())
-					obj["provider"], _ = json.Marshal(prov.ID)
-					normalizeAnswer(obj)
-					form.fp.stamp(obj)
-				},
-			}, sw, s.data.Upstream.Complete)
+		metered: meter.MeteredCall{Key: p.key, Request: raw, MaxTokens: capTokens, Stream: req.Stream,
+			SessionID: req.SessionID, Messages: req.Messages, Attribution: attribution},
+		route: route, explain: ps.explain,
+		attempt: func(e provider.Endpoint) (attempt, error) {
+			if err := meter.CheckReasoningBudget(body["reasoning"], e.Model.CompletionCap(capTokens)); err != nil {
+				return attempt{}, err
+			}
+			form := &chatForm{fp: &fingerprints{own: fingerprint(e.Provider, e.Model)}, model: e.Model, now: s.now}
+			return attempt{form: form, send: func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error) {
+				gen := m.Generation
+				return s.forward(ctx, m, provider.CompletionCall{
+					Provider: e.Provider, Model: e.Model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
+					Rewrite: func(obj map[string]json.RawMessage) {
+						obj["id"], _ = json.Marshal(gen.ID)
+						obj["model"], _ = json.Marshal(e.Model.Slug())
+						obj["provider"], _ = json.Marshal(e.Provider.ID)
+						normalizeAnswer(obj)
+						form.fp.stamp(obj)
+					},
+				}, sw, s.data.Upstream.Complete)
+			}}, nil
 		},
 	})
+}
+
+// notForwarded are the fields of a model call that Gatehouse reads and
+// never forwards: its routing (provider, models, route), its preset and
+// its usage option.
+var notForwarded = []string{"provider", "preset", "usage", "models", "route"}
+
+// conversation names the conversation a call continues, for sticky
+// routing: the key's session (session_id), else the key and the call's
+// first messages (a conversation's calls all begin with them), hashed.
+func conversation(key *gatehouse.Key, session *string, first []byte) string {
+	h := sha256.New()
+	h.Write([]byte(key.Hash))
+	if session != nil {
+		h.Write([]byte("\x00session\x00" + *session))
+	} else {
+		h.Write([]byte("\x00messages\x00"))
+		h.Write(first)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// firstMessages returns the first two messages of a list (a system
+// prompt and the first turn), as sent.
+func firstMessages(messages json.RawMessage) []byte {
+	list, _ := jsonobj.Elements(messages)
+	var out []byte
+	for i := 0; i < len(list) && i < 2; i++ {
+		out = append(out, list[i]...)
+	}
+	return out
 }
 
 // chatForm is the form of a chat answer: usage in the Chat Completions

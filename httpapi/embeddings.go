@@ -8,19 +8,21 @@ import (
 	"gatehouse/meter"
 	"gatehouse/provider"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 
 	"gatehouse"
 )
 
 // embeddingFields are the fields of an embeddings request Gatehouse reads
-// and forwards (but provider, which it reads and removes). Anything else is
-// refused, as for chat completions: a field Gatehouse does not read could
-// be one the provider bills for.
+// and forwards (but provider, models and route, which it reads and
+// removes). Anything else is refused, as for chat completions: a field
+// Gatehouse does not read could be one the provider bills for.
 var embeddingFields = map[string]bool{
 	"model": true, "input": true, "dimensions": true, "encoding_format": true,
-	"input_type": true, "user": true, "session_id": true, "provider": true,
+	"input_type": true, "user": true, "session_id": true, "provider": true, "models": true, "route": true,
 }
 
 // refusedEmbeddingFields are fields of chat completions or of OpenRouter's
@@ -28,8 +30,6 @@ var embeddingFields = map[string]bool{
 // why.
 var refusedEmbeddingFields = map[string]string{
 	"preset":   "presets apply to chat completions and the Responses API only",
-	"models":   "fallback models could be billed at another model's prices",
-	"route":    "fallback routing could bill another model",
 	"messages": "embeddings take input, not messages",
 }
 
@@ -60,6 +60,8 @@ type embeddingRequest struct {
 	User           *string         `json:"user"`
 	SessionID      *string         `json:"session_id"`
 	Provider       json.RawMessage `json:"provider"`
+	Models         []string        `json:"models"`
+	Route          *string         `json:"route"`
 	prefs          *provider.ProviderPreferences
 	// texts are the inputs that are text, for the content kept of the call.
 	texts []string
@@ -89,9 +91,7 @@ func readEmbeddings(w http.ResponseWriter, r *http.Request) (embeddingRequest, m
 	if err := req.check(); err != nil {
 		return req, nil, nil, err
 	}
-	body := canonical(ms)
-	delete(body, "provider")
-	return req, body, raw, nil
+	return req, canonical(ms), raw, nil
 }
 
 // check validates the fields an embeddings request may not leave to the
@@ -99,7 +99,7 @@ func readEmbeddings(w http.ResponseWriter, r *http.Request) (embeddingRequest, m
 func (req *embeddingRequest) check() error {
 	var err error
 	switch {
-	case req.Model == "":
+	case req.Model == "" && len(req.Models) == 0:
 		return gatehouse.FieldError("model", "is required, such as openai/text-embedding-3-small (GET /api/v1/embeddings/models lists them)")
 	case req.Dimensions != nil && (*req.Dimensions < 1 || *req.Dimensions > 100_000):
 		return gatehouse.FieldError("dimensions", "must be a positive integer")
@@ -111,6 +111,9 @@ func (req *embeddingRequest) check() error {
 		return gatehouse.FieldError("session_id", "must be a non-empty string of at most 256 bytes")
 	}
 	if req.texts, err = embeddingInputs(req.Input); err != nil {
+		return err
+	}
+	if err := checkModels(req.Models, req.Route); err != nil {
 		return err
 	}
 	req.prefs, err = readProvider(req.Provider)
@@ -230,23 +233,10 @@ func contentInput(item json.RawMessage, at string) ([]string, error) {
 	return texts, nil
 }
 
-// embeddingModel resolves the model of an embeddings request: one the
-// providers file marks as an embedding model (output_modalities includes
-// embeddings), allowed by the request's provider preferences.
-func (s *Server) embeddingModel(req embeddingRequest) (*provider.Model, *provider.Provider, error) {
-	eps, err := s.data.Catalog.Resolve(provider.Request{API: provider.Embeddings, Model: req.Model, Preferences: req.prefs})
-	if err != nil {
-		return nil, nil, err
-	}
-	return eps[0].Model, eps[0].Provider, nil
-}
-
-// createEmbeddings serves POST /embeddings, metered like a chat completion:
-// the meter enforces the key's guardrails and limits and reserves the worst
-// case (a prompt of as many tokens as the request has bytes, and no
-// completion), the request goes to the provider, and the meter settles the
-// exact cost from the usage's prompt_tokens; a failure is charged or
-// released as for a chat completion (see failed).
+// createEmbeddings serves POST /embeddings, metered and routed like a chat
+// completion (see serveModel): the worst case reserved is a prompt of as
+// many tokens as the request has bytes, and no completion; the exact cost
+// is settled from the usage's prompt_tokens.
 func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *principal) error {
 	if p.key.Management {
 		return gatehouse.Errorf(gatehouse.EFORBIDDEN, "management keys cannot call models; use a regular API key")
@@ -255,79 +245,53 @@ func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *pri
 	if err != nil {
 		return err
 	}
-	model, prov, err := s.embeddingModel(req)
-	if err != nil {
-		return err
-	}
 	attribution, err := chatAttribution(r, req.User)
 	if err != nil {
 		return err
 	}
+	route := provider.Request{API: provider.Embeddings, Model: req.Model, Models: req.Models, Preferences: req.prefs,
+		Parameters: slices.Collect(maps.Keys(body))}
+	for _, k := range notForwarded {
+		delete(body, k)
+	}
 	noCompletion := 0
-	m, err := s.meter.Reserve(r.Context(), meter.MeteredCall{Key: p.key, Model: model, Provider: prov,
-		Request: raw, MaxTokens: &noCompletion, SessionID: req.SessionID, Attribution: attribution,
-		Messages: embeddingMessages(req.texts)})
-	if err != nil {
-		return err
-	}
-	gen := m.Generation
-	// As for a whole chat answer, the call outlives a client that leaves:
-	// the provider works, and bills, either way.
-	done, err := s.withKeys(context.WithoutCancel(r.Context()), m, prov, func(ctx context.Context, key gatehouse.Secret) (provider.Completion, error) {
-		return s.data.Upstream.Embed(ctx, provider.EmbeddingCall{Provider: prov, APIKey: key, Model: model, Body: body,
-			Rewrite: func(obj map[string]json.RawMessage) {
-				obj["id"], _ = json.Marshal(gen.ID)
-				obj["model"], _ = json.Marshal(model.Slug())
-				obj["object"] = json.RawMessage(`"list"`)
-			}})
-	}, func() bool { return false })
-	if err == nil {
-		heldCtx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), heldTimeout)
-		err = m.Held(heldCtx)
-		cancel()
-	}
-	if err != nil {
-		return s.failed(r, m, done, err)
-	}
-	return s.settleEmbeddings(w, r, m, model, done)
+	return s.serveModel(w, r, modelCall{
+		metered: meter.MeteredCall{Key: p.key, Request: raw, MaxTokens: &noCompletion, SessionID: req.SessionID,
+			Attribution: attribution, Messages: embeddingMessages(req.texts)},
+		route: route,
+		attempt: func(e provider.Endpoint) (attempt, error) {
+			return attempt{form: embeddingsForm{model: e.Model}, send: func(ctx context.Context, m *meter.Metering, _ *streamWriter) (provider.Completion, error) {
+				gen := m.Generation
+				return s.withKeys(ctx, m, e.Provider, func(ctx context.Context, key gatehouse.Secret) (provider.Completion, error) {
+					return s.data.Upstream.Embed(ctx, provider.EmbeddingCall{Provider: e.Provider, APIKey: key, Model: e.Model, Body: body,
+						Rewrite: func(obj map[string]json.RawMessage) {
+							obj["id"], _ = json.Marshal(gen.ID)
+							obj["model"], _ = json.Marshal(e.Model.Slug())
+							obj["provider"], _ = json.Marshal(e.Provider.ID)
+							obj["object"] = json.RawMessage(`"list"`)
+						}})
+				}, func() bool { return false })
+			}}, nil
+		},
+	})
 }
 
-// settleEmbeddings meters an answered embeddings call and sends its answer
-// with the cost as metered; nothing is sent to a client that left.
-func (s *Server) settleEmbeddings(w http.ResponseWriter, r *http.Request, m *meter.Metering, model *provider.Model, done provider.Completion) error {
-	gen := m.Generation
-	settleErr := s.meter.Settle(r.Context(), m, done, nil)
-	if settleErr != nil && m.Reservation.Unheld {
-		return settleErr // its charge is not recorded: the answer is not delivered
-	}
-	charged := *gen
-	if settleErr != nil {
-		s.logger.Error("settle failed: the request was served, and is charged what it reserved when its reservation expires",
-			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID, "error", settleErr.Error())
-		charged.Cost = m.Reservation.Amount
-	}
-	if r.Context().Err() != nil {
-		s.logger.Info("client cancelled before the answer; the answer was metered",
-			"request_id", gatehouse.RequestIDFrom(r.Context()), "generation_id", gen.ID)
-		if rec, ok := w.(*recorder); ok {
-			rec.status, rec.wrote = statusClientClosed, true
-		}
-		return nil
-	}
-	final := done.Final
-	if final == nil {
-		final = map[string]json.RawMessage{} // never: an answer is read whole
-	}
-	withCost(final, &charged, model)
-	// An embedding has no completion: its usage is the prompt's.
+// embeddingsForm is the form of an embeddings answer: always whole, its
+// usage the prompt's alone (an embedding has no completion).
+type embeddingsForm struct{ model *provider.Model }
+
+func (f embeddingsForm) withCost(answer map[string]json.RawMessage, g *gatehouse.Generation) {
+	withCost(answer, g, f.model)
 	var usage map[string]json.RawMessage
-	if json.Unmarshal(final["usage"], &usage) == nil && usage != nil {
+	if json.Unmarshal(answer["usage"], &usage) == nil && usage != nil {
 		delete(usage, "completion_tokens")
 		delete(usage, "completion_tokens_details")
-		final["usage"], _ = json.Marshal(usage)
+		answer["usage"], _ = json.Marshal(usage)
 	}
-	out, _ := json.Marshal(final)
-	return writeRaw(w, http.StatusOK, out)
+}
+
+func (f embeddingsForm) lastEvent(map[string]json.RawMessage, *gatehouse.Generation, error) string {
+	return "" // never: embeddings are not streamed
 }
 
 // embeddingMessages returns the texts of an embeddings request as the

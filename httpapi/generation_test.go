@@ -47,10 +47,20 @@ func TestGetGeneration(t *testing.T) {
 	}
 	wantWorkspace := e.workspaceIDOf(e.mgmt, "default")
 	for k, want := range map[string]any{"workspace_id": wantWorkspace, "data_region": "global", "origin": "",
-		"native_tokens_prompt": 11.0, "native_tokens_completion": 7.0, "provider_responses": nil, "app_id": nil} {
+		"native_tokens_prompt": 11.0, "native_tokens_completion": 7.0, "app_id": nil} {
 		if own.Data[k] != want {
 			t.Errorf("%s = %v, want %v", k, own.Data[k], want)
 		}
+	}
+	// The one attempt: the provider's endpoint and its answer.
+	attempts, _ := own.Data["provider_responses"].([]any)
+	if len(attempts) != 1 {
+		t.Fatalf("provider_responses = %v, want one attempt", own.Data["provider_responses"])
+	}
+	a := attempts[0].(map[string]any)
+	if a["endpoint_id"] != "acme/chat" || a["provider_name"] != "acme" || a["status"] != 200.0 || a["id"] != "chatcmpl-up" ||
+		a["model_permaslug"] != "acme/chat" || a["is_byok"] != false {
+		t.Errorf("provider_responses[0] = %v", a)
 	}
 
 	e.unchanged("refused lookups", func() {

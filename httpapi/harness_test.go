@@ -24,6 +24,7 @@ import (
 	"gatehouse/meter"
 	"gatehouse/postgres"
 	"gatehouse/postgres/pgtest"
+	"gatehouse/provider"
 	"gatehouse/ratelimit"
 	"gatehouse/sqlite"
 	"gatehouse/sqlstore"
@@ -79,6 +80,14 @@ type envOptions struct {
 	// noJournal: on SQLite, whole answers wait for their charges' commits
 	// (GATEHOUSE_METERING_COMMIT=sync) instead of a charge journal.
 	noJournal bool
+	// health, when set, is the router's record of the endpoints.
+	health *provider.Health
+}
+
+// withHealth routes with h's record of the endpoints (its circuit breaker
+// settings), instead of a fresh one with the defaults.
+func withHealth(h *provider.Health) envOption {
+	return func(o *envOptions) { o.health = h }
 }
 
 // withoutJournal makes whole answers on SQLite wait for the commits of
@@ -115,6 +124,9 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	var metering *sqlstore.Ledger
 	journal := ""
+	if o.health != nil {
+		o.data.Router = &provider.Router{Catalog: o.data.Catalog, Health: o.health}
+	}
 	if o.data.Upstream != nil {
 		if testEngine == "sqlite" && !o.noJournal {
 			journal = filepath.Join(t.TempDir(), "charges")

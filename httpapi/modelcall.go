@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"gatehouse"
@@ -15,17 +16,36 @@ import (
 )
 
 // The metering sequence of a model call, the same for every endpoint that
-// forwards one (chat completions, responses): reserve the worst case, make
-// the call, wait until the reservation is durable before anything reaches
-// the client, release it when the provider failed, else settle the exact
-// cost and send the answer with it.
+// forwards one (chat completions, the Responses API, embeddings, presets):
+// resolve the endpoints that may serve it, and for each in turn until one
+// answers, reserve its worst case, make the call, wait until the
+// reservation is durable before anything reaches the client, and settle
+// the exact cost and send the answer; a failure that another endpoint may
+// not share (a 429, a 5xx, no connection, no answer in time) before
+// anything reached the client falls back to the next endpoint, charged
+// when the provider may bill it (provider.Billed) and released otherwise.
 
-// modelCall is one call of an OpenAI-compatible endpoint, read and
-// checked: what metering needs, how to make the call, and the form of its
-// answer.
+// modelCall is one call of a model endpoint, read and checked: what
+// routing and metering need, and how to make the call at one endpoint.
 type modelCall struct {
+	// metered is what metering needs; its Model and Provider are set for
+	// each attempt.
 	metered meter.MeteredCall
-	form    answerForm
+	// route is what routing needs; its Guardrails and DefaultSort are the
+	// key's, read by serveModel.
+	route provider.Request
+	// attempt prepares the call at one endpoint: it refuses an endpoint
+	// the request cannot go to (such as a reasoning budget past its cap),
+	// and returns the answer's form and how to send it.
+	attempt func(e provider.Endpoint) (attempt, error)
+	// explain, when set, adds to a refusal of the request what made it
+	// (a preset).
+	explain func(error) error
+}
+
+// attempt is a call prepared for one endpoint.
+type attempt struct {
+	form answerForm
 	// send makes the call once its worst case is reserved (m), writing a
 	// stream to sw.
 	send func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error)
@@ -42,25 +62,93 @@ type answerForm interface {
 	lastEvent(final map[string]json.RawMessage, g *gatehouse.Generation, callErr error) string
 }
 
-// serveModel meters and makes a call: the meter enforces the key's
-// guardrails and limits and reserves the worst-case cost, the request goes
-// to the provider, and the meter settles the exact cost from its usage, or
-// releases the reservation when the provider failed.
+// serveModel routes, meters and makes a call (see above). The answer, and
+// the generation, say which provider and model served; the generation
+// keeps every attempt (provider_responses).
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall) error {
-	m, err := s.meter.Reserve(r.Context(), c.metered)
-	if err != nil {
-		return err
+	explain := c.explain
+	if explain == nil {
+		explain = func(err error) error { return err }
 	}
-	sw := &streamWriter{w: w, held: func() error { return m.Held(r.Context()) }}
+	eps, err := s.resolve(r.Context(), c.metered.Key, c.route)
+	if err != nil {
+		return explain(err)
+	}
+	sw := &streamWriter{w: w}
+	var tried []gatehouse.ProviderResponse
+	var lastErr error
+	for i, e := range eps {
+		a, err := c.attempt(e)
+		if err != nil {
+			if i == 0 {
+				return explain(err)
+			}
+			continue // the request cannot go there: the next
+		}
+		if !s.router.Health.Begin(e.Address()) {
+			continue // its half-open probe is out
+		}
+		metered := c.metered
+		metered.Model, metered.Provider = e.Model, e.Provider
+		m, err := s.meter.Reserve(r.Context(), metered)
+		if err != nil {
+			s.router.Health.Release(e.Address())
+			if lastErr == nil {
+				return err
+			}
+			break // the key cannot afford the next endpoint: the last failure stands
+		}
+		m.Generation.ProviderResponses = slices.Clone(tried)
+		done, err, more := s.try(w, r, m, e, a, sw)
+		tried = append(tried, m.Generation.ProviderResponses[len(m.Generation.ProviderResponses)-1])
+		if !more {
+			s.router.Served(c.route.Conversation, e)
+			return err
+		}
+		lastErr = s.failed(r, m, done, err)
+		s.logger.Info("the provider failed the call; trying the next endpoint", "request_id", gatehouse.RequestIDFrom(r.Context()),
+			"generation_id", m.Generation.ID, "endpoint", e.Address(), "error", err.Error())
+	}
+	if lastErr == nil {
+		return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "every endpoint that may serve the request is being probed after failures; retry shortly")
+	}
+	return lastErr
+}
+
+// resolve returns the endpoints that may serve a call (provider.Router),
+// narrowed by the key's guardrails and ordered by its workspace's default
+// sort.
+func (s *Server) resolve(ctx context.Context, key *gatehouse.Key, route provider.Request) ([]provider.Endpoint, error) {
+	var err error
+	if route.Guardrails, err = s.store.GuardrailsForKey(ctx, key); err != nil {
+		return nil, err
+	}
+	if route.DefaultSort, err = s.store.DefaultProviderSort(ctx, key); err != nil {
+		return nil, err
+	}
+	return s.router.Resolve(route)
+}
+
+// try makes the call of one attempt at endpoint e, whose worst case is
+// reserved (m), and records its outcome (the endpoint's health, the
+// generation's provider_responses). When the call succeeded, or failed in
+// a way another endpoint would not mend (or after its answer began), it
+// meters it and answers the client (more is false). Otherwise the call
+// fell to the endpoint and may go to the next one (more is true): done
+// and err are for the caller to charge or release (failed).
+func (s *Server) try(w http.ResponseWriter, r *http.Request, m *meter.Metering, e provider.Endpoint, a attempt, sw *streamWriter) (done provider.Completion, err error, more bool) {
+	sw.held = func() error { return m.Held(r.Context()) }
 	// A whole answer is paid for even if the client leaves before it comes:
 	// the provider works (and bills) either way, so the call outlives the
 	// client, bounded by the provider's timeout. A stream stops with its
 	// client, and is charged what was reserved unless its usage arrived.
 	callCtx := r.Context()
-	if !c.metered.Stream {
+	if !m.Generation.Streamed {
 		callCtx = context.WithoutCancel(callCtx)
 	}
-	done, err := c.send(callCtx, m, sw)
+	start := time.Now()
+	done, err = a.send(callCtx, m, sw)
+	s.recordAttempt(r, m, e, done, err, start, sw)
 	if err == nil && !sw.started {
 		// An answer reaches its client only once its reservation is
 		// durable (or, without a hold, once its charge is: Settle waits
@@ -73,7 +161,10 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall)
 		err = sw.heldErr
 	}
 	if err != nil && !sw.started {
-		return s.failed(r, m, done, err)
+		if fallsBack(r, err) {
+			return done, err, true
+		}
+		return done, s.failed(r, m, done, err), false
 	}
 	gone := !sw.started && r.Context().Err() != nil
 	if gone {
@@ -83,7 +174,74 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall)
 			rec.status, rec.wrote = statusClientClosed, true
 		}
 	}
-	return s.settleAndSend(w, r, m, c.form, done, err, sw, gone)
+	return done, s.settleAndSend(w, r, m, a.form, done, err, sw, gone), false
+}
+
+// fallsBack reports whether a call that failed before anything reached
+// its client may go to the next endpoint: the provider answered 429 or
+// 5xx, could not be reached, or did not begin its answer in time; and the
+// client is still there.
+func fallsBack(r *http.Request, err error) bool {
+	var ue *provider.UpstreamError
+	if r.Context().Err() != nil || !errors.As(err, &ue) {
+		return false
+	}
+	switch ue.Kind {
+	case provider.UpstreamRejected:
+		return ue.ProviderStatus == http.StatusTooManyRequests || ue.ProviderStatus >= 500
+	case provider.UpstreamUnreachable:
+		return true
+	case provider.UpstreamTimeout:
+		return !ue.Answered
+	}
+	return false
+}
+
+// recordAttempt records what one attempt came to: in the endpoint's
+// health (a call its client cancelled says nothing of the endpoint), and
+// in the generation's provider_responses.
+func (s *Server) recordAttempt(r *http.Request, m *meter.Metering, e provider.Endpoint, done provider.Completion, err error, start time.Time, sw *streamWriter) {
+	total := time.Since(start)
+	o := provider.Outcome{Class: provider.OK, Total: total, FirstByte: total, Tokens: done.CompletionTokens}
+	if !sw.firstByte.IsZero() {
+		o.FirstByte = sw.firstByte.Sub(start)
+	}
+	status := http.StatusOK
+	var ue *provider.UpstreamError
+	if err != nil {
+		o.Class, status = provider.BadAnswer, http.StatusBadGateway
+		if errors.As(err, &ue) {
+			o.Class, o.RetryAfter, status = outcomeClass(ue), ue.RetryAfter, ue.ProviderStatus
+		}
+	}
+	if err != nil && r.Context().Err() != nil && !sw.started {
+		s.router.Health.Release(e.Address())
+	} else {
+		s.router.Health.Record(e.Address(), o)
+	}
+	s.metrics.endpointCall(e, o)
+	m.Generation.ProviderResponses = append(m.Generation.ProviderResponses, gatehouse.ProviderResponse{
+		Provider: e.Provider.ID, Model: e.Address(), Status: status, LatencyMS: total.Milliseconds(),
+		UpstreamID: done.UpstreamID, BYOK: m.Generation.BYOK})
+}
+
+// outcomeClass sorts a provider's failure for its endpoint's health.
+func outcomeClass(ue *provider.UpstreamError) provider.Class {
+	switch ue.Kind {
+	case provider.UpstreamRejected:
+		switch {
+		case ue.ProviderStatus == http.StatusTooManyRequests:
+			return provider.RateLimited
+		case ue.ProviderStatus >= 500:
+			return provider.ServerError
+		}
+		return provider.Refused
+	case provider.UpstreamUnreachable:
+		return provider.Unreachable
+	case provider.UpstreamTimeout:
+		return provider.TimedOut
+	}
+	return provider.BadAnswer
 }
 
 // failed meters a call that failed before its answer reached the client,
@@ -212,9 +370,12 @@ type streamWriter struct {
 	// out only then. heldErr is why it is not; the stream is not sent.
 	held    func() error
 	heldErr error
+	// firstByte is when the provider's stream began.
+	firstByte time.Time
 }
 
 func (s *streamWriter) Start() {
+	s.firstByte = time.Now()
 	if s.heldErr = s.held(); s.heldErr != nil {
 		return
 	}

@@ -99,21 +99,6 @@ func (a *appliedPreset) explain(err error) error {
 	return out
 }
 
-// chatModel returns the endpoint a chat request calls (provider.Resolve),
-// once the request's provider preferences allow it. The preferences are
-// Gatehouse's to enforce: they never reach the provider, nor does a preset
-// field, nor the usage option.
-func (s *Server) chatModel(req chatRequest, body map[string]json.RawMessage) (*provider.Model, *provider.Provider, error) {
-	eps, err := s.data.Catalog.Resolve(provider.Request{API: provider.Chat, Model: req.Model, Preferences: req.prefs})
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, k := range []string{"provider", "preset", "usage"} {
-		delete(body, k)
-	}
-	return eps[0].Model, eps[0].Provider, nil
-}
-
 // readProvider reads the provider preferences of a chat request: an object
 // of provider.ProviderPreferences' fields, strictly (no unknown or
 // duplicate key, types as declared), each error naming its field under

@@ -107,9 +107,9 @@ func TestPresetOperations(t *testing.T) {
 			{"GET", "/api/v1/presets/No_Such_Bot", nil, 404, "no preset can be named"},
 			{"POST", "/api/v1/presets/No_Such_Bot/responses", map[string]any{}, 404, "no preset can be named"},
 			{"POST", "/api/v1/presets/support-bot/chat/completions", map[string]any{"model": "acme/nope"}, 400, `model: unknown model "acme/nope"`},
-			{"POST", "/api/v1/presets/support-bot/chat/completions", map[string]any{"models": []any{"acme/chat", "other/mini"}}, 400, "models: fallback models are not supported"},
+			{"POST", "/api/v1/presets/support-bot/chat/completions", map[string]any{"models": []any{"acme/chat", "acme/nope"}}, 400, `models[1]: unknown model "acme/nope"`},
 			{"POST", "/api/v1/presets/support-bot/messages", map[string]any{"tools": []any{map[string]any{"type": "web_search_20250305", "name": "web_search"}}}, 400, "tools[0].type"},
-			{"POST", "/api/v1/presets/support-bot/responses", map[string]any{"provider": map[string]any{"zdr": true}}, 400, "provider.zdr: cannot be honoured"},
+			{"POST", "/api/v1/presets/support-bot/responses", map[string]any{"provider": map[string]any{"quantizations": []any{"fp9"}}}, 400, "provider.quantizations[0]: must be one of"},
 			{"POST", "/api/v1/presets/support-bot/responses", map[string]any{"bogus": 1}, 400, "bogus: unknown field"},
 			{"POST", "/api/v1/presets/support-bot/responses?workspace_id=no-such-ws", map[string]any{}, 404, "workspace not found"},
 		} {
@@ -375,6 +375,7 @@ func TestChatProviderPreferences(t *testing.T) {
 		{"ignore": []any{"other"}, "max_price": map[string]any{"prompt": 1, "completion": 1.5}},
 		{"max_price": map[string]any{"prompt": "0.5", "completion": "1.5"}}, // strings, as the official clients send them
 		{"zdr": false, "data_collection": "allow", "quantizations": []any{}},
+		{"data_collection": "deny"}, // acme keeps no prompts (it says no collects_data)
 	} {
 		e.chat(e.key, map[string]any{"model": "acme/chat", "messages": msgs, "provider": prefs}).want(t, http.StatusOK)
 		if _, ok := e.upstreamBody()["provider"]; ok {
@@ -393,7 +394,8 @@ func TestChatProviderPreferences(t *testing.T) {
 		{map[string]any{"max_price": map[string]any{"completion": "1.49"}}, "provider.max_price.completion"},
 		{map[string]any{"max_price": map[string]any{"prompt": "cheap"}}, "provider.max_price.prompt"},
 		{map[string]any{"zdr": true}, "provider.zdr"},
-		{map[string]any{"data_collection": "deny"}, "provider.data_collection"},
+		{map[string]any{"quantizations": []any{"fp8"}}, "provider.quantizations"},
+		{map[string]any{"enforce_distillable_text": true}, "provider.enforce_distillable_text"},
 		{map[string]any{"sorting": "price"}, "provider.sorting"},
 		{map[string]any{"max_price": map[string]any{"tokens": 1}}, "provider.max_price.tokens"},
 		{map[string]any{"only": "acme"}, "provider.only"},

@@ -7,7 +7,9 @@ import (
 	"gatehouse/meter"
 	"gatehouse/provider"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"gatehouse"
@@ -46,29 +48,31 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, p *princ
 	if err != nil {
 		return err
 	}
-	model, prov, err := s.responsesModel(req, body)
-	if err != nil {
-		return ps.explain(err)
-	}
-	if err := meter.CheckReasoningBudget(body["reasoning"], model.CompletionCap(req.MaxOutputTokens)); err != nil {
-		return ps.explain(err)
-	}
 	attribution, err := chatAttribution(r, req.User)
 	if err != nil {
 		return err
 	}
-	form := &responsesForm{model: model, now: s.now}
+	route := provider.Request{API: provider.Responses, Model: req.Model, Models: req.Models, Preferences: req.prefs,
+		Parameters: slices.Collect(maps.Keys(body)), Conversation: conversation(p.key, req.SessionID, firstMessages(req.messages))}
+	for _, k := range slices.Concat(notForwarded, []string{"background"}) {
+		delete(body, k)
+	}
 	return s.serveModel(w, r, modelCall{
-		metered: meter.MeteredCall{Key: p.key, Model: model, Provider: prov,
-			Request: raw, MaxTokens: req.MaxOutputTokens, Stream: req.Stream, SessionID: req.SessionID,
-			Messages: req.messages, Attribution: attribution},
-		form: form,
-		send: func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error) {
-			gen := m.Generation
-			return s.forward(ctx, m, provider.CompletionCall{
-				Provider: prov, Model: model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
-				Rewrite: func(obj map[string]json.RawMessage) { form.rewrite(obj, gen.ID) },
-			}, sw, s.data.Upstream.Respond)
+		metered: meter.MeteredCall{Key: p.key, Request: raw, MaxTokens: req.MaxOutputTokens, Stream: req.Stream,
+			SessionID: req.SessionID, Messages: req.messages, Attribution: attribution},
+		route: route, explain: ps.explain,
+		attempt: func(e provider.Endpoint) (attempt, error) {
+			if err := meter.CheckReasoningBudget(body["reasoning"], e.Model.CompletionCap(req.MaxOutputTokens)); err != nil {
+				return attempt{}, err
+			}
+			form := &responsesForm{model: e.Model, now: s.now}
+			return attempt{form: form, send: func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error) {
+				gen := m.Generation
+				return s.forward(ctx, m, provider.CompletionCall{
+					Provider: e.Provider, Model: e.Model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
+					Rewrite: func(obj map[string]json.RawMessage) { form.rewrite(obj, gen.ID) },
+				}, sw, s.data.Upstream.Respond)
+			}}, nil
 		},
 	})
 }
@@ -87,22 +91,6 @@ func (s *Server) useResponsesPreset(ctx context.Context, key *gatehouse.Key, req
 	}
 	req, body, raw, err = reparse(applied, merged, parseResponses)
 	return req, body, raw, applied, err
-}
-
-// responsesModel returns the model a Responses request calls and its
-// provider: one whose provider offers the Responses API (responses: true
-// in the providers file; a request is never sent to a chat endpoint
-// instead), allowed by the request's provider preferences. What Gatehouse
-// reads and does not forward leaves the body.
-func (s *Server) responsesModel(req responsesRequest, body map[string]json.RawMessage) (*provider.Model, *provider.Provider, error) {
-	eps, err := s.data.Catalog.Resolve(provider.Request{API: provider.Responses, Model: req.Model, Preferences: req.prefs})
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, k := range []string{"provider", "preset", "background", "usage"} {
-		delete(body, k)
-	}
-	return eps[0].Model, eps[0].Provider, nil
 }
 
 // responsesForm is the form of a Responses answer: a response object, or

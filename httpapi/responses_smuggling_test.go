@@ -30,7 +30,7 @@ var smuggledResponses = []struct {
 	{"a background run", `{"model":"acme/exact","input":"hi","max_output_tokens":1,"background":true}`, "background"},
 	{"stored at the provider", `{"model":"acme/exact","input":"hi","max_output_tokens":1,"store":true}`, "store"},
 	{"a dearer tier", `{"model":"acme/exact","input":"hi","max_output_tokens":1,"service_tier":"priority"}`, "service_tier"},
-	{"fallback models", `{"model":"acme/exact","input":"hi","max_output_tokens":1,"models":["acme/chat"]}`, "models"},
+	{"an unknown fallback model", `{"model":"acme/exact","input":"hi","max_output_tokens":1,"models":["acme/nope"]}`, "models[0]"},
 	{"plugins", `{"model":"acme/exact","input":"hi","max_output_tokens":1,"plugins":[{"id":"web"}]}`, "plugins"},
 	{"a web search tool", `{"model":"acme/exact","input":"hi","max_output_tokens":1,"tools":[{"type":"web_search"}]}`, "tools[0].type"},
 	{"an MCP server", `{"model":"acme/exact","input":"hi","max_output_tokens":1,"tools":[{"type":"mcp","server_label":"x","server_url":"https://mcp.example.com"}]}`, "tools[0].type"},

@@ -29,7 +29,7 @@ var responsesFields = map[string]bool{
 	"tools": true, "tool_choice": true, "parallel_tool_calls": true, "text": true, "reasoning": true,
 	"truncation": true, "include": true, "metadata": true, "user": true, "safety_identifier": true,
 	"prompt_cache_key": true, "session_id": true, "service_tier": true, "store": true, "background": true,
-	"preset": true, "provider": true, "usage": true,
+	"preset": true, "provider": true, "usage": true, "models": true, "route": true,
 }
 
 // storedContext is why a request may not pull in what the provider stored.
@@ -41,8 +41,6 @@ var refusedResponsesFields = map[string]string{
 	"previous_response_id":   storedContext,
 	"conversation":           storedContext,
 	"prompt":                 "a stored prompt template adds text Gatehouse can neither see nor bound; send its text in instructions or input",
-	"models":                 "fallback models could be billed at another model's prices",
-	"route":                  "fallback routing could bill another model",
 	"plugins":                "plugins are billed apart from tokens, which Gatehouse does not price",
 	"stop_server_tools_when": "server tools are billed apart from tokens, which Gatehouse does not price",
 	"modalities":             "only text output is priced by Gatehouse; leave modalities out",
@@ -106,6 +104,8 @@ type responsesRequest struct {
 	Preset          *string           `json:"preset"`
 	Provider        json.RawMessage   `json:"provider"`
 	Usage           json.RawMessage   `json:"usage"`
+	Models          []string          `json:"models"`
+	Route           *string           `json:"route"`
 	prefs           *provider.ProviderPreferences
 	// messages are the instructions and the input as a list of items, for
 	// the content kept of the call and its trace.
@@ -136,13 +136,16 @@ func parseResponses(raw []byte) (responsesRequest, map[string]json.RawMessage, e
 
 // check validates what a Responses request may not leave to the provider.
 func (req *responsesRequest) check() error {
-	if req.Model == "" && req.Preset == nil {
+	if req.Model == "" && req.Preset == nil && len(req.Models) == 0 {
 		return gatehouse.FieldError("model", "is required, such as openai/gpt-4o-mini (GET /api/v1/models lists them)")
 	}
 	if err := firstError(req.checkSettings, req.checkTools, req.checkInput); err != nil {
 		return err
 	}
 	if err := readUsageAccounting(req.Usage); err != nil {
+		return err
+	}
+	if err := checkModels(req.Models, req.Route); err != nil {
 		return err
 	}
 	var err error

@@ -42,6 +42,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	data    DataPlane
+	router  *provider.Router  // routes the model calls among their endpoints
 	meter   *meter.Meter      // meters the model calls of the data plane
 	trusted forwarded.Proxies // reverse proxies whose forwarding headers count
 	// destinations changes destinations: the egress policy checked, the
@@ -76,17 +77,22 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 	if data.Catalog == nil {
 		data.Catalog, _ = provider.NewCatalog(nil)
 	}
+	if data.Router == nil {
+		data.Router = provider.NewRouter(data.Catalog)
+	}
 	s := &Server{
 		store: store, limiter: limiter, logger: logger, now: now,
 		mux:     http.NewServeMux(),
 		metrics: newMetrics(registry),
 		data:    data,
+		router:  data.Router,
 
 		analyticsSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
 	}
 	s.destinations = &gatehouse.Destinations{Store: store, Egress: &egress.Policy{}, Changed: s.destinationsChanged}
 	s.meter = &meter.Meter{Usage: store, Ledger: data.Ledger, Accounts: data.Accounts, Leases: data.Leases,
 		BYOKKeys: store, Traces: data.Traces, Now: now, Anomaly: s.providerAnomaly}
+	registry.MustRegister(circuitCollector{s.router})
 	s.SetContentRetention(gatehouse.DefaultContentRetention)
 	s.SetPublicURL(DefaultPublicURL)
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
@@ -362,6 +368,7 @@ type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	anomalies *prometheus.CounterVec
+	endpoints endpointMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -389,6 +396,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	})
 	build.Set(1)
 	reg.MustRegister(m.requests, m.duration, m.anomalies, build)
+	m.endpoints = newEndpointMetrics(reg)
 	return m
 }
 

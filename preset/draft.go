@@ -10,6 +10,10 @@ import (
 	"strings"
 )
 
+// MaxFallbackModels bounds the models a preset may fall back to, as it
+// bounds a request's.
+const MaxFallbackModels = 10
+
 // A preset version is made from a request body of one of three inference
 // APIs (Chat Completions, Anthropic Messages, OpenAI Responses), as
 // OpenRouter's presets are: the fields that configure a request are kept,
@@ -191,8 +195,16 @@ func (b *configBuilder) set(name string, v any) {
 
 // common keeps the shared fields and refuses what no preset can apply.
 func (c *presetCommon) common(b *configBuilder) error {
+	if len(c.Models) > MaxFallbackModels {
+		return gatehouse.FieldError("models", "must have at most %d models", MaxFallbackModels)
+	}
+	for i, m := range c.Models {
+		if m == "" || len(m) > gatehouse.MaxModelSlugLength || strings.Contains(m, PresetModelPrefix) || strings.ContainsAny(m, " \t\r\n") {
+			return gatehouse.FieldError(fmt.Sprintf("models[%d]", i), "must be a model slug of 1 to %d characters, such as openai/gpt-4o-mini (GET /api/v1/models lists them)", gatehouse.MaxModelSlugLength)
+		}
+	}
 	if len(c.Models) > 0 {
-		return gatehouse.FieldError("models", "fallback models are not supported: Gatehouse reserves and bills each request for one model; name one model")
+		b.set("models", c.Models)
 	}
 	if len(c.Plugins) > 0 {
 		return gatehouse.FieldError("plugins", "plugins are billed apart from tokens, which Gatehouse does not price")
@@ -308,7 +320,7 @@ func (r *MessagesPresetRequest) Draft() (gatehouse.PresetDraft, error) {
 		return gatehouse.PresetDraft{}, err
 	}
 	if !isEmptyList(r.Fallbacks) {
-		return gatehouse.PresetDraft{}, gatehouse.FieldError("fallbacks", "fallback models are not supported: Gatehouse reserves and bills each request for one model; name one model")
+		return gatehouse.PresetDraft{}, gatehouse.FieldError("fallbacks", "is not read: name the models to fall back to in models")
 	}
 	if err := integer(b, "max_tokens", "max_tokens", r.MaxTokens, 1, MaxPresetCompletionTokens); err != nil {
 		return gatehouse.PresetDraft{}, err

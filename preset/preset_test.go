@@ -232,7 +232,8 @@ func TestPresetDraftRefusals(t *testing.T) {
 		body  string
 		field string
 	}{
-		{chat, `{"models": ["a/b", "c/d"]}`, "models"},
+		{chat, `{"models": ["a/b", ""]}`, "models[1]"},
+		{chat, `{"models": ["a/b", "@preset/x"]}`, "models[1]"},
 		{chat, `{"plugins": [{"id": "web"}]}`, "plugins"},
 		{chat, `{"model": "@preset/other"}`, "model"},
 		{chat, `{"model": ""}`, "model"},
@@ -256,10 +257,8 @@ func TestPresetDraftRefusals(t *testing.T) {
 		{chat, `{"verbosity": "max"}`, "verbosity"},
 		{chat, `{"messages": [{"role": "system", "content": [{"type": "image_url"}]}]}`, "messages[0].content[0].type"},
 		{chat, `{"messages": [{"role": 7}]}`, "messages[0].role"},
-		{chat, `{"provider": {"zdr": true}}`, "provider.zdr"},
-		{chat, `{"provider": {"data_collection": "deny"}}`, "provider.data_collection"},
-		{chat, `{"provider": {"quantizations": ["fp8"]}}`, "provider.quantizations"},
-		{chat, `{"provider": {"enforce_distillable_text": true}}`, "provider.enforce_distillable_text"},
+		{chat, `{"provider": {"quantizations": ["fp9"]}}`, "provider.quantizations[0]"},
+		{chat, `{"provider": {"sort": "fastest"}}`, "provider.sort"},
 		{chat, `{"provider": {"only": [""]}}`, "provider.only[0]"},
 		{chat, `{"provider": {"sort": 1}}`, "provider.sort"},
 		{chat, `{"provider": {"max_price": {"prompt": -1}}}`, "provider.max_price.prompt"},
@@ -277,7 +276,7 @@ func TestPresetDraftRefusals(t *testing.T) {
 		{responses, `{"text": {"format": {"type": "grammar"}}}`, "text.format.type"},
 		{responses, `{"text": {"verbosity": "loud"}}`, "text.verbosity"},
 		{responses, `{"max_output_tokens": 10000001}`, "max_output_tokens"},
-		{responses, `{"models": ["a/b"]}`, "models"},
+		{responses, `{"models": ["a b"]}`, "models[0]"},
 	} {
 		_, err := draftOf(t, tc.req(), tc.body)
 		errtest.WantField(t, tc.body, err, tc.field)

@@ -14,7 +14,7 @@ import (
 // responsesSameFields are the preset fields a Responses request takes
 // under the same name and in the same shape.
 var responsesSameFields = []string{"temperature", "top_p", "top_k", "presence_penalty", "frequency_penalty",
-	"top_logprobs", "parallel_tool_calls", "provider"}
+	"top_logprobs", "parallel_tool_calls", "provider", "models"}
 
 // chatOnlyFields are the preset fields the Responses API has no field for.
 var chatOnlyFields = []string{"min_p", "top_a", "repetition_penalty", "seed", "stop", "logit_bias", "logprobs"}

@@ -2,6 +2,7 @@ package preset
 
 import (
 	"encoding/json"
+	"fmt"
 	"gatehouse"
 	"gatehouse/provider"
 	"maps"
@@ -12,20 +13,34 @@ import (
 // preset that names a typo would fail every request that uses it), or
 // serves for embeddings only (presets configure completions).
 func CheckDraftModel(d gatehouse.PresetDraft, c *provider.Catalog) error {
-	raw, ok := d.Config["model"]
-	if !ok {
-		return nil
+	if raw, ok := d.Config["model"]; ok {
+		var slug string
+		if err := json.Unmarshal(raw, &slug); err != nil {
+			return gatehouse.FieldError("model", "must be a string")
+		}
+		if err := checkPresetModel(c, "model", slug); err != nil {
+			return err
+		}
 	}
-	var slug string
-	if err := json.Unmarshal(raw, &slug); err != nil {
-		return gatehouse.FieldError("model", "must be a string")
+	var models []string
+	_ = json.Unmarshal(d.Config["models"], &models) // the draft's own: a list of strings, or absent
+	for i, m := range models {
+		if err := checkPresetModel(c, fmt.Sprintf("models[%d]", i), m); err != nil {
+			return err
+		}
 	}
-	m, _, ok := c.Model(slug)
+	return nil
+}
+
+// checkPresetModel refuses a model (a slug or an endpoint's address) the
+// catalog does not serve, or serves for embeddings only.
+func checkPresetModel(c *provider.Catalog, field, name string) error {
+	eps, ok := c.Endpoints(name)
 	switch {
 	case !ok:
-		return gatehouse.FieldError("model", "unknown model %q; GET /api/v1/models lists the configured ones", slug)
-	case m.Embeds():
-		return gatehouse.FieldError("model", "%q is an embedding model, which presets do not serve", slug)
+		return gatehouse.FieldError(field, "unknown model %q; GET /api/v1/models lists the configured ones", name)
+	case eps[0].Embeds():
+		return gatehouse.FieldError(field, "%q is an embedding model, which presets do not serve", name)
 	}
 	return nil
 }

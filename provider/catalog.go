@@ -24,6 +24,10 @@ type ProviderInfo struct {
 	StatusPageURL     string
 	Headquarters      string   // ISO 3166-1 alpha-2 country code
 	Datacenters       []string // ISO 3166-1 alpha-2 country codes
+	// CollectsData is the operator's statement that the provider may keep
+	// prompts, or train on them: a request (data_collection: deny) or a
+	// guardrail (training off) may rule it out.
+	CollectsData bool
 }
 
 // DisplayName returns the provider's name, or its id when it has none.
@@ -62,6 +66,39 @@ type ModelInfo struct {
 	Distillable     bool            // its outputs may be used to train other models; for the distillable filter
 	Quantization    string          // one of Quantizations; "" unknown
 	ImplicitCaching bool            // the provider caches prompts without being asked
+	// What this endpoint says apart from its provider (nil: the
+	// provider's): zero data retention, where it runs, and whether it may
+	// keep prompts or train on them.
+	EndpointZDR          *bool
+	EndpointDatacenters  []string
+	EndpointCollectsData *bool
+}
+
+// ZeroRetention reports whether the endpoint keeps no prompts or
+// completions: its own statement, else its provider's.
+func (m *Model) ZeroRetention(p *Provider) bool {
+	if m.EndpointZDR != nil {
+		return *m.EndpointZDR
+	}
+	return p.ZDR
+}
+
+// Collects reports whether the endpoint may keep prompts or train on them:
+// its own statement, else its provider's.
+func (m *Model) Collects(p *Provider) bool {
+	if m.EndpointCollectsData != nil {
+		return *m.EndpointCollectsData
+	}
+	return p.CollectsData
+}
+
+// ServesRegion reports whether the endpoint runs in a region of
+// DataRegions: its own datacenters, else its provider's.
+func (m *Model) ServesRegion(p *Provider, region string) bool {
+	if m.EndpointDatacenters != nil {
+		return inRegion(m.EndpointDatacenters, region)
+	}
+	return p.ServesRegion(region)
 }
 
 // ModelReasoning says how a model reasons, as OpenRouter's model object
@@ -149,8 +186,11 @@ func orDefault(list, def []string) []string {
 
 // ServesRegion reports whether the provider has a datacenter in a region
 // of DataRegions.
-func (p *Provider) ServesRegion(region string) bool {
-	return slices.ContainsFunc(p.Datacenters, func(c string) bool {
+func (p *Provider) ServesRegion(region string) bool { return inRegion(p.Datacenters, region) }
+
+// inRegion reports whether a datacenter of the countries is in the region.
+func inRegion(countries []string, region string) bool {
+	return slices.ContainsFunc(countries, func(c string) bool {
 		return region == "us" && c == "US" || region == "eu" && slices.Contains(euCountries, c)
 	})
 }

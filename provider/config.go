@@ -342,6 +342,7 @@ func (l *loader) model(n *yaml.Node, what string) *Model {
 			}
 			m.ID = s
 		},
+		"slug":         func(v *yaml.Node) { m.Serves = l.slug(v) },
 		"name":         func(v *yaml.Node) { m.Name, _ = l.str(v, "name") },
 		"prompt_price": func(v *yaml.Node) { m.PromptPrice = l.price(v, "prompt_price") },
 		"completion_price": func(v *yaml.Node) {
@@ -358,6 +359,20 @@ func (l *loader) model(n *yaml.Node, what string) *Model {
 }
 
 func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
+
+// slugRE is what a model's slug looks like: author/name, as OpenRouter
+// names models (meta-llama/llama-3.1-70b-instruct, openai/gpt-4o:extended).
+var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:-]*$`)
+
+// slug reads the slug of the model an entry serves.
+func (l *loader) slug(v *yaml.Node) string {
+	s, ok := l.str(v, "slug")
+	if ok && (!slugRE.MatchString(s) || len(s) > 200) {
+		l.errorf(v, "slug", "must be the model's name as OpenRouter writes it, author/name (lower-case author; letters, digits, . _ - and : in the name; at most 200 characters), such as meta-llama/llama-3.1-70b-instruct")
+		return ""
+	}
+	return s
+}
 
 // str returns a scalar's text; a list or mapping is an error.
 func (l *loader) str(v *yaml.Node, field string) (string, bool) {

@@ -28,14 +28,20 @@ func (l *loader) providerInfoSettings(p *ProviderInfo) map[string]func(*yaml.Nod
 		"terms_of_service_url": func(v *yaml.Node) { p.TermsOfServiceURL = l.pageURL(v, "terms_of_service_url") },
 		"status_page_url":      func(v *yaml.Node) { p.StatusPageURL = l.pageURL(v, "status_page_url") },
 		"headquarters":         func(v *yaml.Node) { p.Headquarters = l.country(v, "headquarters") },
-		"datacenters": func(v *yaml.Node) {
-			for _, item := range l.list(v, "datacenters") {
-				if c := l.country(item, "datacenters"); c != "" {
-					p.Datacenters = append(p.Datacenters, c)
-				}
-			}
-		},
+		"datacenters":          func(v *yaml.Node) { p.Datacenters = l.countries(v, "datacenters") },
+		"collects_data":        func(v *yaml.Node) { p.CollectsData = l.boolean(v, "collects_data") },
 	}
+}
+
+// countries reads a list of ISO 3166-1 alpha-2 country codes.
+func (l *loader) countries(v *yaml.Node, field string) []string {
+	var out []string
+	for _, item := range l.list(v, field) {
+		if c := l.country(item, field); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // modelInfoSettings returns the descriptive settings of a model.
@@ -58,6 +64,9 @@ func (l *loader) modelInfoSettings(m *ModelInfo) map[string]func(*yaml.Node) {
 		"distillable":          func(v *yaml.Node) { m.Distillable = l.boolean(v, "distillable") },
 		"quantization":         func(v *yaml.Node) { m.Quantization = l.oneOf(v, "quantization", Quantizations) },
 		"implicit_caching":     func(v *yaml.Node) { m.ImplicitCaching = l.boolean(v, "implicit_caching") },
+		"zdr":                  func(v *yaml.Node) { m.EndpointZDR = new(l.boolean(v, "zdr")) },
+		"datacenters":          func(v *yaml.Node) { m.EndpointDatacenters = l.countries(v, "datacenters") },
+		"collects_data":        func(v *yaml.Node) { m.EndpointCollectsData = new(l.boolean(v, "collects_data")) },
 	}
 }
 

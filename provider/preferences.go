@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"gatehouse"
@@ -11,15 +12,14 @@ import (
 )
 
 // ProviderPreferences are OpenRouter's provider routing preferences, as a
-// chat request or a preset gives them ("provider"). Gatehouse serves each
-// model from one provider, so routing among providers (order, sort,
-// fallbacks, latency and throughput targets) has nothing to choose from;
-// what it does enforce is every preference that narrows: a provider left
-// out by only, ignore or (without fallbacks) order, and a price above
-// max_price, refuse the request. Preferences that need facts the providers
-// file does not hold (data collection, zero data retention, quantization,
-// distillation) cannot be honoured and are refused rather than ignored.
-// They are read by Gatehouse and never forwarded.
+// request or a preset gives them ("provider"): which of a model's
+// endpoints may serve it (only, ignore, order without fallbacks,
+// max_price, zdr, data_collection, quantizations, require_parameters,
+// enforce_distillable_text) and in what order (order, sort; see
+// Router.Resolve). The latency and throughput targets
+// (preferred_max_latency, preferred_min_throughput) are read and ignored,
+// as OpenRouter treats them as hints. They are read by Gatehouse and
+// never forwarded.
 type ProviderPreferences struct {
 	AllowFallbacks         *bool           `json:"allow_fallbacks,omitempty"`
 	DataCollection         *string         `json:"data_collection,omitempty"`
@@ -122,18 +122,48 @@ func (p *ProviderPreferences) Validate(field string) error {
 			return err
 		}
 	}
-	unknown := func(name, what string) error {
-		return gatehouse.FieldError(field+"."+name, "cannot be honoured: the providers file does not say %s, so Gatehouse cannot choose providers by it; leave it out", what)
+	for i, q := range p.Quantizations {
+		if !slices.Contains(Quantizations, q) {
+			return gatehouse.FieldError(fmt.Sprintf("%s.quantizations[%d]", field, i), "must be one of %s", strings.Join(Quantizations, ", "))
+		}
 	}
+	if sort := p.sortBy(""); sort != "" && !slices.Contains(ProviderSorts, sort) || len(p.Sort) > 0 && string(p.Sort) != "null" && sort == "" {
+		return gatehouse.FieldError(field+".sort", "must be one of %s (or {\"by\": ...} of one)", strings.Join(ProviderSorts, ", "))
+	}
+	return nil
+}
+
+// ProviderSorts are the orders a request's sort (and a workspace's
+// default_provider_sort) may ask for.
+var ProviderSorts = []string{"price", "throughput", "latency"}
+
+// checkEndpoint refuses an endpoint that the preferences leave out by what
+// the providers file says of it: zdr (it must keep no data),
+// data_collection deny (it may not keep prompts), quantizations (its
+// quantization must be listed), enforce_distillable_text (its model must
+// allow distillation), and require_parameters (it must support every
+// parameter of the request).
+func (p *ProviderPreferences) checkEndpoint(field string, e Endpoint, parameters []string) error {
+	if p == nil {
+		return nil
+	}
+	served := fmt.Sprintf("provider %s's endpoint of %s", e.Provider.ID, e.Model.Slug())
 	switch {
-	case p.ZDR != nil && *p.ZDR:
-		return unknown("zdr", "which providers retain data")
-	case p.DataCollection != nil && *p.DataCollection == "deny":
-		return unknown("data_collection", "which providers collect data")
-	case p.EnforceDistillableText != nil && *p.EnforceDistillableText:
-		return unknown("enforce_distillable_text", "which models allow distillation")
-	case len(p.Quantizations) > 0:
-		return unknown("quantizations", "how models are quantized")
+	case p.ZDR != nil && *p.ZDR && !e.Model.ZeroRetention(e.Provider):
+		return gatehouse.FieldError(field+".zdr", "%s may retain data (the providers file does not mark it zdr)", served)
+	case p.DataCollection != nil && *p.DataCollection == "deny" && e.Model.Collects(e.Provider):
+		return gatehouse.FieldError(field+".data_collection", "%s may keep prompts or train on them (collects_data in the providers file)", served)
+	case len(p.Quantizations) > 0 && !slices.Contains(p.Quantizations, e.Model.Quantization):
+		return gatehouse.FieldError(field+".quantizations", "%s is quantized %s, which is not in the list", served, cmp.Or(e.Model.Quantization, "unknown"))
+	case p.EnforceDistillableText != nil && *p.EnforceDistillableText && !e.Model.Distillable:
+		return gatehouse.FieldError(field+".enforce_distillable_text", "%s serves a model whose outputs may not be distilled", served)
+	}
+	if p.RequireParameters != nil && *p.RequireParameters {
+		for _, param := range parameters {
+			if slices.Contains(AllModelParameters, param) && !slices.Contains(e.Model.Parameters(), param) {
+				return gatehouse.FieldError(field+".require_parameters", "%s does not support %s", served, param)
+			}
+		}
 	}
 	return nil
 }

@@ -62,11 +62,18 @@ func (p *Provider) AnswerTimeout() time.Duration {
 	return min(d, p.CallTimeout())
 }
 
-// Model is a model of a provider, with its prices.
+// Model is a model of a provider, with its prices: an endpoint of the
+// model it serves (Slug). Several providers' entries that serve the same
+// model are its endpoints, each with its own upstream name, prices and
+// limits; a request for the model routes among them (see Resolve).
 type Model struct {
 	Provider string
 	ID       string // the upstream's name for it, e.g. gpt-4o-mini
-	Name     string
+	// Serves is the model it is an endpoint of, as OpenRouter names
+	// models (author/name, such as meta-llama/llama-3.1-70b-instruct);
+	// empty: its own address (Address).
+	Serves string
+	Name   string
 	// Prices in dollars per million tokens.
 	PromptPrice     gatehouse.Money
 	CompletionPrice gatehouse.Money
@@ -87,8 +94,18 @@ func (m *Model) CostSplit(g *gatehouse.Generation) (prompt, completion gatehouse
 	return prompt, g.Cost - prompt
 }
 
-// Slug returns the name clients use for the model: provider/id.
-func (m *Model) Slug() string { return m.Provider + "/" + m.ID }
+// Slug returns the name of the model the entry serves: Serves, or its
+// address. Ledger entries, guardrails and the model list use it.
+func (m *Model) Slug() string {
+	if m.Serves != "" {
+		return m.Serves
+	}
+	return m.Address()
+}
+
+// Address returns the name of this endpoint alone: provider/id. A request
+// for it is served by this provider only.
+func (m *Model) Address() string { return m.Provider + "/" + m.ID }
 
 // Cost returns the cost of the tokens at the model's prices, rounded up to
 // the nano-dollar so that no request is ever under-charged.
@@ -108,17 +125,20 @@ func (m *Model) Cost(promptTokens, completionTokens int64) gatehouse.Money {
 // Catalog is the set of configured providers and their models.
 type Catalog struct {
 	Providers []*Provider
-	models    map[string]*Model
+	models    map[string]*Model   // by address
+	slugs     map[string][]*Model // the endpoints of each model, in configuration order
+	order     []string            // the models' slugs, in configuration order
 	providers map[string]*Provider
 }
 
-// NewCatalog indexes providers. Provider ids and model slugs must be
-// unique; the config loader checks that with line numbers, this is the
-// last line of defence.
+// NewCatalog indexes providers. Provider ids and model addresses must be
+// unique, and a model's slug may not be the address of an entry that
+// serves another model; the config loader checks that with line numbers,
+// this is the last line of defence.
 //
 // A model whose Created is zero is given the time the catalog is made.
 func NewCatalog(providers []*Provider) (*Catalog, error) {
-	c := &Catalog{Providers: providers, models: map[string]*Model{}, providers: map[string]*Provider{}}
+	c := &Catalog{Providers: providers, models: map[string]*Model{}, slugs: map[string][]*Model{}, providers: map[string]*Provider{}}
 	loaded := time.Now().UTC().Truncate(time.Second)
 	for _, p := range providers {
 		if _, dup := c.providers[p.ID]; dup {
@@ -130,23 +150,51 @@ func NewCatalog(providers []*Provider) (*Catalog, error) {
 			if m.Created.IsZero() {
 				m.Created = loaded
 			}
-			if _, dup := c.models[m.Slug()]; dup {
-				return nil, fmt.Errorf("model %q is defined twice", m.Slug())
+			if _, dup := c.models[m.Address()]; dup {
+				return nil, fmt.Errorf("model %q is defined twice", m.Address())
 			}
-			c.models[m.Slug()] = m
+			c.models[m.Address()] = m
+			if _, ok := c.slugs[m.Slug()]; !ok {
+				c.order = append(c.order, m.Slug())
+			}
+			c.slugs[m.Slug()] = append(c.slugs[m.Slug()], m)
+		}
+	}
+	for slug := range c.slugs {
+		if m, ok := c.models[slug]; ok && m.Slug() != slug {
+			return nil, fmt.Errorf("model %q is the address of provider %s's entry %s, which serves %q: a slug and an address may not name two models", slug, m.Provider, m.ID, m.Slug())
 		}
 	}
 	return c, nil
 }
 
-// Model returns the model of a slug and its provider.
-func (c *Catalog) Model(slug string) (*Model, *Provider, bool) {
-	m, ok := c.models[slug]
+// Model returns the endpoint of an address (provider/id) and its provider.
+func (c *Catalog) Model(address string) (*Model, *Provider, bool) {
+	m, ok := c.models[address]
 	if !ok {
 		return nil, nil, false
 	}
 	return m, c.providers[m.Provider], true
 }
+
+// Endpoints returns the endpoints a request for name may go to: every
+// endpoint of the model whose slug it is, or else the endpoint whose
+// address it is, alone; false when it names neither. A name that is both
+// (an entry serving the model of its own address, beside others serving it
+// too) is the model: provider preferences (only) pick one endpoint of it.
+func (c *Catalog) Endpoints(name string) ([]*Model, bool) {
+	if eps, ok := c.slugs[name]; ok {
+		return eps, true
+	}
+	if m, ok := c.models[name]; ok {
+		return []*Model{m}, true
+	}
+	return nil, false
+}
+
+// Slugs returns the models' slugs, in configuration order (that of each
+// model's first endpoint).
+func (c *Catalog) Slugs() []string { return c.order }
 
 // Provider returns the provider of an id.
 func (c *Catalog) Provider(id string) (*Provider, bool) {
@@ -201,8 +249,12 @@ type UpstreamError struct {
 	Err            error  // the cause, for the log: such as the network error
 	// Delivered says that the provider had received the whole request
 	// (it was written to the provider) when the call failed: it may have
-	// worked on it, and billed it.
-	Delivered bool
+	// worked on it, and billed it. Answered says that its answer had
+	// begun (its status line came).
+	Delivered, Answered bool
+	// RetryAfter is how long the provider asked to be left alone (its
+	// Retry-After); zero when it did not say.
+	RetryAfter time.Duration
 	// Charged, once the failed call is metered, is what it was charged
 	// (see Billed), under the generation GenerationID; nil when nothing.
 	Charged      *gatehouse.Money

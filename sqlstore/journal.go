@@ -511,6 +511,9 @@ func (e journalEntry) appendJSON(b []byte) []byte {
 	if g.Streamed {
 		b = append(b, `,"Streamed":true`...)
 	}
+	if g.ProviderResponses != nil {
+		b = appendProviderResponses(append(b, `,"ProviderResponses":`...), g.ProviderResponses)
+	}
 	if c := g.Content; c != nil {
 		b = append(b, `,"Content":{"messages":`...)
 		if len(c.Messages) == 0 {
@@ -546,4 +549,25 @@ func (e journalEntry) appendJSON(b []byte) []byte {
 		b = append(b, '"')
 	}
 	return append(b, '}', '}')
+}
+
+// appendProviderResponses appends a generation's attempts as
+// encoding/json writes them.
+func appendProviderResponses(b []byte, rs []gatehouse.ProviderResponse) []byte {
+	b = append(b, '[')
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonobj.AppendString(append(b, `{"provider":`...), r.Provider)
+		b = jsonobj.AppendString(append(b, `,"model":`...), r.Model)
+		b = strconv.AppendInt(append(b, `,"status":`...), int64(r.Status), 10)
+		b = strconv.AppendInt(append(b, `,"latency_ms":`...), r.LatencyMS, 10)
+		if r.UpstreamID != "" {
+			b = jsonobj.AppendString(append(b, `,"id":`...), r.UpstreamID)
+		}
+		b = strconv.AppendBool(append(b, `,"is_byok":`...), r.BYOK)
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }

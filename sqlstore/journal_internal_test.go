@@ -27,6 +27,9 @@ func TestJournalEntryEncoding(t *testing.T) {
 			FinishReason: str("stop"), Status: gatehouse.GenerationPartial, LatencyMS: 5, GenerationMS: 4,
 			SessionID: str(""), ExternalUser: str("user" + odd), HTTPReferer: str("https://app.example"), AppTitle: str("App"),
 			UserAgent: str("ua/1"), CreatedAt: time.Date(2026, 11, 28, 16, 0, 0, 123456789, time.UTC),
+			ProviderResponses: []gatehouse.ProviderResponse{
+				{Provider: "acme", Model: "acme/chat" + odd, Status: 503, LatencyMS: 12},
+				{Provider: "other", Model: "other/chat", Status: 200, LatencyMS: 7, UpstreamID: "up" + odd, BYOK: true}},
 			Content: &gatehouse.GenerationContent{
 				Messages:   json.RawMessage(`[{"role":"user","content":"hi \u003c"}]`),
 				Completion: str("answer" + odd), Reasoning: str(""),

@@ -580,23 +580,38 @@ func scanCounters(s Scanner) (usage, byok gatehouse.Counter, err error) {
 // generationArgs order.
 const generationColumns = `id, organization_id, workspace_id, key_hash, model, provider, upstream_id, prompt_tokens,
 	completion_tokens, cost, byok, streamed, finish_reason, status, latency_ms, generation_ms, session_id,
-	external_user, created_at, http_referer, app_title, user_agent`
+	external_user, created_at, http_referer, app_title, user_agent, provider_responses`
 
 // generationArgs returns the column values of g in generationColumns order.
 func generationArgs(g *gatehouse.Generation) []any {
 	return []any{g.ID, g.OrganizationID, g.WorkspaceID, g.KeyHash, g.Model, g.Provider, g.UpstreamID, g.PromptTokens,
 		g.CompletionTokens, int64(g.Cost), g.BYOK, g.Streamed, g.FinishReason, g.Status, g.LatencyMS, g.GenerationMS,
-		g.SessionID, g.ExternalUser, ms(g.CreatedAt), g.HTTPReferer, g.AppTitle, g.UserAgent}
+		g.SessionID, g.ExternalUser, ms(g.CreatedAt), g.HTTPReferer, g.AppTitle, g.UserAgent, providerResponses(g)}
+}
+
+// providerResponses encodes a generation's attempts (NULL: none kept).
+func providerResponses(g *gatehouse.Generation) *string {
+	if g.ProviderResponses == nil {
+		return nil
+	}
+	b, _ := json.Marshal(g.ProviderResponses) // plain values: it cannot fail
+	return new(string(b))
 }
 
 // scanGeneration scans a row of generationColumns.
 func scanGeneration(s Scanner) (*gatehouse.Generation, error) {
 	var g gatehouse.Generation
+	var attempts *string
 	if err := s.Scan(&g.ID, &g.OrganizationID, &g.WorkspaceID, &g.KeyHash, &g.Model, &g.Provider, &g.UpstreamID,
 		&g.PromptTokens, &g.CompletionTokens, &g.Cost, &g.BYOK, &g.Streamed, &g.FinishReason, &g.Status, &g.LatencyMS,
 		&g.GenerationMS, &g.SessionID, &g.ExternalUser, msTime(&g.CreatedAt), &g.HTTPReferer, &g.AppTitle,
-		&g.UserAgent); err != nil {
+		&g.UserAgent, &attempts); err != nil {
 		return nil, err
+	}
+	if attempts != nil {
+		if err := json.Unmarshal([]byte(*attempts), &g.ProviderResponses); err != nil {
+			return nil, fmt.Errorf("generation %s: provider_responses: %w", g.ID, err)
+		}
 	}
 	return &g, nil
 }

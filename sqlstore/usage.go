@@ -70,6 +70,7 @@ type policy struct {
 	parent     *string
 	guardrails []gatehouse.AppliedGuardrail
 	budgets    []gatehouse.Budget
+	sort       string // the workspace's default_provider_sort
 }
 
 // policyTTL bounds how long another instance's change to what governs a
@@ -107,9 +108,31 @@ func (s *Store) readPolicy(ctx context.Context, key *gatehouse.Key) (*policy, er
 			}
 			p.guardrails = gatehouse.AppendGuardrails(p.guardrails, applied...)
 		}
-		p.budgets, err = tx.keyBudgets(ctx, keys)
-		return p, err
+		if p.budgets, err = tx.keyBudgets(ctx, keys); err != nil {
+			return nil, err
+		}
+		var sort *string
+		err = tx.QueryRow(ctx, `SELECT default_provider_sort FROM workspaces WHERE id = ?`, key.WorkspaceID).Scan(&sort)
+		if err != nil && !errors.Is(err, ErrNoRows) {
+			return nil, err
+		}
+		if sort != nil {
+			p.sort = *sort
+		}
+		return p, nil
 	})
+}
+
+// DefaultProviderSort returns the default_provider_sort of a key's
+// workspace: how its requests' endpoints are ordered when they give no
+// sort ("" for the default balance).
+func (s *Store) DefaultProviderSort(ctx context.Context, key *gatehouse.Key) (_ string, err error) {
+	defer wrap(&err, "DefaultProviderSort")
+	p, err := s.policyOf(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	return p.sort, nil
 }
 
 // keyGuardrails returns the guardrails that govern one key by itself.
