@@ -207,12 +207,13 @@ func (s *Server) countModels(w http.ResponseWriter, r *http.Request) error {
 // there is none.
 func (s *Server) catalogModel(r *http.Request) (*provider.Model, *provider.Provider, error) {
 	slug := r.PathValue("author") + "/" + r.PathValue("slug")
-	m, p, ok := s.data.Catalog.Model(slug)
+	eps, ok := s.data.Catalog.Endpoints(slug)
 	if !ok {
 		return nil, nil, &gatehouse.Error{Code: gatehouse.ENOTFOUND, Message: "model not found: GET /api/v1/models lists the models served here",
 			Metadata: map[string]any{"id": slug}}
 	}
-	return m, p, nil
+	p, _ := s.data.Catalog.Provider(eps[0].Provider)
+	return eps[0], p, nil
 }
 
 // getModel serves GET /model/{author}/{slug}. A model id that holds a

@@ -52,6 +52,10 @@ type fakeUpstream struct {
 	stall time.Duration
 	pad   int
 	cut   bool
+	// retryAfter is the Retry-After header of an error answer; failWhile,
+	// when set, answers 500 while it returns true.
+	retryAfter string
+	failWhile  func() bool
 
 	mu       sync.Mutex
 	bodies   []map[string]any // the requests received
@@ -123,12 +127,19 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		defer pw.finish()
 		w = pw
 	}
+	if u.failWhile != nil && u.failWhile() {
+		http.Error(w, `{"error":{"message":"down"}}`, http.StatusInternalServerError)
+		return
+	}
 	if u.status != 0 {
 		ct := u.errType
 		if ct == "" {
 			ct = "application/json"
 		}
 		w.Header().Set("Content-Type", ct)
+		if u.retryAfter != "" {
+			w.Header().Set("Retry-After", u.retryAfter)
+		}
 		w.WriteHeader(u.status)
 		io.WriteString(w, u.errBody)
 		return

@@ -7,8 +7,9 @@ import (
 )
 
 // endpointJSON is OpenRouter's PublicEndpoint: one provider serving one
-// model. Gatehouse measures no uptime, latency or throughput, so those are
-// null; status is 0 (serving).
+// model. Uptime, latency and throughput are what this instance measured of
+// its own calls (null until it made some); status is 0 (serving), or -1
+// while its circuit is open (see provider.Health).
 type endpointJSON struct {
 	Name                    string          `json:"name"` // "<provider name> | <model slug>"
 	ModelID                 string          `json:"model_id"`
@@ -49,7 +50,7 @@ type percentileJSON struct {
 	P99 float64 `json:"p99"`
 }
 
-func toEndpointJSON(m *provider.Model, p *provider.Provider) endpointJSON {
+func toEndpointJSON(m *provider.Model, p *provider.Provider, stats provider.EndpointStats) endpointJSON {
 	name := m.Name
 	if name == "" {
 		name = m.Slug()
@@ -65,7 +66,27 @@ func toEndpointJSON(m *provider.Model, p *provider.Provider) endpointJSON {
 	if m.Quantization != "" {
 		e.Tag += "/" + m.Quantization
 	}
+	e.UptimeLast5m, e.UptimeLast30m, e.UptimeLast1d = percent(stats.Uptime5m), percent(stats.Uptime30m), percent(stats.Uptime1d)
+	e.LatencyLast30m, e.ThroughputLast30m = toPercentiles(stats.Latency), toPercentiles(stats.Throughput)
+	if stats.State == provider.CircuitOpen {
+		e.Status = -1
+	}
 	return e
+}
+
+// percent renders a share as OpenRouter's uptime, a percentage.
+func percent(share *float64) *float64 {
+	if share == nil {
+		return nil
+	}
+	return new(*share * 100)
+}
+
+func toPercentiles(p *[4]float64) *percentileJSON {
+	if p == nil {
+		return nil
+	}
+	return &percentileJSON{P50: p[0], P75: p[1], P90: p[2], P99: p[3]}
 }
 
 // modelEndpointsJSON is the answer of GET /models/{author}/{slug}/endpoints.
@@ -89,17 +110,23 @@ type endpointsArchitectureJSON struct {
 }
 
 // listEndpoints serves GET /models/{author}/{slug}/endpoints: the model
-// and its one endpoint.
+// and its endpoints, in configuration order.
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) error {
-	m, p, err := s.catalogModel(r)
+	m, _, err := s.catalogModel(r)
 	if err != nil {
 		return err
+	}
+	eps, _ := s.data.Catalog.Endpoints(r.PathValue("author") + "/" + r.PathValue("slug"))
+	list := make([]endpointJSON, len(eps))
+	for i, ep := range eps {
+		p, _ := s.data.Catalog.Provider(ep.Provider)
+		list[i] = toEndpointJSON(ep, p, s.router.Health.Stats(ep.Address()))
 	}
 	j := s.toModelJSON(m)
 	out := modelEndpointsJSON{ID: j.ID, Name: j.Name, Created: j.Created, Description: j.Description,
 		Architecture: endpointsArchitectureJSON{InputModalities: m.Inputs(), OutputModalities: m.Outputs(), Modality: m.Modality(),
 			Tokenizer: optional(m.Tokenizer), InstructType: optional(m.InstructType)},
-		Endpoints: []endpointJSON{toEndpointJSON(m, p)}}
+		Endpoints: list}
 	return writeJSON(w, http.StatusOK, dataJSON[modelEndpointsJSON]{out})
 }
 
@@ -108,11 +135,10 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) listZDREndpoints(w http.ResponseWriter, r *http.Request) error {
 	out := []endpointJSON{}
 	for _, p := range s.data.Catalog.Providers {
-		if !p.ZDR {
-			continue
-		}
 		for _, m := range p.Models {
-			out = append(out, toEndpointJSON(m, p))
+			if m.ZeroRetention(p) {
+				out = append(out, toEndpointJSON(m, p, s.router.Health.Stats(m.Address())))
+			}
 		}
 	}
 	return writeJSON(w, http.StatusOK, dataJSON[[]endpointJSON]{out})

@@ -225,12 +225,16 @@ type ModelQuery struct {
 	Now        time.Time // for the age filters
 }
 
-// Find returns the models that match q, in q's order.
+// Find returns the models that match q, in q's order: each model once,
+// as the first of its endpoints (in configuration order) that matches.
 func (c *Catalog) Find(q ModelQuery) []*Model {
 	var out []*Model
-	for _, m := range c.Models() {
-		if q.matches(m, c.providers[m.Provider]) {
-			out = append(out, m)
+	for _, slug := range c.order {
+		for _, m := range c.slugs[slug] {
+			if q.matches(m, c.providers[m.Provider]) {
+				out = append(out, m)
+				break
+			}
 		}
 	}
 	sortModels(out, q.Sort)
@@ -241,7 +245,7 @@ func (q *ModelQuery) matches(m *Model, p *Provider) bool {
 	if q.Unscored || !q.matchesText(m, p) || !q.matchesFeatures(m, p) || !q.matchesFigures(m) {
 		return false
 	}
-	return len(q.Guardrails) == 0 || gatehouse.CheckModel(q.Guardrails, m.Slug(), m.Provider) == nil
+	return len(q.Guardrails) == 0 || gatehouse.CheckEndpoint(q.Guardrails, Endpoint{Provider: p, Model: m}.Facts()) == nil
 }
 
 func (q *ModelQuery) matchesText(m *Model, p *Provider) bool {
@@ -269,7 +273,7 @@ func (q *ModelQuery) matchesFeatures(m *Model, p *Provider) bool {
 		return false
 	case q.Distillable != nil && m.Distillable != *q.Distillable:
 		return false
-	case q.ZDR && !p.ZDR, q.Region != "" && !p.ServesRegion(q.Region):
+	case q.ZDR && !m.ZeroRetention(p), q.Region != "" && !m.ServesRegion(p, q.Region):
 		return false
 	}
 	return true

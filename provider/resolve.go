@@ -3,6 +3,7 @@ package provider
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -110,17 +111,19 @@ func NewRouter(c *Catalog) *Router { return &Router{Catalog: c, Health: &Health{
 // is healthy. allow_fallbacks false keeps only the first endpoint (or the
 // order's endpoints).
 //
-// A request that no endpoint may serve is an error naming why: for its
-// model's first endpoint, the first rule that left it out (the API or a
-// preference: EINVALID naming the field; a guardrail: EFORBIDDEN naming it),
-// or EUNAVAILABLE when every endpoint is cooling down, saying for how long.
+// A request that no endpoint may serve is an error naming why: the rule
+// that left out the endpoint nearest to serving it (see admits: the API or
+// a preference, EINVALID naming the field; a guardrail, EFORBIDDEN naming
+// it), or EUNAVAILABLE when every endpoint is cooling down, saying for how
+// long.
 func (rt *Router) Resolve(r Request) ([]Endpoint, error) {
 	names, fields, err := modelNames(r)
 	if err != nil {
 		return nil, err
 	}
 	var out []Endpoint
-	var firstErr error
+	var why error // of the endpoint left out last in the rules' order
+	stage := -1
 	cooling := []string{}
 	for i, name := range names {
 		models, ok := rt.Catalog.Endpoints(name)
@@ -130,9 +133,9 @@ func (rt *Router) Resolve(r Request) ([]Endpoint, error) {
 		var kept []Endpoint
 		for _, m := range models {
 			e := Endpoint{Provider: rt.Catalog.providers[m.Provider], Model: m}
-			if err := r.admits(e, name); err != nil {
-				if firstErr == nil {
-					firstErr = err
+			if at, err := r.admits(e, name); err != nil {
+				if at > stage {
+					why, stage = err, at
 				}
 				continue
 			}
@@ -151,7 +154,7 @@ func (rt *Router) Resolve(r Request) ([]Endpoint, error) {
 				Message: fmt.Sprintf("every endpoint that may serve %q is failing or asked to wait; retry in %s", names[0], wait)}).
 				WithMetadata("retry_after_seconds", int64(wait.Seconds()))
 		}
-		return nil, firstErr
+		return nil, why
 	}
 	if allow := r.Preferences.allowFallbacks(); !allow && len(r.Preferences.orderList()) == 0 {
 		out = out[:1]
@@ -177,20 +180,28 @@ func modelNames(r Request) ([]string, []string, error) {
 	return names, fields, nil
 }
 
-// admits returns why an endpoint may not serve the request: it does not
-// offer the API, a preference leaves it out, or a guardrail does; nil
-// when it may.
-func (r *Request) admits(e Endpoint, name string) error {
+// admits returns why an endpoint may not serve the request (nil when it
+// may), and how far through the rules it went: it does not offer the API
+// (0), a preference leaves it out (1), a guardrail's lists do (2) or its
+// rules of where prompts may go (3). Of the endpoints left out, the error
+// of the one that went furthest is the request's: the reason nearest to
+// serving it.
+func (r *Request) admits(e Endpoint, name string) (int, error) {
 	if err := r.API.serves(e.Model, e.Provider, name); err != nil {
-		return err
+		return 0, err
 	}
 	if err := r.Preferences.Check("provider", e.Model, e.Provider); err != nil {
-		return err
+		return 1, err
 	}
 	if err := r.Preferences.checkEndpoint("provider", e, r.Parameters); err != nil {
-		return err
+		return 1, err
 	}
-	return gatehouse.CheckEndpoint(r.Guardrails, e.Facts())
+	err := gatehouse.CheckEndpoint(r.Guardrails, e.Facts())
+	var ge *gatehouse.Error
+	if errors.As(err, &ge) && !strings.HasSuffix(fmt.Sprint(ge.Metadata["rule"]), "_providers") && !strings.HasSuffix(fmt.Sprint(ge.Metadata["rule"]), "_models") {
+		return 3, err
+	}
+	return 2, err
 }
 
 // Facts returns what the guardrails judge of the endpoint.
