@@ -48,9 +48,6 @@ func NewClient() *Client {
 	return &Client{HTTP: &http.Client{Transport: t}}
 }
 
-// Deadline returns how long a whole call to the provider may take.
-func Deadline(p *provider.Provider) time.Duration { return p.CallTimeout() }
-
 // Complete forwards a chat completion and reads the answer. The provider's
 // key, or the call's own (a workspace's BYOK key), goes in the
 // Authorization header and nowhere else: an error answer that quotes it has
@@ -85,7 +82,7 @@ func (c *Client) forward(ctx context.Context, call provider.CompletionCall, w pr
 	if err != nil {
 		return provider.Completion{}, err
 	}
-	x, err := c.exchange(ctx, call.Provider, call.APIKey, a.path, body)
+	x, err := c.exchange(ctx, call.Provider, call.Model, call.APIKey, a.path, body)
 	if err != nil {
 		return provider.Completion{}, err
 	}
@@ -109,6 +106,7 @@ var (
 // and its answer once it began.
 type call struct {
 	p      *provider.Provider
+	m      *provider.Model
 	ctx    context.Context // ends with the caller's, or at a timeout (its cause says which)
 	cancel context.CancelCauseFunc
 	resp   *http.Response
@@ -121,9 +119,9 @@ type call struct {
 // within the provider's timeouts: its answer must begin within its
 // first-byte timeout, and end within its timeout. An error is an
 // *UpstreamError that says whether the provider received the request.
-func (c *Client) exchange(ctx context.Context, p *provider.Provider, apiKey gatehouse.Secret, path string, body []byte) (*call, error) {
-	x := &call{p: p}
-	whole, cancelWhole := context.WithTimeoutCause(ctx, p.CallTimeout(), errCallTimeout)
+func (c *Client) exchange(ctx context.Context, p *provider.Provider, m *provider.Model, apiKey gatehouse.Secret, path string, body []byte) (*call, error) {
+	x := &call{p: p, m: m}
+	whole, cancelWhole := context.WithTimeoutCause(ctx, m.CallTimeout(p), errCallTimeout)
 	x.ctx, x.cancel = context.WithCancelCause(whole)
 	cancel := x.cancel
 	x.cancel = func(cause error) { cancel(cause); cancelWhole() }
@@ -132,8 +130,8 @@ func (c *Client) exchange(ctx context.Context, p *provider.Provider, apiKey gate
 			x.delivered.Store(true)
 		}
 	}})
-	answer := time.AfterFunc(p.AnswerTimeout(), func() { cancel(errAnswerTimeout) })
-	resp, err := c.post(traced, p, apiKey, path, body)
+	answer := time.AfterFunc(m.AnswerTimeout(p), func() { cancel(errAnswerTimeout) })
+	resp, err := c.post(traced, p, m, apiKey, path, body)
 	answer.Stop()
 	if err != nil {
 		x.cancel(context.Canceled)
@@ -163,7 +161,7 @@ func (x *call) answerError(err error) error {
 	switch {
 	case errors.As(err, &ue):
 	case x.ctx.Err() != nil:
-		ue = networkError(x.ctx, x.p, err)
+		ue = networkError(x.ctx, x.p, x.m, err)
 	default:
 		ue = &provider.UpstreamError{Kind: provider.UpstreamBadAnswer, Provider: x.p.ID,
 			Message: fmt.Sprintf("the provider %s sent an invalid answer: %v", x.p.ID, err)}
@@ -175,7 +173,7 @@ func (x *call) answerError(err error) error {
 // post sends a JSON body to one of the provider's endpoints with the
 // provider's key, or apiKey when set. An answer with a status other than
 // 2xx is returned as an *UpstreamError, its body closed.
-func (c *Client) post(ctx context.Context, p *provider.Provider, apiKey gatehouse.Secret, path string, body []byte) (*http.Response, error) {
+func (c *Client) post(ctx context.Context, p *provider.Provider, m *provider.Model, apiKey gatehouse.Secret, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(p.BaseURL, "/")+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, &provider.UpstreamError{Kind: provider.UpstreamUnreachable, Message: "the provider's URL is invalid", Provider: p.ID, Err: err}
@@ -191,7 +189,7 @@ func (c *Client) post(ctx context.Context, p *provider.Provider, apiKey gatehous
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return nil, networkError(ctx, p, err)
+		return nil, networkError(ctx, p, m, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
@@ -226,15 +224,15 @@ func prepareBody(call provider.CompletionCall) ([]byte, error) {
 
 // networkError classifies a failed call: a timeout (of the answer's
 // beginning, or of the whole call) or an unreachable provider.
-func networkError(ctx context.Context, p *provider.Provider, err error) *provider.UpstreamError {
+func networkError(ctx context.Context, p *provider.Provider, m *provider.Model, err error) *provider.UpstreamError {
 	var ne net.Error
 	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errAnswerTimeout) && p.AnswerTimeout() < p.CallTimeout():
+	case errors.Is(cause, errAnswerTimeout) && m.AnswerTimeout(p) < m.CallTimeout(p):
 		return &provider.UpstreamError{Kind: provider.UpstreamTimeout, Provider: p.ID, Err: err,
-			Message: fmt.Sprintf("the provider %s did not begin its answer within %s (its first-byte timeout)", p.ID, p.AnswerTimeout())}
+			Message: fmt.Sprintf("the provider %s did not begin its answer within %s (its first-byte timeout)", p.ID, m.AnswerTimeout(p))}
 	case errors.Is(cause, errAnswerTimeout) || errors.Is(cause, errCallTimeout) || errors.Is(cause, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		return &provider.UpstreamError{Kind: provider.UpstreamTimeout, Provider: p.ID, Err: err,
-			Message: fmt.Sprintf("the provider %s did not answer within %s", p.ID, Deadline(p))}
+			Message: fmt.Sprintf("the provider %s did not answer within %s", p.ID, m.CallTimeout(p))}
 	}
 	return &provider.UpstreamError{Kind: provider.UpstreamUnreachable, Provider: p.ID, Err: err,
 		Message: fmt.Sprintf("the provider %s could not be reached", p.ID)}

@@ -262,7 +262,7 @@ func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *pri
 		attempt: func(e provider.Endpoint) (attempt, error) {
 			return attempt{form: embeddingsForm{model: e.Model}, send: func(ctx context.Context, m *meter.Metering, _ *streamWriter) (provider.Completion, error) {
 				gen := m.Generation
-				return s.withKeys(ctx, m, e.Provider, func(ctx context.Context, key gatehouse.Secret) (provider.Completion, error) {
+				return s.withKeys(ctx, m, e, func(ctx context.Context, key gatehouse.Secret) (provider.Completion, error) {
 					return s.data.Upstream.Embed(ctx, provider.EmbeddingCall{Provider: e.Provider, APIKey: key, Model: e.Model, Body: body,
 						Rewrite: func(obj map[string]json.RawMessage) {
 							obj["id"], _ = json.Marshal(gen.ID)

@@ -317,7 +317,7 @@ func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *meter.
 // the upstream's method for the endpoint.
 func (s *Server) forward(ctx context.Context, m *meter.Metering, call provider.CompletionCall, sw *streamWriter,
 	send func(context.Context, provider.CompletionCall, provider.StreamWriter) (provider.Completion, error)) (provider.Completion, error) {
-	return s.withKeys(ctx, m, call.Provider, func(ctx context.Context, key gatehouse.Secret) (provider.Completion, error) {
+	return s.withKeys(ctx, m, provider.Endpoint{Provider: call.Provider, Model: call.Model}, func(ctx context.Context, key gatehouse.Secret) (provider.Completion, error) {
 		call.APIKey = key
 		return send(ctx, call, sw)
 	}, func() bool { return sw.started })
@@ -327,12 +327,12 @@ func (s *Server) forward(ctx context.Context, m *meter.Metering, call provider.C
 // workspace's BYOK keys that the metering chose, one after the other while
 // the provider refuses the key it was sent (and nothing has reached the
 // client: started), all within the provider's timeout.
-func (s *Server) withKeys(ctx context.Context, m *meter.Metering, prov *provider.Provider,
+func (s *Server) withKeys(ctx context.Context, m *meter.Metering, e provider.Endpoint,
 	call func(context.Context, gatehouse.Secret) (provider.Completion, error), started func() bool) (provider.Completion, error) {
 	if len(m.BYOKKeys) == 0 {
 		return call(ctx, "")
 	}
-	ctx, cancel := context.WithTimeout(ctx, prov.CallTimeout())
+	ctx, cancel := context.WithTimeout(ctx, e.Model.CallTimeout(e.Provider))
 	defer cancel()
 	for i := 0; ; i++ {
 		done, err := call(ctx, m.BYOKKeys[i].Key)
@@ -340,7 +340,7 @@ func (s *Server) withKeys(ctx context.Context, m *meter.Metering, prov *provider
 			return done, err
 		}
 		s.logger.Info("the provider refused a BYOK key; trying the workspace's next one",
-			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", prov.ID,
+			"request_id", gatehouse.RequestIDFrom(ctx), "generation_id", m.Generation.ID, "provider", e.Provider.ID,
 			"byok_key_id", m.BYOKKeys[i].ID, "error", err.Error())
 	}
 }

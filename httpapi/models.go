@@ -81,7 +81,7 @@ func toGenerationJSON(g *gatehouse.Generation) generationJSON {
 // providerResponseJSON is OpenRouter's ProviderResponse: one attempt of a
 // call, at one endpoint.
 type providerResponseJSON struct {
-	ID             *string `json:"id"`
+	ID             *string `json:"id,omitempty"` // the client's schema takes a string or nothing, not null
 	EndpointID     string  `json:"endpoint_id"`
 	ModelPermaslug string  `json:"model_permaslug"`
 	ProviderName   string  `json:"provider_name"`

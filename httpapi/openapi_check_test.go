@@ -332,6 +332,7 @@ var optionalResponseFields = map[string]bool{
 	"ModelReasoning.supported_efforts":   true,
 	"ModelReasoning.supports_max_tokens": true,
 	"ActivityItem.workspace_id":          true, // with group_by=workspace only
+	"ProviderResponse.id":                true, // the client's schema takes a string or nothing, not null
 }
 
 // TestOpenAPIResponseSchemasAreStrict keeps the document strict: every object

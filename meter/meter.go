@@ -200,7 +200,7 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 		Budgets: append(slices.Clip(budgets), gatehouse.Budgets(guardrails)...),
 		Amount:  Estimate(c.Model, len(c.Request), mt.MaxTokens),
 		// A crash leaves it held until the longest call could have ended.
-		ExpiresAt:  m.now().Add(c.Provider.CallTimeout() + time.Minute),
+		ExpiresAt:  m.now().Add(c.Model.CallTimeout(c.Provider) + time.Minute),
 		Generation: mt.Generation,
 	}
 	if m.Leases != nil && m.Accounts == nil {

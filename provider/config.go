@@ -349,6 +349,8 @@ func (l *loader) model(n *yaml.Node, what string) *Model {
 			m.CompletionPrice, completionPriced = l.price(v, "completion_price"), true
 		},
 		"max_completion_tokens": func(v *yaml.Node) { m.MaxCompletionTokens = l.positive(v, "max_completion_tokens") },
+		"timeout":               func(v *yaml.Node) { m.Timeout = l.duration(v, "timeout") },
+		"first_byte_timeout":    func(v *yaml.Node) { m.FirstByteTimeout = l.duration(v, "first_byte_timeout") },
 		"context_length":        func(v *yaml.Node) { m.ContextLength = l.positive(v, "context_length") },
 	}), "id", "prompt_price")
 	// An embedding model completes nothing: only its prompt is priced.

@@ -81,7 +81,31 @@ type Model struct {
 	// max_tokens; the reservation assumes it.
 	MaxCompletionTokens int
 	ContextLength       int
+	// Timeout and FirstByteTimeout, when set, are this endpoint's own
+	// (see Provider.Timeout); zero: its provider's.
+	Timeout          time.Duration
+	FirstByteTimeout time.Duration
 	ModelInfo
+}
+
+// CallTimeout returns how long a whole call to the endpoint may take: its
+// own timeout, else its provider's.
+func (m *Model) CallTimeout(p *Provider) time.Duration {
+	if m.Timeout > 0 {
+		return m.Timeout
+	}
+	return p.CallTimeout()
+}
+
+// AnswerTimeout returns how long the endpoint's answer may take to begin:
+// its own first-byte timeout, else its provider's, never more than the
+// whole call's.
+func (m *Model) AnswerTimeout(p *Provider) time.Duration {
+	d := m.FirstByteTimeout
+	if d <= 0 {
+		d = p.AnswerTimeout()
+	}
+	return min(d, m.CallTimeout(p))
 }
 
 // CostSplit divides a generation's charged cost between its prompt and

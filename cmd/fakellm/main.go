@@ -21,6 +21,7 @@
 // number of token ids) and
 // GET /v1/models, and logs one line per request. Its first log line names
 // the address it listens on, so that --addr 127.0.0.1:0 takes any free port.
+// For the tests of routing, it fails on command (see failure.go).
 package main
 
 import (
@@ -88,9 +89,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 // newHandler serves the API, logging one line per request.
 func newHandler(logger *log.Logger) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", chatCompletions)
-	mux.HandleFunc("POST /v1/embeddings", embeddings)
-	mux.HandleFunc("POST /v1/responses", responses)
+	c := &control{}
+	c.serve(mux)
+	mux.HandleFunc("POST /v1/chat/completions", c.wrap(chatCompletions))
+	mux.HandleFunc("POST /v1/embeddings", c.wrap(embeddings))
+	mux.HandleFunc("POST /v1/responses", c.wrap(responses))
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 			map[string]any{"id": "echo", "object": "model", "created": 0, "owned_by": "fakellm"}}})

@@ -301,3 +301,66 @@ func TestListeningOnceBound(t *testing.T) {
 		t.Errorf("run after cancel: %v", err)
 	}
 }
+
+// TestFailureOnCommand: the control endpoints make the model endpoints
+// fail as commanded (a status with Retry-After, a cut connection, a
+// delay; for a count of calls or until cleared), and count the calls.
+func TestFailureOnCommand(t *testing.T) {
+	srv, _ := start(t)
+	command := func(method, body string) int {
+		req, _ := http.NewRequest(method, srv.URL+"/fakellm/failure", strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	chat := func() (*http.Response, error) {
+		return http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	}
+	if got := command("POST", `{"status": 503, "retry_after": 7, "count": 2}`); got != 200 {
+		t.Fatalf("POST /fakellm/failure: %d", got)
+	}
+	for i := range 3 {
+		resp, err := chat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want, retry := 503, "7"
+		if i == 2 {
+			want, retry = 200, "" // the count is spent
+		}
+		if resp.StatusCode != want || resp.Header.Get("Retry-After") != retry {
+			t.Errorf("call %d: %d, Retry-After %q", i, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	command("POST", `{"cut": true}`)
+	if resp, err := chat(); err == nil {
+		resp.Body.Close()
+		t.Errorf("a cut connection answered %d", resp.StatusCode)
+	}
+	command("POST", `{"delay": "300ms"}`)
+	start := time.Now()
+	if resp, err := chat(); err != nil || resp.StatusCode != 200 || time.Since(start) < 300*time.Millisecond {
+		t.Errorf("a delay: %v after %s", err, time.Since(start))
+	}
+	if got := command("DELETE", ""); got != 204 {
+		t.Errorf("DELETE: %d", got)
+	}
+	for _, bad := range []string{`{"status": 200}`, `{"delay": "soon"}`, `{"status": 503, "extra": 1}`, `not json`} {
+		if got := command("POST", bad); got != 400 {
+			t.Errorf("%s: %d, want 400", bad, got)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/fakellm/calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var calls struct{ Calls int }
+	if json.NewDecoder(resp.Body).Decode(&calls); calls.Calls != 5 {
+		t.Errorf("calls %d, want 5", calls.Calls)
+	}
+}

@@ -386,7 +386,9 @@ func loadCatalog(cfg Config, getenv func(string) string, logger *slog.Logger) (*
 func writeTimeout(c *provider.Catalog) time.Duration {
 	d := 60 * time.Second
 	for _, p := range c.Providers {
-		d = max(d, p.CallTimeout()+30*time.Second)
+		for _, m := range p.Models {
+			d = max(d, m.CallTimeout(p)+30*time.Second)
+		}
 	}
 	return d
 }
