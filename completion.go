@@ -101,21 +101,26 @@ func CheckEndpoint(guardrails []AppliedGuardrail, e Endpoint) error {
 	return nil
 }
 
-// checkLists applies a guardrail's lists of models and providers.
+// checkLists applies a guardrail's lists of models and providers: a model
+// is listed by its slug or by the endpoint's address.
 func checkLists(g *Guardrail, e Endpoint) error {
-	for _, rule := range []struct {
-		name   string
-		list   []string
-		values []string
-		allow  bool
+	for _, rule := range [...]struct {
+		name  string
+		list  []string
+		value string
+		other string // another name of the same thing ("" none)
+		allow bool
 	}{
-		{"allowed_providers", g.AllowedProviders, []string{e.Provider}, true},
-		{"ignored_providers", g.IgnoredProviders, []string{e.Provider}, false},
-		{"allowed_models", g.AllowedModels, []string{e.Slug, e.Address}, true},
-		{"ignored_models", g.IgnoredModels, []string{e.Slug, e.Address}, false},
+		{"allowed_providers", g.AllowedProviders, e.Provider, "", true},
+		{"ignored_providers", g.IgnoredProviders, e.Provider, "", false},
+		{"allowed_models", g.AllowedModels, e.Slug, e.Address, true},
+		{"ignored_models", g.IgnoredModels, e.Slug, e.Address, false},
 	} {
-		in := slices.ContainsFunc(rule.values, func(v string) bool { return listed(rule.list, v, !rule.allow) })
-		if rule.list == nil || in == rule.allow {
+		if rule.list == nil {
+			continue
+		}
+		in := listed(rule.list, rule.value, !rule.allow) || rule.other != "" && rule.other != rule.value && listed(rule.list, rule.other, !rule.allow)
+		if in == rule.allow {
 			continue
 		}
 		what := "is not in the"
@@ -124,8 +129,8 @@ func checkLists(g *Guardrail, e Endpoint) error {
 		}
 		kind := strings.TrimSuffix(strings.SplitN(rule.name, "_", 2)[1], "s")
 		return &Error{Code: EFORBIDDEN,
-			Message:  fmt.Sprintf("Request blocked: %s %q %s %s list of guardrail %q", kind, rule.values[0], what, rule.name, g.Name),
-			Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name, "rule": rule.name, kind: rule.values[0]}}
+			Message:  fmt.Sprintf("Request blocked: %s %q %s %s list of guardrail %q", kind, rule.value, what, rule.name, g.Name),
+			Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name, "rule": rule.name, kind: rule.value}}
 	}
 	return nil
 }

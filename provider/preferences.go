@@ -147,21 +147,21 @@ func (p *ProviderPreferences) checkEndpoint(field string, e Endpoint, parameters
 	if p == nil {
 		return nil
 	}
-	served := fmt.Sprintf("provider %s's endpoint of %s", e.Provider.ID, e.Model.Slug())
+	served := func() string { return fmt.Sprintf("provider %s's endpoint of %s", e.Provider.ID, e.Model.Slug()) }
 	switch {
 	case p.ZDR != nil && *p.ZDR && !e.Model.ZeroRetention(e.Provider):
-		return gatehouse.FieldError(field+".zdr", "%s may retain data (the providers file does not mark it zdr)", served)
+		return gatehouse.FieldError(field+".zdr", "%s may retain data (the providers file does not mark it zdr)", served())
 	case p.DataCollection != nil && *p.DataCollection == "deny" && e.Model.Collects(e.Provider):
-		return gatehouse.FieldError(field+".data_collection", "%s may keep prompts or train on them (collects_data in the providers file)", served)
+		return gatehouse.FieldError(field+".data_collection", "%s may keep prompts or train on them (collects_data in the providers file)", served())
 	case len(p.Quantizations) > 0 && !slices.Contains(p.Quantizations, e.Model.Quantization):
-		return gatehouse.FieldError(field+".quantizations", "%s is quantized %s, which is not in the list", served, cmp.Or(e.Model.Quantization, "unknown"))
+		return gatehouse.FieldError(field+".quantizations", "%s is quantized %s, which is not in the list", served(), cmp.Or(e.Model.Quantization, "unknown"))
 	case p.EnforceDistillableText != nil && *p.EnforceDistillableText && !e.Model.Distillable:
-		return gatehouse.FieldError(field+".enforce_distillable_text", "%s serves a model whose outputs may not be distilled", served)
+		return gatehouse.FieldError(field+".enforce_distillable_text", "%s serves a model whose outputs may not be distilled", served())
 	}
 	if p.RequireParameters != nil && *p.RequireParameters {
 		for _, param := range parameters {
 			if slices.Contains(AllModelParameters, param) && !slices.Contains(e.Model.Parameters(), param) {
-				return gatehouse.FieldError(field+".require_parameters", "%s does not support %s", served, param)
+				return gatehouse.FieldError(field+".require_parameters", "%s does not support %s", served(), param)
 			}
 		}
 	}
@@ -188,14 +188,14 @@ func (p *ProviderPreferences) Check(field string, m *Model, prov *Provider) erro
 	has := func(list []string) bool {
 		return slices.ContainsFunc(list, func(s string) bool { return strings.EqualFold(s, prov.ID) })
 	}
-	served := fmt.Sprintf("model %s is served by provider %s", m.Slug(), prov.ID)
+	served := func() string { return fmt.Sprintf("model %s is served by provider %s", m.Slug(), prov.ID) }
 	switch {
 	case len(p.Only) > 0 && !has(p.Only):
-		return gatehouse.FieldError(field+".only", "%s, which is not in the list", served)
+		return gatehouse.FieldError(field+".only", "%s, which is not in the list", served())
 	case has(p.Ignore):
-		return gatehouse.FieldError(field+".ignore", "%s, which the list ignores", served)
+		return gatehouse.FieldError(field+".ignore", "%s, which the list ignores", served())
 	case len(p.Order) > 0 && p.AllowFallbacks != nil && !*p.AllowFallbacks && !has(p.Order):
-		return gatehouse.FieldError(field+".order", "%s, which is not in the list, and allow_fallbacks is false", served)
+		return gatehouse.FieldError(field+".order", "%s, which is not in the list, and allow_fallbacks is false", served())
 	}
 	if mp := p.MaxPrice; mp != nil {
 		for _, c := range []struct {

@@ -86,6 +86,10 @@ type Model struct {
 	Timeout          time.Duration
 	FirstByteTimeout time.Duration
 	ModelInfo
+	// address and facts are computed once, by NewCatalog: every request
+	// reads them.
+	address string
+	facts   *gatehouse.Endpoint
 }
 
 // CallTimeout returns how long a whole call to the endpoint may take: its
@@ -129,7 +133,12 @@ func (m *Model) Slug() string {
 
 // Address returns the name of this endpoint alone: provider/id. A request
 // for it is served by this provider only.
-func (m *Model) Address() string { return m.Provider + "/" + m.ID }
+func (m *Model) Address() string {
+	if m.address != "" {
+		return m.address
+	}
+	return m.Provider + "/" + m.ID
+}
 
 // Cost returns the cost of the tokens at the model's prices, rounded up to
 // the nano-dollar so that no request is ever under-charged.
@@ -170,7 +179,8 @@ func NewCatalog(providers []*Provider) (*Catalog, error) {
 		}
 		c.providers[p.ID] = p
 		for _, m := range p.Models {
-			m.Provider = p.ID
+			m.Provider, m.address, m.facts = p.ID, "", nil
+			m.address = m.Address()
 			if m.Created.IsZero() {
 				m.Created = loaded
 			}
@@ -182,6 +192,8 @@ func NewCatalog(providers []*Provider) (*Catalog, error) {
 				c.order = append(c.order, m.Slug())
 			}
 			c.slugs[m.Slug()] = append(c.slugs[m.Slug()], m)
+			facts := Endpoint{Provider: p, Model: m}.Facts()
+			m.facts = &facts
 		}
 	}
 	for slug := range c.slugs {

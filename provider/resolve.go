@@ -206,6 +206,9 @@ func (r *Request) admits(e Endpoint, name string) (int, error) {
 
 // Facts returns what the guardrails judge of the endpoint.
 func (e Endpoint) Facts() gatehouse.Endpoint {
+	if e.Model.facts != nil {
+		return *e.Model.facts
+	}
 	regions := []string{"global"}
 	if e.Model.ServesRegion(e.Provider, "eu") {
 		regions = append(regions, "europe")
