@@ -1,0 +1,562 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+
+	"gatehouse"
+)
+
+// testSSO checks single sign-on: the providers and their sealed secrets,
+// the sign-ins under way, who a verified sign-in lets in, how the members
+// may sign in, and what group mappings give and take away.
+func testSSO(t *testing.T, open Opener) {
+	runSubtests(t, open, []subtest{
+		{"Providers", testSSOProviders},
+		{"ProviderTenancy", testSSOProviderTenancy},
+		{"Logins", testSSOLogins},
+		{"SignInLinksVerifiedEmail", testSSOSignInLinks},
+		{"SignInRefusesUnverified", testSSOSignInUnverified},
+		{"SignInInvited", testSSOSignInInvited},
+		{"SignInAllowedDomain", testSSOSignInDomain},
+		{"PasswordSignInOff", testSSOPasswordOff},
+		{"GroupMappings", testSSOGroupMappings},
+		{"GroupRemovalTakesKeys", testSSOGroupRemoval},
+		{"MappingChangesApply", testSSOMappingChanges},
+		{"MappingValidation", testSSOMappingValidation},
+	})
+}
+
+// newProvider adds an enabled provider to the organization.
+func (f *fixture) newProvider(t *testing.T, orgID string, domains ...string) *gatehouse.SSOProvider {
+	t.Helper()
+	u := gatehouse.SSOProviderUpdate{Name: gatehouse.Val("Okta"), IssuerURL: gatehouse.Val("https://acme.okta.example/"),
+		ClientID: gatehouse.Val("client-1"), ClientSecret: gatehouse.Val("a client secret of some length")}
+	if domains != nil {
+		u.AllowedDomains = gatehouse.Val(domains)
+	}
+	p, err := f.store.CreateSSOProvider(f.ctx, orgID, u)
+	ok(t, err)
+	return p
+}
+
+// ssoSignIn signs someone in through provider p.
+func (f *fixture) ssoSignIn(p *gatehouse.SSOProvider, subject, email string, verified bool, groups ...string) (*gatehouse.Session, string, error) {
+	return f.store.SignInWithSSO(f.ctx, gatehouse.SSOSignIn{ProviderID: p.ID, Subject: subject, Email: email,
+		EmailVerified: verified, Name: "Ada Lovelace", Groups: groups, GroupsGiven: true})
+}
+
+func testSSOProviders(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	a := f.newAuditRun(t, f.org.ID)
+	p, err := f.store.CreateSSOProvider(a.ctx(), f.org.ID, gatehouse.SSOProviderUpdate{Name: gatehouse.Val("Okta"),
+		IssuerURL: gatehouse.Val("https://acme.okta.example/"), ClientID: gatehouse.Val("client-1"),
+		ClientSecret: gatehouse.Val("a client secret of some length"), Scopes: gatehouse.Val([]string{"groups", "email"})})
+	ok(t, err)
+	a.want("sso_provider.create", "sso_provider", []string{p.ID}, map[string]any{"fields": []string{"name", "issuer_url", "client_id", "client_secret", "scopes"}})
+	want := &gatehouse.SSOProvider{ID: p.ID, OrganizationID: f.org.ID, Name: "Okta", IssuerURL: "https://acme.okta.example",
+		ClientID: "client-1", ClientSecretLabel: "********ngth", Scopes: []string{"openid", "groups", "email"},
+		EmailClaim: "email", EmailVerifiedClaim: "email_verified", NameClaim: "name", GroupsClaim: "groups",
+		Enabled: true, CreatedAt: f.clock.Now(), UpdatedAt: f.clock.Now()}
+	wantEqual(t, "created provider", want, p)
+	got, err := f.store.FindSSOProvider(f.ctx, f.org.ID, p.ID)
+	ok(t, err)
+	wantEqual(t, "FindSSOProvider (no secret)", want, got)
+	signIn, err := f.store.FindSSOProviderForSignIn(f.ctx, p.ID)
+	ok(t, err)
+	if string(signIn.ClientSecret) != "a client secret of some length" {
+		t.Fatalf("FindSSOProviderForSignIn: the secret does not open")
+	}
+
+	// The secret is replaced, then removed (a public client); groups are no longer read.
+	u, err := f.store.UpdateSSOProvider(a.ctx(), f.org.ID, p.ID, gatehouse.SSOProviderUpdate{
+		ClientSecret: gatehouse.Val("another secret, longer still"), GroupsClaim: gatehouse.Null[string]()})
+	ok(t, err)
+	a.want("sso_provider.update", "sso_provider", []string{p.ID}, map[string]any{"fields": []string{"client_secret", "groups_claim"}})
+	if u.ClientSecretLabel != "********till" || u.GroupsClaim != "" {
+		t.Fatalf("updated provider: label %q, groups claim %q", u.ClientSecretLabel, u.GroupsClaim)
+	}
+	signIn, err = f.store.FindSSOProviderForSignIn(f.ctx, p.ID)
+	ok(t, err)
+	if string(signIn.ClientSecret) != "another secret, longer still" {
+		t.Fatal("the new secret does not open")
+	}
+	_, err = f.store.UpdateSSOProvider(f.ctx, f.org.ID, p.ID, gatehouse.SSOProviderUpdate{ClientSecret: gatehouse.Null[string]()})
+	ok(t, err)
+	signIn, err = f.store.FindSSOProviderForSignIn(f.ctx, p.ID)
+	ok(t, err)
+	if signIn.ClientSecret != "" || signIn.ClientSecretLabel != "" {
+		t.Fatal("a public client still has a secret")
+	}
+
+	// Bad input changes nothing.
+	a.sync()
+	for _, c := range []struct {
+		name string
+		u    gatehouse.SSOProviderUpdate
+		msg  string
+	}{
+		{"http issuer", gatehouse.SSOProviderUpdate{IssuerURL: gatehouse.Val("http://idp.example.com")}, "issuer_url:"},
+		{"issuer with query", gatehouse.SSOProviderUpdate{IssuerURL: gatehouse.Val("https://idp.example.com/?a=b")}, "issuer_url:"},
+		{"claim with space", gatehouse.SSOProviderUpdate{EmailClaim: gatehouse.Val("e mail")}, "email_claim:"},
+		{"null name", gatehouse.SSOProviderUpdate{Name: gatehouse.Null[string]()}, "name:"},
+		{"bad domain", gatehouse.SSOProviderUpdate{AllowedDomains: gatehouse.Val([]string{"acme"})}, "allowed_domains[0]:"},
+		{"ip as domain", gatehouse.SSOProviderUpdate{AllowedDomains: gatehouse.Val([]string{"10.0.0.1"})}, "allowed_domains[0]:"},
+	} {
+		_, err := f.store.UpdateSSOProvider(a.ctx(), f.org.ID, p.ID, c.u)
+		wantMessage(t, err, gatehouse.EINVALID, c.msg)
+		a.wantNone(c.name)
+	}
+
+	list, total, err := f.store.FindSSOProviders(f.ctx, f.org.ID, page(0, 10))
+	ok(t, err)
+	if total != 1 || len(list) != 1 || list[0].ID != p.ID {
+		t.Fatalf("FindSSOProviders = %d, %v", total, list)
+	}
+	// A disabled provider signs nobody in, and is not on the sign-in page.
+	_, err = f.store.UpdateSSOProvider(f.ctx, f.org.ID, p.ID, gatehouse.SSOProviderUpdate{Enabled: gatehouse.Val(false)})
+	ok(t, err)
+	_, err = f.store.FindSSOProviderForSignIn(f.ctx, p.ID)
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	buttons, err := f.store.FindSignInProviders(f.ctx)
+	ok(t, err)
+	if len(buttons) != 0 {
+		t.Fatalf("a disabled provider is on the sign-in page: %v", buttons)
+	}
+	a.sync()
+	ok(t, f.store.DeleteSSOProvider(a.ctx(), f.org.ID, p.ID))
+	a.want("sso_provider.delete", "sso_provider", []string{p.ID}, nil)
+	_, err = f.store.FindSSOProvider(f.ctx, f.org.ID, p.ID)
+	wantCode(t, err, gatehouse.ENOTFOUND)
+}
+
+func testSSOProviderTenancy(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	other := f.newOrg(t, "Other")
+	theirs := f.newProvider(t, other.ID)
+	_, err := f.store.FindSSOProvider(f.ctx, f.org.ID, theirs.ID)
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	_, err = f.store.UpdateSSOProvider(f.ctx, f.org.ID, theirs.ID, gatehouse.SSOProviderUpdate{Name: gatehouse.Val("mine")})
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	wantCode(t, f.store.DeleteSSOProvider(f.ctx, f.org.ID, theirs.ID), gatehouse.ENOTFOUND)
+	_, err = f.store.FindSSOProvider(f.ctx, f.org.ID, "not-a-uuid")
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	list, total, err := f.store.FindSSOProviders(f.ctx, f.org.ID, page(0, 10))
+	ok(t, err)
+	if total != 0 || len(list) != 0 {
+		t.Fatalf("another organization's provider is listed: %v", list)
+	}
+	// Another organization's member is not matched by email.
+	f.newMember(t, f.org.ID, "ada@example.com")
+	_, _, err = f.ssoSignIn(theirs, "sub-1", "ada@example.com", true)
+	wantCode(t, err, gatehouse.EFORBIDDEN)
+	for range gatehouse.MaxSSOProviders - 1 {
+		f.newProvider(t, other.ID)
+	}
+	_, err = f.store.CreateSSOProvider(f.ctx, other.ID, gatehouse.SSOProviderUpdate{Name: gatehouse.Val("one more"),
+		IssuerURL: gatehouse.Val("https://idp.example.com"), ClientID: gatehouse.Val("c")})
+	wantMessage(t, err, gatehouse.EINVALID, "an organization has at most")
+}
+
+func testSSOLogins(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	p := f.newProvider(t, f.org.ID)
+	state, nonce := gatehouse.NewSSOState(), gatehouse.NewSSOState()
+	ok(t, f.store.CreateSSOLogin(f.ctx, state, gatehouse.SSOLogin{ProviderID: p.ID, NonceHash: gatehouse.HashNonce(nonce),
+		Verifier: "a verifier that is long enough to be one of PKCE", Next: "/keys"}))
+	l, err := f.store.TakeSSOLogin(f.ctx, state)
+	ok(t, err)
+	if l.ProviderID != p.ID || l.NonceHash != gatehouse.HashNonce(nonce) || l.Next != "/keys" ||
+		l.Verifier != "a verifier that is long enough to be one of PKCE" || !l.ExpiresAt.Equal(f.clock.Now().Add(gatehouse.SSOLoginTTL)) {
+		t.Fatalf("TakeSSOLogin = %+v", l)
+	}
+	_, err = f.store.TakeSSOLogin(f.ctx, state)
+	wantCode(t, err, gatehouse.ENOTFOUND) // a state serves once
+
+	late := gatehouse.NewSSOState()
+	ok(t, f.store.CreateSSOLogin(f.ctx, late, gatehouse.SSOLogin{ProviderID: p.ID, NonceHash: gatehouse.HashNonce(nonce), Verifier: "v", Next: "/"}))
+	f.clock.Add(gatehouse.SSOLoginTTL)
+	_, err = f.store.TakeSSOLogin(f.ctx, late)
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	_, err = f.store.TakeSSOLogin(f.ctx, gatehouse.NewSSOState())
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	wantCode(t, f.store.CreateSSOLogin(f.ctx, "short", gatehouse.SSOLogin{ProviderID: p.ID, NonceHash: gatehouse.HashNonce(nonce), Verifier: "v"}), gatehouse.EINVALID)
+}
+
+func testSSOSignInLinks(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	p := f.newProvider(t, f.org.ID)
+	m := f.newMember(t, f.org.ID, "Ada@Example.com")
+	a := f.newAuditRun(t, f.org.ID)
+	s, token, err := f.store.SignInWithSSO(a.anonymous(), gatehouse.SSOSignIn{ProviderID: p.ID, Subject: "sub-ada",
+		Email: "ada@example.com", EmailVerified: true, GroupsGiven: false})
+	ok(t, err)
+	a.actor = &gatehouse.Actor{UserID: &m.ID}
+	a.want("session.create", "session", []string{s.ID}, map[string]any{"method": "oidc", "provider_id": p.ID, "member": "matched"})
+	if s.UserID == nil || *s.UserID != m.ID || s.OrganizationID != f.org.ID {
+		t.Fatalf("session of %+v, want member %s", s, m.ID)
+	}
+	f.wantSession(t, token, s)
+	// Linked: the next sign-in goes by the subject, whatever the email says.
+	s2, _, err := f.ssoSignIn(p, "sub-ada", "changed@elsewhere.example", false)
+	ok(t, err)
+	if *s2.UserID != m.ID {
+		t.Fatalf("second sign-in as %s, want %s", *s2.UserID, m.ID)
+	}
+	got, err := f.store.FindSSOProvider(f.ctx, f.org.ID, p.ID)
+	ok(t, err)
+	if got.LastSignInAt == nil || !got.LastSignInAt.Equal(f.clock.Now()) {
+		t.Fatalf("last sign-in of the provider: %v", got.LastSignInAt)
+	}
+	// A disabled provider signs nobody in.
+	_, err = f.store.UpdateSSOProvider(f.ctx, f.org.ID, p.ID, gatehouse.SSOProviderUpdate{Enabled: gatehouse.Val(false)})
+	ok(t, err)
+	_, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true)
+	wantCode(t, err, gatehouse.ENOTFOUND)
+	// A provider that names too many groups is refused, not cut short.
+	_, err = f.store.UpdateSSOProvider(f.ctx, f.org.ID, p.ID, gatehouse.SSOProviderUpdate{Enabled: gatehouse.Val(true)})
+	ok(t, err)
+	many := make([]string, gatehouse.MaxGroupsPerSignIn+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("group-%d", i)
+	}
+	_, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true, many...)
+	wantMessage(t, err, gatehouse.EINVALID, "the provider named")
+}
+
+func testSSOSignInUnverified(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	p := f.newProvider(t, f.org.ID, "example.com")
+	f.newMember(t, f.org.ID, "ada@example.com")
+	ok(t, func() error {
+		_, _, err := f.store.CreateInvitation(f.ctx, f.org.ID, gatehouse.InvitationCreate{Email: "grace@example.com"})
+		return err
+	}())
+	a := f.newAuditRun(t, f.org.ID)
+	for _, email := range []string{"ada@example.com", "grace@example.com", "new@example.com"} {
+		_, _, err := f.store.SignInWithSSO(a.anonymous(), gatehouse.SSOSignIn{ProviderID: p.ID, Subject: "sub-" + email, Email: email})
+		wantMessage(t, err, gatehouse.EFORBIDDEN, "the identity provider did not verify your email")
+		a.wantNone("an unverified sign-in of " + email)
+	}
+	_, _, err := f.store.SignInWithSSO(a.anonymous(), gatehouse.SSOSignIn{ProviderID: p.ID, Subject: "sub-x"})
+	wantMessage(t, err, gatehouse.EFORBIDDEN, "the identity provider gave no email")
+	_, _, err = f.store.SignInWithSSO(a.anonymous(), gatehouse.SSOSignIn{ProviderID: p.ID, Email: "ada@example.com", EmailVerified: true})
+	wantCode(t, err, gatehouse.EINVALID) // no subject
+	a.wantNone("refused sign-ins")
+	members, total, err := f.store.FindMembers(f.ctx, f.org.ID, page(0, 10))
+	ok(t, err)
+	if total != 1 || members[0].Email != "ada@example.com" {
+		t.Fatalf("members after unverified sign-ins: %v", members)
+	}
+}
+
+func testSSOSignInInvited(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	p := f.newProvider(t, f.org.ID) // no domain allowed
+	v, _, err := f.store.CreateInvitation(f.ctx, f.org.ID, gatehouse.InvitationCreate{Email: "grace@example.com", Role: gatehouse.RoleAdmin})
+	ok(t, err)
+	s, _, err := f.ssoSignIn(p, "sub-grace", "GRACE@example.com", true)
+	ok(t, err)
+	if s.Role != gatehouse.RoleAdmin || s.Email != "grace@example.com" {
+		t.Fatalf("invited member signed in as %q %q, want the invitation's email and role", s.Email, s.Role)
+	}
+	if _, err := f.store.FindInvitation(f.ctx, v.ID); err == nil {
+		t.Fatal("the invitation is still usable")
+	}
+	list, _, err := f.store.FindInvitations(f.ctx, f.org.ID, page(0, 10))
+	ok(t, err)
+	if len(list) != 0 {
+		t.Fatalf("invitations left: %v", list)
+	}
+	// Nobody else gets in: no member, no invitation, no allowed domain.
+	_, _, err = f.ssoSignIn(p, "sub-eve", "eve@example.com", true)
+	wantMessage(t, err, gatehouse.EFORBIDDEN, "you are not a member of this organization")
+}
+
+func testSSOSignInDomain(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	p := f.newProvider(t, f.org.ID, "Example.com")
+	if p.AllowedDomains[0] != "example.com" {
+		t.Fatalf("allowed domains %v, want them in lower case", p.AllowedDomains)
+	}
+	s, _, err := f.ssoSignIn(p, "sub-new", "new@EXAMPLE.com", true)
+	ok(t, err)
+	if s.Role != gatehouse.RoleMember {
+		t.Fatalf("a member made at first sign-in is %q", s.Role)
+	}
+	members, err := f.store.FindMembersByRef(f.ctx, f.org.ID, []string{"new@example.com"})
+	ok(t, err)
+	if len(members) != 1 || members[0].FirstName == nil || *members[0].FirstName != "Ada Lovelace" {
+		t.Fatalf("member made: %+v", members)
+	}
+	for _, email := range []string{"x@sub.example.com", "x@example.com.evil.test", "x@evil.test"} {
+		_, _, err = f.ssoSignIn(p, "sub-"+email, email, true)
+		wantCode(t, err, gatehouse.EFORBIDDEN)
+	}
+}
+
+func testSSOPasswordOff(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	m := f.newMember(t, f.org.ID, "ada@example.com")
+	f.setPassword(t, m, "a long enough password")
+	settings, err := f.store.FindSignInSettings(f.ctx, f.org.ID)
+	ok(t, err)
+	if !settings.PasswordSignIn || settings.UpdatedAt != nil {
+		t.Fatalf("default settings %+v", settings)
+	}
+	off := gatehouse.SignInSettingsUpdate{PasswordSignIn: gatehouse.Val(false)}
+	_, err = f.store.UpdateSignInSettings(f.ctx, f.org.ID, off)
+	wantMessage(t, err, gatehouse.EINVALID, "password_sign_in: can be turned off only once single sign-on works")
+	p := f.newProvider(t, f.org.ID)
+	_, err = f.store.UpdateSignInSettings(f.ctx, f.org.ID, off)
+	wantCode(t, err, gatehouse.EINVALID) // configured, never used
+	_, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true)
+	ok(t, err)
+	a := f.newAuditRun(t, f.org.ID)
+	settings, err = f.store.UpdateSignInSettings(a.ctx(), f.org.ID, off)
+	ok(t, err)
+	a.want("sign_in_settings.update", "sign_in_settings", []string{f.org.ID}, map[string]any{"password_sign_in": false})
+	if settings.PasswordSignIn {
+		t.Fatal("password sign-in still on")
+	}
+	_, _, err = f.accounts().SignIn(f.ctx, "ada@example.com", "a long enough password")
+	wantCode(t, err, gatehouse.EUNAUTHORIZED)
+	// The last working provider stays while passwords are off.
+	_, err = f.store.UpdateSSOProvider(f.ctx, f.org.ID, p.ID, gatehouse.SSOProviderUpdate{Enabled: gatehouse.Val(false)})
+	wantMessage(t, err, gatehouse.EINVALID, "password sign-in is off")
+	wantMessage(t, f.store.DeleteSSOProvider(f.ctx, f.org.ID, p.ID), gatehouse.EINVALID, "password sign-in is off")
+	// Another organization's members still sign in with their password.
+	other := f.newOrg(t, "Other")
+	om, err := f.store.CreateMember(f.ctx, other.ID, gatehouse.MemberCreate{Email: "ada@example.com"})
+	ok(t, err)
+	f.setPasswordIn(t, other.ID, om, "another long password")
+	s, _, err := f.accounts().SignIn(f.ctx, "ada@example.com", "another long password")
+	ok(t, err)
+	if s.OrganizationID != other.ID {
+		t.Fatalf("signed in to %s", s.OrganizationID)
+	}
+	// An invitation cannot set a password any more.
+	_, tok, err := f.store.ResetPassword(f.ctx, f.org.ID, m.ID)
+	ok(t, err)
+	_, err = f.accounts().AcceptInvitation(f.ctx, tok, "yet another long password")
+	wantMessage(t, err, gatehouse.EINVALID, "your organization signs in with single sign-on")
+	_, err = f.store.UpdateSignInSettings(f.ctx, f.org.ID, gatehouse.SignInSettingsUpdate{PasswordSignIn: gatehouse.Val(true)})
+	ok(t, err)
+	ok(t, f.store.DeleteSSOProvider(f.ctx, f.org.ID, p.ID))
+}
+
+// setPassword sets a member's password of the fixture's organization
+// through an invitation link, as the console does.
+func (f *fixture) setPassword(t *testing.T, m *gatehouse.Member, password string) {
+	t.Helper()
+	f.setPasswordIn(t, f.org.ID, m, password)
+}
+
+func (f *fixture) setPasswordIn(t *testing.T, orgID string, m *gatehouse.Member, password string) {
+	t.Helper()
+	_, token, err := f.store.CreateInvitation(f.ctx, orgID, gatehouse.InvitationCreate{Email: m.Email})
+	ok(t, err)
+	_, err = f.accounts().AcceptInvitation(f.ctx, token, password)
+	ok(t, err)
+}
+
+// memberWorkspaces returns the ids of the workspaces a member belongs to,
+// the default one left out.
+func (f *fixture) memberWorkspaces(t *testing.T, userID string) []string {
+	t.Helper()
+	list, err := f.store.FindMemberWorkspaces(f.ctx, f.org.ID, userID)
+	ok(t, err)
+	var out []string
+	for _, w := range list {
+		if !w.IsDefault {
+			out = append(out, w.ID)
+		}
+	}
+	return sortedStrings(out...)
+}
+
+func (f *fixture) newMapping(t *testing.T, group, role string, workspaces ...string) *gatehouse.GroupMapping {
+	t.Helper()
+	u := gatehouse.GroupMappingUpdate{Group: gatehouse.Val(group), WorkspaceIDs: gatehouse.Val(workspaces)}
+	if role != "" {
+		u.Role = gatehouse.Val(role)
+	}
+	m, err := f.store.CreateGroupMapping(f.ctx, f.org.ID, u)
+	ok(t, err)
+	return m
+}
+
+func (f *fixture) role(t *testing.T, userID string) string {
+	t.Helper()
+	list, err := f.store.FindMembersByRef(f.ctx, f.org.ID, []string{userID})
+	ok(t, err)
+	return list[0].Role
+}
+
+func testSSOGroupMappings(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	p := f.newProvider(t, f.org.ID, "example.com")
+	research, ops := f.newWorkspace(t, f.org.ID, "research"), f.newWorkspace(t, f.org.ID, "ops")
+	a := f.newAuditRun(t, f.org.ID)
+	admins, err := f.store.CreateGroupMapping(a.ctx(), f.org.ID, gatehouse.GroupMappingUpdate{Group: gatehouse.Val("gatehouse-admins"),
+		Role: gatehouse.Val(gatehouse.RoleAdmin), WorkspaceIDs: gatehouse.Val([]string{ops.ID})})
+	ok(t, err)
+	a.want("group_mapping.create", "group_mapping", []string{admins.ID}, map[string]any{"group": "gatehouse-admins",
+		"role": gatehouse.RoleAdmin, "workspace_ids": []string{ops.ID}})
+	f.newMapping(t, "research", "", research.ID)
+
+	s, _, err := f.ssoSignIn(p, "sub-ada", "ada@example.com", true, "research", "gatehouse-admins", "unmapped")
+	ok(t, err)
+	ada := *s.UserID
+	if s.Role != gatehouse.RoleAdmin {
+		t.Fatalf("role after sign-in in the admins' group: %q", s.Role)
+	}
+	wantEqual(t, "workspaces", sortedStrings(research.ID, ops.ID), f.memberWorkspaces(t, ada))
+	// An admin's own addition stays whatever the groups say.
+	manual := f.newWorkspace(t, f.org.ID, "manual")
+	_, _, err = f.store.AddWorkspaceMembers(f.ctx, f.org.ID, manual.ID, []string{ada})
+	ok(t, err)
+
+	// Out of the admins' group: a member, out of ops; research and the manual workspace stay.
+	s, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true, "research")
+	ok(t, err)
+	if s.Role != gatehouse.RoleMember {
+		t.Fatalf("role after leaving the admins' group: %q", s.Role)
+	}
+	wantEqual(t, "workspaces", sortedStrings(research.ID, manual.ID), f.memberWorkspaces(t, ada))
+	// No groups at all.
+	_, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true)
+	ok(t, err)
+	wantEqual(t, "workspaces", sortedStrings(manual.ID), f.memberWorkspaces(t, ada))
+	// A sign-in that reads no groups changes nothing of them.
+	_, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true, "research")
+	ok(t, err)
+	_, _, err = f.store.SignInWithSSO(f.ctx, gatehouse.SSOSignIn{ProviderID: p.ID, Subject: "sub-ada"})
+	ok(t, err)
+	wantEqual(t, "workspaces", sortedStrings(research.ID, manual.ID), f.memberWorkspaces(t, ada))
+}
+
+func testSSOGroupRemoval(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	p := f.newProvider(t, f.org.ID, "example.com")
+	research := f.newWorkspace(t, f.org.ID, "research")
+	f.newMapping(t, "research", "", research.ID)
+	s, _, err := f.ssoSignIn(p, "sub-ada", "ada@example.com", true, "research")
+	ok(t, err)
+	ada := *s.UserID
+	key := f.newKey(t, f.org.ID, gatehouse.KeyCreate{CreatorUserID: &ada, WorkspaceID: research.ID})
+	elsewhere := f.newKey(t, f.org.ID, gatehouse.KeyCreate{CreatorUserID: &ada})
+	code, err := f.store.CreateAuthCode(f.ctx, f.org.ID, &ada, gatehouse.AuthCodeCreate{CallbackURL: "https://app.example.com/cb", WorkspaceID: research.ID})
+	ok(t, err)
+	a := f.newAuditRun(t, f.org.ID)
+	_, _, err = f.store.SignInWithSSO(a.anonymous(), gatehouse.SSOSignIn{ProviderID: p.ID, Subject: "sub-ada",
+		Email: "ada@example.com", EmailVerified: true, GroupsGiven: true})
+	ok(t, err)
+	// The key in the workspace is disabled (audited), the code burned, the membership gone.
+	got, err := f.store.FindKey(f.ctx, f.org.ID, key.Hash)
+	ok(t, err)
+	if !got.Disabled {
+		t.Fatal("the removed member's key in the workspace is still active")
+	}
+	got, err = f.store.FindKey(f.ctx, f.org.ID, elsewhere.Hash)
+	ok(t, err)
+	if got.Disabled {
+		t.Fatal("the member's key in another workspace was disabled")
+	}
+	if _, _, err := f.store.ExchangeAuthCode(f.ctx, gatehouse.AuthCodeExchange{Code: code.ID}); gatehouse.ErrorCode(err) != gatehouse.EFORBIDDEN {
+		t.Fatalf("the removed member's code still exchanges: %v", err)
+	}
+	if ws := f.memberWorkspaces(t, ada); len(ws) != 0 {
+		t.Fatalf("still in %v", ws)
+	}
+	ops := []string{}
+	for _, e := range a.all()[:3] {
+		ops = append(ops, e.Operation)
+	}
+	wantEqual(t, "audited, newest first", []string{"session.create", "workspace.members.remove", "key.update"}, ops)
+}
+
+func testSSOMappingChanges(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	p := f.newProvider(t, f.org.ID, "example.com")
+	research := f.newWorkspace(t, f.org.ID, "research")
+	s, _, err := f.ssoSignIn(p, "sub-ada", "ada@example.com", true, "eng")
+	ok(t, err)
+	ada := *s.UserID
+	// A new mapping applies at once to the members its group is known to hold.
+	m := f.newMapping(t, "eng", gatehouse.RoleAdmin, research.ID)
+	if f.role(t, ada) != gatehouse.RoleAdmin {
+		t.Fatal("a new mapping did not apply to its group's member")
+	}
+	wantEqual(t, "workspaces", []string{research.ID}, f.memberWorkspaces(t, ada))
+	// Renaming the mapping's group takes it from the old group's members.
+	_, err = f.store.UpdateGroupMapping(f.ctx, f.org.ID, m.ID, gatehouse.GroupMappingUpdate{Group: gatehouse.Val("platform")})
+	ok(t, err)
+	if f.role(t, ada) != gatehouse.RoleMember || len(f.memberWorkspaces(t, ada)) != 0 {
+		t.Fatal("the old group's member kept what the mapping gave")
+	}
+	_, err = f.store.UpdateGroupMapping(f.ctx, f.org.ID, m.ID, gatehouse.GroupMappingUpdate{Group: gatehouse.Val("eng")})
+	ok(t, err)
+	if f.role(t, ada) != gatehouse.RoleAdmin {
+		t.Fatal("the mapping renamed back did not apply")
+	}
+	// Deleting it takes it all away; roles are then no longer governed.
+	ok(t, f.store.DeleteGroupMapping(f.ctx, f.org.ID, m.ID))
+	if len(f.memberWorkspaces(t, ada)) != 0 {
+		t.Fatal("a deleted mapping's workspace stays")
+	}
+	if f.role(t, ada) != gatehouse.RoleAdmin {
+		t.Fatal("with no role mapping left, a role changed")
+	}
+	_, err = f.store.FindGroupMapping(f.ctx, f.org.ID, m.ID)
+	wantCode(t, err, gatehouse.ENOTFOUND)
+}
+
+func testSSOMappingValidation(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	other := f.newOrg(t, "Other")
+	otherWS, err := f.store.FindWorkspace(f.ctx, other.ID, "")
+	ok(t, err)
+	theirs := f.newWorkspace(t, other.ID, "theirs")
+	def, err := f.store.FindWorkspace(f.ctx, f.org.ID, "")
+	ok(t, err)
+	mine := f.newWorkspace(t, f.org.ID, "mine")
+	f.newMapping(t, "taken", "", mine.ID)
+	a := f.newAuditRun(t, f.org.ID)
+	for _, c := range []struct {
+		name string
+		u    gatehouse.GroupMappingUpdate
+		msg  string
+	}{
+		{"no group", gatehouse.GroupMappingUpdate{Role: gatehouse.Val(gatehouse.RoleAdmin)}, "group: is required"},
+		{"nothing given", gatehouse.GroupMappingUpdate{Group: gatehouse.Val("g")}, "a mapping gives a role, workspaces or both"},
+		{"bad role", gatehouse.GroupMappingUpdate{Group: gatehouse.Val("g"), Role: gatehouse.Val("admin")}, "role: must be"},
+		{"another organization's workspace", gatehouse.GroupMappingUpdate{Group: gatehouse.Val("g"), WorkspaceIDs: gatehouse.Val([]string{theirs.ID})}, "workspace_ids: not workspaces"},
+		{"the default workspace", gatehouse.GroupMappingUpdate{Group: gatehouse.Val("g"), WorkspaceIDs: gatehouse.Val([]string{def.ID})}, "workspace_ids: not workspaces"},
+		{"another's default", gatehouse.GroupMappingUpdate{Group: gatehouse.Val("g"), WorkspaceIDs: gatehouse.Val([]string{otherWS.ID})}, "workspace_ids: not workspaces"},
+		{"a slug", gatehouse.GroupMappingUpdate{Group: gatehouse.Val("g"), WorkspaceIDs: gatehouse.Val([]string{"mine"})}, "workspace_ids[0]:"},
+		{"taken group", gatehouse.GroupMappingUpdate{Group: gatehouse.Val("taken"), Role: gatehouse.Val(gatehouse.RoleMember)}, "group: has a mapping already"},
+		{"control character", gatehouse.GroupMappingUpdate{Group: gatehouse.Val("a\u202eb"), Role: gatehouse.Val(gatehouse.RoleMember)}, "group:"},
+	} {
+		_, err := f.store.CreateGroupMapping(a.ctx(), f.org.ID, c.u)
+		wantMessage(t, err, gatehouse.EINVALID, c.msg)
+		a.wantNone(c.name)
+	}
+	list, total, err := f.store.FindGroupMappings(f.ctx, other.ID, page(0, 10))
+	ok(t, err)
+	if total != 0 || len(list) != 0 {
+		t.Fatalf("another organization sees %v", list)
+	}
+	mine2, total, err := f.store.FindGroupMappings(f.ctx, f.org.ID, page(0, 10))
+	ok(t, err)
+	if total != 1 || mine2[0].Group != "taken" || len(mine2[0].WorkspaceIDs) != 1 {
+		t.Fatalf("FindGroupMappings = %v", mine2)
+	}
+	// Deleting the workspace takes it out of the mapping.
+	ok(t, f.store.DeleteWorkspace(f.ctx, f.org.ID, mine.ID, false))
+	got, err := f.store.FindGroupMapping(f.ctx, f.org.ID, mine2[0].ID)
+	ok(t, err)
+	if len(got.WorkspaceIDs) != 0 {
+		t.Fatalf("a deleted workspace stays in the mapping: %v", got.WorkspaceIDs)
+	}
+}
