@@ -133,7 +133,6 @@ func (p *SSOProvider) Apply(u SSOProviderUpdate) error {
 	setString(&p.EmailVerifiedClaim, u.EmailVerifiedClaim)
 	setString(&p.NameClaim, u.NameClaim)
 	setString(&p.GroupsClaim, u.GroupsClaim) // null: ""
-	p.IssuerURL = strings.TrimRight(p.IssuerURL, "/")
 	if u.ClientSecret.Set {
 		p.ClientSecretLabel = ""
 		if !u.ClientSecret.Null {

@@ -54,7 +54,7 @@ func testSSOProviders(t *testing.T, open Opener) {
 		ClientSecret: gatehouse.Val("a client secret of some length"), Scopes: gatehouse.Val([]string{"groups", "email"})})
 	ok(t, err)
 	a.want("sso_provider.create", "sso_provider", []string{p.ID}, map[string]any{"fields": []string{"name", "issuer_url", "client_id", "client_secret", "scopes"}})
-	want := &gatehouse.SSOProvider{ID: p.ID, OrganizationID: f.org.ID, Name: "Okta", IssuerURL: "https://acme.okta.example",
+	want := &gatehouse.SSOProvider{ID: p.ID, OrganizationID: f.org.ID, Name: "Okta", IssuerURL: "https://acme.okta.example/",
 		ClientID: "client-1", ClientSecretLabel: "********ngth", Scopes: []string{"openid", "groups", "email"},
 		EmailClaim: "email", EmailVerifiedClaim: "email_verified", NameClaim: "name", GroupsClaim: "groups",
 		Enabled: true, CreatedAt: f.clock.Now(), UpdatedAt: f.clock.Now()}
