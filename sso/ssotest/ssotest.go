@@ -227,7 +227,9 @@ type client struct {
 	s *adapted
 }
 
-func (c *client) IsScopeAllowed(scope string) bool { return scope == "groups" || c.Client.IsScopeAllowed(scope) }
+func (c *client) IsScopeAllowed(scope string) bool {
+	return scope == "groups" || c.Client.IsScopeAllowed(scope)
+}
 
 func (c *client) IDTokenLifetime() time.Duration {
 	c.s.mu.Lock()
