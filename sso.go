@@ -483,6 +483,9 @@ func (m *GroupMapping) Apply(u GroupMappingUpdate) error {
 			m.Role = u.Role.Value
 		}
 	}
+	if u.WorkspaceIDs.Null {
+		return FieldError("workspace_ids", "must not be null: send [] for no workspace")
+	}
 	if u.WorkspaceIDs.Set {
 		ids, err := validateWorkspaceIDs(u.WorkspaceIDs.Value)
 		if err != nil {

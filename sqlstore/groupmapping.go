@@ -176,11 +176,11 @@ func (tx *Tx) applyToGroups(ctx context.Context, orgID string, names ...string) 
 
 // mappingDetails are what the audit log keeps of a mapping.
 func mappingDetails(m *gatehouse.GroupMapping) map[string]any {
-	var role any
+	d := map[string]any{"group": m.Group, "workspace_ids": append([]string{}, m.WorkspaceIDs...)}
 	if m.Role != "" {
-		role = m.Role
+		d["role"] = m.Role
 	}
-	return map[string]any{"group": m.Group, "role": role, "workspace_ids": m.WorkspaceIDs}
+	return d
 }
 
 // checkMapping refuses a group that another mapping has, and workspaces
