@@ -35,8 +35,8 @@ func TestSSOCallbackRefusals(t *testing.T) {
 	state := loc.Query().Get("state")
 	for _, c := range []struct {
 		name, query string
-		who        *client
-		msg        string
+		who         *client
+		msg         string
 	}{
 		{"another browser's state", "?state=" + url.QueryEscape(state) + "&code=x", victim, "did not start in this browser"},
 		// Each answer of the callback forgets the sign-in's cookie: the

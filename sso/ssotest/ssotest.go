@@ -311,7 +311,7 @@ func (p *Provider) reissue(h http.Handler) http.Handler {
 // resign returns a compact JWT with the payload of raw, its audience (and
 // azp) replaced, signed by key.
 func resign(raw string, key *signingKey, aud []string) (string, error) {
-	jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		return "", err
 	}
