@@ -53,7 +53,7 @@ func TestEntraIDSequence(t *testing.T) {
 	if a.str("userName") != "Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1" || a.get("active") != true ||
 		a.str("emails.0.value") != "Test_User_fd0ea19b-0777-472c-9f96-4f70d2226f2e@testuser.com" ||
 		a.str("externalId") != "0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef" || a.str("name.familyName") != "familyName" ||
-		a.str("meta.resourceType") != "User" || a.header.Get("Location") == "" {
+		a.str("meta.resourceType") != "User" || a.header.Get("Location") != "https://gatehouse.example.com/scim/v2/Users/"+a.str("id") {
 		t.Fatalf("created user: %s", a.raw)
 	}
 	// Get User, and Get User by query.

@@ -47,7 +47,7 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { e.db.Close() })
 	e.store = keycache.New(e.db, keycache.Options{})
-	h, err := scim.NewHandler(e.store, ratelimit.Unlimited{}, slog.New(slog.NewJSONHandler(e.logs, nil)), nil)
+	h, err := scim.NewHandler(e.store, ratelimit.Unlimited{}, slog.New(slog.NewJSONHandler(e.logs, nil)), nil, "https://gatehouse.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}

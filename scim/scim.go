@@ -52,8 +52,9 @@ type Handler struct {
 
 // NewHandler returns the SCIM handler over store; limiter bounds the
 // requests per token, and per client address for those whose token is
-// refused (as the API's limiter does).
-func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.Logger, proxies forwarded.Proxies) (*Handler, error) {
+// refused (as the API's limiter does). publicURL, when given, makes the
+// resources' locations absolute (<publicURL>/scim/v2/Users/…).
+func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.Logger, proxies forwarded.Proxies, publicURL string) (*Handler, error) {
 	h := &Handler{store: store, limiter: limiter, logger: logger, proxies: proxies}
 	users := &userHandler{h: h}
 	groups := &groupHandler{h: h}
@@ -72,12 +73,21 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 			{ID: optional.NewString("Group"), Name: "Group", Endpoint: "/Groups", Description: optional.NewString("A group of the identity provider"),
 				Schema: schema.CoreGroupSchema(), Handler: groups},
 		},
-	})
+	}, baseURL(publicURL)...)
 	if err != nil {
 		return nil, err
 	}
 	h.server = server
 	return h, nil
+}
+
+// baseURL is the option that makes locations absolute, when there is a
+// public URL.
+func baseURL(publicURL string) []scim.ServerOption {
+	if publicURL == "" {
+		return nil
+	}
+	return []scim.ServerOption{scim.WithBaseURL(strings.TrimRight(publicURL, "/") + Prefix)}
 }
 
 type orgKey struct{}

@@ -221,7 +221,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler.SetPublicURL(cfg.PublicURL)
 	rp := sso.New(store, nil, time.Now)
 	handler.SetIssuerChecker(rp)
-	provisioning, err := scim.NewHandler(store, limiter, logger, cfg.TrustedProxies)
+	provisioning, err := scim.NewHandler(store, limiter, logger, cfg.TrustedProxies, cfg.PublicURL)
 	if err != nil {
 		closeAll()
 		return nil, nil, nil, err
