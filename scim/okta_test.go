@@ -230,3 +230,22 @@ func TestBadInput(t *testing.T) {
 	e.do("GET", "/Schemas", "").want(t, "schemas", 200)
 	e.do("GET", "/ResourceTypes", "").want(t, "resource types", 200)
 }
+
+// TestDeactivationReachesTheKeyCache: a deactivated member's key, cached
+// by the key cache that authentication reads, is refused at once.
+func TestDeactivationReachesTheKeyCache(t *testing.T) {
+	e := newEnv(t)
+	id := e.createUser("ada@acme.example")
+	k, _, err := e.store.CreateKey(e.ctx, e.org.ID, gatehouse.KeyCreate{Name: "k", CreatorUserID: &id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.store.FindKeyByHash(e.ctx, k.Hash); err != nil || got.Disabled { // cached now
+		t.Fatalf("the key before: %+v, %v", got, err)
+	}
+	e.do("PATCH", "/Users/"+id, `{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+		"Operations": [{"op": "replace", "path": "active", "value": false}]}`).want(t, "deactivate", 200)
+	if got, err := e.store.FindKeyByHash(e.ctx, k.Hash); err != nil || !got.Disabled {
+		t.Fatalf("the deactivated member's key still authenticates: %+v, %v", got, err)
+	}
+}
