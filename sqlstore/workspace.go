@@ -229,6 +229,13 @@ func (s *Store) AddWorkspaceMembers(ctx context.Context, orgID, ref string, user
 		if err != nil {
 			return added{}, err
 		}
+		// A membership that group mappings gave is the admin's from now on:
+		// the groups no longer take it away.
+		mine, args := tx.in("user_id", ids, w.ID)
+		if _, err := tx.Exec(ctx, `UPDATE workspace_members SET granted_by_groups = FALSE
+			WHERE workspace_id = ? AND granted_by_groups = TRUE AND `+mine, args...); err != nil {
+			return added{}, err
+		}
 		in, args := tx.in("wm.user_id", ids, w.ID)
 		rows, err := tx.Query(ctx, `SELECT `+membershipColumns+` FROM `+membershipFrom+` AND `+in+` ORDER BY wm.created_at, wm.id`, args...)
 		list, err := collect(rows, err, scanMembership)

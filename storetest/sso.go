@@ -428,6 +428,17 @@ func testSSOGroupMappings(t *testing.T, open Opener) {
 	_, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true)
 	ok(t, err)
 	wantEqual(t, "workspaces", sortedStrings(manual.ID), f.memberWorkspaces(t, ada))
+	// A membership the groups gave, which an admin then adds, is the
+	// admin's: the groups no longer take it.
+	_, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true, "research")
+	ok(t, err)
+	_, _, err = f.store.AddWorkspaceMembers(f.ctx, f.org.ID, research.ID, []string{ada})
+	ok(t, err)
+	_, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true)
+	ok(t, err)
+	wantEqual(t, "workspaces", sortedStrings(research.ID, manual.ID), f.memberWorkspaces(t, ada))
+	_, err = f.store.RemoveWorkspaceMembers(f.ctx, f.org.ID, research.ID, []string{ada})
+	ok(t, err)
 	// A sign-in that reads no groups changes nothing of them.
 	_, _, err = f.ssoSignIn(p, "sub-ada", "ada@example.com", true, "research")
 	ok(t, err)
