@@ -280,6 +280,11 @@ func (p *SSOProvider) AllowsEmail(email string) bool {
 // browser back: register <public URL> + RedirectPath at the provider.
 const RedirectPath = "/sso/callback"
 
+// SSOStartPath is the path of the console that starts a sign-in through
+// a provider: SSOStartPath + the provider's id. It is the provider's
+// sign-in link (the page's buttons lead there too).
+const SSOStartPath = "/sso/start/"
+
 // SSORedirectURL returns the redirect URI of the console reached at
 // publicURL.
 func SSORedirectURL(publicURL string) string {
@@ -552,8 +557,12 @@ type SSOService interface {
 	// FindSSOProviders lists the organization's providers and their total,
 	// oldest first. Their client secrets stay empty.
 	FindSSOProviders(ctx context.Context, orgID string, page Page) ([]*SSOProvider, int, error)
-	// FindSignInProviders lists the enabled providers of every
-	// organization, oldest first: the buttons of the sign-in page.
+	// FindSignInProviders lists the enabled providers of the oldest
+	// organization (the server's first, which its operator runs), oldest
+	// first: the buttons of the sign-in page. Another organization's
+	// providers are reached by their own sign-in links (SSOStartPath): a
+	// button on a page every organization's people see would let one
+	// organization's admin pose as another's identity provider.
 	FindSignInProviders(ctx context.Context) ([]*SSOProvider, error)
 	// FindSSOProvider returns a provider of the organization, without its
 	// client secret. ENOTFOUND.

@@ -10,7 +10,9 @@ import (
 )
 
 // Single sign-on: the sign-in page offers a button per enabled identity
-// provider ("Sign in with <name>", a link to /sso/start/{id}); the start
+// provider of the server's first organization ("Sign in with <name>", a
+// link to /sso/start/{id}, which is also each provider's sign-in link for
+// the other organizations' members); the start
 // sends the browser to the provider, with the sign-in's state also in a
 // cookie of this browser; the provider sends it back to /sso/callback,
 // where the state must match the cookie (a sign-in begun in another browser
@@ -26,8 +28,9 @@ type ssoButton struct {
 	Name, URL string
 }
 
-// ssoButtons are the sign-in page's buttons: every enabled provider's,
-// each bringing the browser back to next. A store that cannot list them
+// ssoButtons are the sign-in page's buttons: the first organization's
+// enabled providers' (gatehouse.SSOService.FindSignInProviders), each
+// bringing the browser back to next. A store that cannot list them
 // leaves the page without them (logged): the other ways in stay.
 func (s *Server) ssoButtons(r *http.Request, next string) []ssoButton {
 	providers, err := s.store.FindSignInProviders(r.Context())
@@ -37,7 +40,7 @@ func (s *Server) ssoButtons(r *http.Request, next string) []ssoButton {
 	}
 	out := make([]ssoButton, len(providers))
 	for i, p := range providers {
-		out[i] = ssoButton{Name: p.Name, URL: "/sso/start/" + p.ID + "?next=" + url.QueryEscape(next)}
+		out[i] = ssoButton{Name: p.Name, URL: gatehouse.SSOStartPath + p.ID + "?next=" + url.QueryEscape(next)}
 	}
 	return out
 }

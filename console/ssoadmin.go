@@ -191,7 +191,10 @@ func (s *Server) createProvider(w http.ResponseWriter, r *http.Request, sess *ga
 type providerData struct {
 	Provider    *gatehouse.SSOProvider
 	RedirectURI string
-	Form        *form
+	// SignInLink starts a sign-in through the provider: for members, and
+	// for the provider's own dashboard (its "initiate login URI").
+	SignInLink string
+	Form       *form
 }
 
 // provider shows a provider's page: what to register at the provider, and
@@ -201,7 +204,13 @@ func (s *Server) provider(w http.ResponseWriter, r *http.Request, sess *gatehous
 	if err != nil {
 		return err
 	}
-	return s.render(w, r, sess, http.StatusOK, "ssoprovider", p.Name, providerData{Provider: p, RedirectURI: s.redirectURL(r), Form: providerForm(p)})
+	return s.render(w, r, sess, http.StatusOK, "ssoprovider", p.Name, providerData{Provider: p, RedirectURI: s.redirectURL(r),
+		SignInLink: s.signInLink(r, p), Form: providerForm(p)})
+}
+
+// signInLink is the URL that starts a sign-in through a provider.
+func (s *Server) signInLink(r *http.Request, p *gatehouse.SSOProvider) string {
+	return strings.TrimSuffix(s.redirectURL(r), gatehouse.RedirectPath) + gatehouse.SSOStartPath + p.ID
 }
 
 // updateProvider changes a provider.
@@ -227,7 +236,8 @@ func (s *Server) updateProvider(w http.ResponseWriter, r *http.Request, sess *ga
 		if err := f.withError(err, providerFields...); err != nil {
 			return err
 		}
-		return s.render(w, r, sess, http.StatusBadRequest, "ssoprovider", p.Name, providerData{Provider: p, RedirectURI: s.redirectURL(r), Form: f})
+		return s.render(w, r, sess, http.StatusBadRequest, "ssoprovider", p.Name, providerData{Provider: p, RedirectURI: s.redirectURL(r),
+			SignInLink: s.signInLink(r, p), Form: f})
 	}
 	http.Redirect(w, r, "/sso/providers/"+p.ID+"?done=saved", http.StatusSeeOther)
 	return nil

@@ -64,12 +64,14 @@ func (s *Store) FindSSOProviders(ctx context.Context, orgID string, page gatehou
 	}))
 }
 
-// FindSignInProviders lists every organization's enabled providers.
+// FindSignInProviders lists the enabled providers of the oldest
+// organization.
 func (s *Store) FindSignInProviders(ctx context.Context) (_ []*gatehouse.SSOProvider, err error) {
 	defer wrap(&err, "FindSignInProviders")
 	return read(ctx, s, func(tx *Tx) ([]*gatehouse.SSOProvider, error) {
 		rows, err := tx.Query(ctx, `SELECT `+ssoProviderColumns+` FROM sso_providers WHERE enabled = TRUE
-			ORDER BY created_at, id LIMIT 100`)
+			AND organization_id = (SELECT id FROM organizations ORDER BY created_at, id LIMIT 1)
+			ORDER BY created_at, id LIMIT ?`, gatehouse.MaxSSOProviders)
 		return collect(rows, err, scanSSOProvider)
 	})
 }

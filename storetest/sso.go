@@ -146,6 +146,15 @@ func testSSOProviderTenancy(t *testing.T, open Opener) {
 	if total != 0 || len(list) != 0 {
 		t.Fatalf("another organization's provider is listed: %v", list)
 	}
+	// The sign-in page shows the first organization's providers only: no
+	// other organization's admin can put a button there.
+	mine := f.newProvider(t, f.org.ID)
+	buttons, err := f.store.FindSignInProviders(f.ctx)
+	ok(t, err)
+	if len(buttons) != 1 || buttons[0].ID != mine.ID {
+		t.Fatalf("FindSignInProviders = %v, want the first organization's one provider", buttons)
+	}
+	ok(t, f.store.DeleteSSOProvider(f.ctx, f.org.ID, mine.ID))
 	// Another organization's member is not matched by email.
 	f.newMember(t, f.org.ID, "ada@example.com")
 	_, _, err = f.ssoSignIn(theirs, "sub-1", "ada@example.com", true)
