@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"gatehouse"
 )
@@ -132,6 +133,7 @@ func testSSOProviders(t *testing.T, open Opener) {
 
 func testSSOProviderTenancy(t *testing.T, open Opener) {
 	f := newFixture(t, open)
+	f.clock.Add(time.Second) // the fixture's organization is the first
 	other := f.newOrg(t, "Other")
 	theirs := f.newProvider(t, other.ID)
 	_, err := f.store.FindSSOProvider(f.ctx, f.org.ID, theirs.ID)
