@@ -107,6 +107,20 @@ const (
 	OpInvitationCreate         = "invitation.create"
 	OpInvitationDelete         = "invitation.delete"
 	OpInvitationAccept         = "invitation.accept" // sets a password, creating the member if need be
+	OpSSOProviderCreate        = "sso_provider.create"
+	OpSSOProviderUpdate        = "sso_provider.update"
+	OpSSOProviderDelete        = "sso_provider.delete"
+	OpSignInSettingsUpdate     = "sign_in_settings.update" // turns password sign-in on or off
+	OpGroupMappingCreate       = "group_mapping.create"
+	OpGroupMappingUpdate       = "group_mapping.update"
+	OpGroupMappingDelete       = "group_mapping.delete"
+	OpSCIMTokenCreate          = "scim_token.create" // replaces the organization's SCIM token
+	OpSCIMTokenDelete          = "scim_token.delete"
+	OpMemberDeactivate         = "member.deactivate" // SCIM active=false: no sign-in, sessions ended, keys disabled
+	OpMemberReactivate         = "member.reactivate"
+	OpSCIMGroupCreate          = "scim_group.create"
+	OpSCIMGroupUpdate          = "scim_group.update" // its name, external id or members
+	OpSCIMGroupDelete          = "scim_group.delete"
 )
 
 // Audited resource types: the ResourceType of audit records, whose
@@ -127,6 +141,11 @@ const (
 	ResourceCreditGrant     = "credit_grant"
 	ResourceSession         = "session"    // ids are hashes of session tokens
 	ResourceInvitation      = "invitation" // ids are hashes of link tokens
+	ResourceSSOProvider     = "sso_provider"
+	ResourceSignInSettings  = "sign_in_settings" // ids are organization ids
+	ResourceGroupMapping    = "group_mapping"
+	ResourceSCIMToken       = "scim_token" // ids are hashes of tokens
+	ResourceSCIMGroup       = "scim_group"
 )
 
 // AuditOperations returns every operation the audit log records, in the
@@ -142,7 +161,9 @@ func AuditOperations() []string {
 		OpBYOKKeyUpdate, OpBYOKKeyDelete, OpWorkspaceBudgetSet, OpWorkspaceBudgetDelete, OpCreditsGrant,
 		OpManagementKeyUpdate, OpManagementKeyDelete, OpMemberUpdate, OpMemberPasswordReset,
 		OpSessionCreate, OpSessionDelete, OpSessionsDelete, OpInvitationCreate, OpInvitationDelete,
-		OpInvitationAccept,
+		OpInvitationAccept, OpSSOProviderCreate, OpSSOProviderUpdate, OpSSOProviderDelete, OpSignInSettingsUpdate,
+		OpGroupMappingCreate, OpGroupMappingUpdate, OpGroupMappingDelete, OpSCIMTokenCreate, OpSCIMTokenDelete,
+		OpMemberDeactivate, OpMemberReactivate, OpSCIMGroupCreate, OpSCIMGroupUpdate, OpSCIMGroupDelete,
 	}
 }
 
@@ -152,6 +173,7 @@ func AuditResourceTypes() []string {
 		ResourceOrganization, ResourceMember, ResourceWorkspace, ResourceKey, ResourceManagementKey,
 		ResourceAuthCode, ResourceGuardrail, ResourceDestination, ResourceGeneration, ResourcePreset,
 		ResourceBYOKKey, ResourceWorkspaceBudget, ResourceCreditGrant, ResourceSession, ResourceInvitation,
+		ResourceSSOProvider, ResourceSignInSettings, ResourceGroupMapping, ResourceSCIMToken, ResourceSCIMGroup,
 	}
 }
 

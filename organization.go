@@ -35,6 +35,9 @@ type Member struct {
 	// HasPassword reports whether the member can sign in to the console
 	// (they accepted an invitation, and no reset is pending).
 	HasPassword bool
+	// Deactivated reports that the identity provider deactivated the
+	// member (SCIM active=false): they cannot sign in, in any way.
+	Deactivated bool
 }
 
 // MemberCreate holds the fields of a new organization member.

@@ -24,8 +24,11 @@ type Store interface {
 	UsageService
 	GenerationService
 	PresetService
+	SSOService
+	SCIMService
 	// ResealSecrets re-encrypts every secret at rest of every organization
-	// (destination secrets, soft-deleted destinations' too, and BYOK keys)
+	// (destination secrets, soft-deleted destinations' too, BYOK keys and
+	// the client secrets of identity providers)
 	// with the store's current key, in one transaction. It is how the key
 	// is rotated: open the store with the new key as current and the old
 	// one as previous, reseal, then drop the old key. Secrets that open
@@ -44,28 +47,33 @@ type Store interface {
 }
 
 // Resealed counts the secrets ResealSecrets re-sealed: destinations with
-// secrets, and BYOK keys; and lists those it left as they were.
+// secrets, BYOK keys and the client secrets of identity providers; and
+// lists those it left as they were.
 type Resealed struct {
-	Destinations, BYOKKeys int
-	Skipped                []UnreadableSecret
+	Destinations, BYOKKeys, SSOProviders int
+	Skipped                              []UnreadableSecret
 }
 
 // What an UnreadableSecret belongs to.
 const (
 	SecretOfDestination = "destination"
 	SecretOfBYOKKey     = "BYOK key"
+	SecretOfSSOProvider = "identity provider"
 )
 
 // UnreadableSecret names a secret at rest that no key of the store opens
 // (it was sealed with a key the store was not given), for the operator.
 type UnreadableSecret struct {
-	Kind                            string // SecretOfDestination or SecretOfBYOKKey
-	ID, OrganizationID, WorkspaceID string
-	Deleted                         bool // a soft-deleted destination
+	Kind                            string // SecretOfDestination, SecretOfBYOKKey or SecretOfSSOProvider
+	ID, OrganizationID, WorkspaceID string // WorkspaceID "" for an identity provider
+	Deleted                         bool   // a soft-deleted destination
 }
 
 func (u UnreadableSecret) String() string {
-	s := fmt.Sprintf("%s %s (organization %s, workspace %s", u.Kind, u.ID, u.OrganizationID, u.WorkspaceID)
+	s := fmt.Sprintf("%s %s (organization %s", u.Kind, u.ID, u.OrganizationID)
+	if u.WorkspaceID != "" {
+		s += ", workspace " + u.WorkspaceID
+	}
 	if u.Deleted {
 		s += ", deleted"
 	}

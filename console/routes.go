@@ -1,5 +1,7 @@
 package console
 
+import "gatehouse"
+
 // register registers every route of the console, one per line: who may
 // call it (handle: anyone; page: a signed-in session; admin: an admin's
 // session) and its handler. Every POST is checked for its origin, and a
@@ -13,6 +15,8 @@ func (s *Server) register() {
 	s.page("GET /account", s.account)
 	s.page("POST /sign-out", s.signOut)
 	s.page("POST /sign-out/everywhere", s.signOutEverywhere)
+	s.handle("GET /sso/start/{id}", s.ssoStart)
+	s.handle("GET "+gatehouse.RedirectPath, s.ssoCallback)
 	s.handle("GET /invite/{token}", s.invitationPage)
 	s.handle("POST /invite/{token}", s.acceptInvitation)
 
@@ -59,6 +63,17 @@ func (s *Server) register() {
 	s.admin("POST /destinations/{id}", s.updateDestination)
 	s.admin("POST /destinations/{id}/delete", s.deleteDestination)
 
+	s.admin("GET /sso", s.ssoPage)
+	s.admin("POST /sso/providers", s.createProvider)
+	s.admin("GET /sso/providers/{id}", s.provider)
+	s.admin("POST /sso/providers/{id}", s.updateProvider)
+	s.admin("POST /sso/providers/{id}/delete", s.deleteProvider)
+	s.admin("POST /sso/settings", s.updateSignIn)
+	s.admin("POST /sso/mappings", s.createMapping)
+	s.admin("POST /sso/mappings/{id}/delete", s.deleteMapping)
+	s.admin("POST /sso/scim-token", s.createSCIMToken)
+	s.admin("POST /sso/scim-token/delete", s.deleteSCIMToken)
+
 	s.admin("GET /audit", s.auditLog)
 	s.page("GET /activity", s.activity)
 
@@ -81,5 +96,6 @@ var nav = []navItem{
 	{path: "/guardrails", label: "Guardrails", adminOnly: true},
 	{path: "/destinations", label: "Destinations", adminOnly: true},
 	{path: "/members", label: "Members", adminOnly: true},
+	{path: "/sso", label: "Single sign-on", adminOnly: true},
 	{path: "/audit", label: "Audit log", adminOnly: true},
 }

@@ -11,6 +11,7 @@ import (
 	"gatehouse/egress"
 	"gatehouse/forwarded"
 	"gatehouse/ratelimit"
+	"gatehouse/sso"
 )
 
 // Server is the web console: its routes, sessions, forms and pages.
@@ -42,6 +43,9 @@ type Options struct {
 	// the base of the invitation and reset links the console shows; ""
 	// takes the origin the admin's browser used.
 	PublicURL string
+	// SSO signs members in through their organization's identity
+	// providers; nil: one over the store, with the console's clock.
+	SSO *sso.RelyingParty
 }
 
 // route is one registered route.
@@ -55,6 +59,9 @@ type route struct {
 // per account and per client address (see signInLimit); now is the clock
 // of its pages' periods.
 func New(store gatehouse.Store, accounts *gatehouse.Accounts, signIns ratelimit.Limiter, logger *slog.Logger, now gatehouse.Clock, opts Options) *Server {
+	if opts.SSO == nil {
+		opts.SSO = sso.New(store, nil, now)
+	}
 	if opts.Destinations == nil {
 		opts.Destinations = &gatehouse.Destinations{Store: store, Egress: &egress.Policy{}}
 	}

@@ -18,6 +18,10 @@ type signInData struct {
 	Next string
 	// KeyOpen opens the management-key form (its error is shown there).
 	KeyOpen bool
+	// SSO are the buttons of the identity providers; SSOError says why a
+	// single sign-on failed (sso.go).
+	SSO      []ssoButton
+	SSOError string
 }
 
 // signInPage shows the sign-in forms; a signed-in session goes on to next.
@@ -30,7 +34,7 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	f, _ := newForm(w, r)
-	return s.render(w, r, nil, http.StatusOK, "signin", "Sign in", signInData{Form: f, Next: next})
+	return s.render(w, r, nil, http.StatusOK, "signin", "Sign in", signInData{Form: f, Next: next, SSO: s.ssoButtons(r, next)})
 }
 
 // signInWithPassword signs a member in with their email and password.
@@ -88,7 +92,7 @@ func (s *Server) signInFailed(w http.ResponseWriter, r *http.Request, f *form, n
 	default:
 		f.Error = "The email or the password is wrong."
 	}
-	return s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", signInData{Form: f, Next: next, KeyOpen: withKey})
+	return s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", signInData{Form: f, Next: next, KeyOpen: withKey, SSO: s.ssoButtons(r, next)})
 }
 
 // account shows the session and the ways to end it.

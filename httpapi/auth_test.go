@@ -31,6 +31,7 @@ type matrixIDs struct {
 	keyHash, workspace, guardrail, destination, member, code, preset, byok string
 	generation                                                             string // a generation of keyHash, with content
 	invitation                                                             string // a pending invitation's id
+	ssoProvider, mapping                                                   string // an identity provider's id, a group mapping's
 }
 
 // matrixOp is one operation of the router with real ids filled in.
@@ -138,6 +139,26 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		op("GET /api/v1/organization/invitations", mgmtOnly, ok, "", nil),
 		op("POST /api/v1/organization/invitations", mgmtOnly, created, "", map[string]any{"email": "invitee@example.com"}),
 		late(op("DELETE /api/v1/organization/invitations/{id}", mgmtOnly, ok, ids.invitation, nil), 1),
+
+		op("GET /api/v1/sso/providers", mgmtOnly, ok, "", nil),
+		op("POST /api/v1/sso/providers", mgmtOnly, created, "", map[string]any{
+			"name": "Matrix IdP", "issuer_url": "https://idp.example.com", "client_id": "matrix-client"}),
+		op("GET /api/v1/sso/providers/{id}", mgmtOnly, ok, ids.ssoProvider, nil),
+		op("PATCH /api/v1/sso/providers/{id}", mgmtOnly, ok, ids.ssoProvider, map[string]any{"name": "Renamed IdP"}),
+		late(op("DELETE /api/v1/sso/providers/{id}", mgmtOnly, ok, ids.ssoProvider, nil), 1),
+		op("GET /api/v1/sso/settings", mgmtOnly, ok, "", nil),
+		op("PATCH /api/v1/sso/settings", mgmtOnly, ok, "", map[string]any{"password_sign_in": true}),
+		op("GET /api/v1/sso/group-mappings", mgmtOnly, ok, "", nil),
+		op("POST /api/v1/sso/group-mappings", mgmtOnly, created, "", map[string]any{"group": "matrix-created", "role": "org:member"}),
+		op("GET /api/v1/sso/group-mappings/{id}", mgmtOnly, ok, ids.mapping, nil),
+		op("PATCH /api/v1/sso/group-mappings/{id}", mgmtOnly, ok, ids.mapping, map[string]any{"role": "org:admin"}),
+		late(op("DELETE /api/v1/sso/group-mappings/{id}", mgmtOnly, ok, ids.mapping, nil), 1),
+		op("POST /api/v1/scim/token", mgmtOnly, created, "", nil),
+		// The organization's own token: another organization, which has
+		// none, gets 404.
+		named(op("GET /api/v1/scim/token", mgmtOnly, ok, "", nil), ""),
+		late(named(op("DELETE /api/v1/scim/token", mgmtOnly, ok, "", nil), ""), 1),
+		op("GET /api/v1/scim/groups", mgmtOnly, ok, "", nil),
 
 		op("GET /api/v1/audit-log", mgmtOnly, ok, "", nil),
 
@@ -259,6 +280,17 @@ func (e *testEnv) matrixFixture() *matrixFixture {
 	e.do("POST", "/api/v1/organization/invitations", e.mgmt, map[string]any{"email": "invited@example.com"}).
 		want(e.t, http.StatusCreated).decode(e.t, &inv)
 	f.ids.invitation = inv.Data.ID
+	var sp, gm struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	e.do("POST", "/api/v1/sso/providers", e.mgmt, map[string]any{"name": "Okta", "issuer_url": "https://acme.okta.example",
+		"client_id": "gatehouse", "client_secret": "a client secret of some length"}).want(e.t, http.StatusCreated).decode(e.t, &sp)
+	f.ids.ssoProvider = sp.Data.ID
+	e.do("POST", "/api/v1/sso/group-mappings", e.mgmt, map[string]any{"group": "matrix-admins", "role": "org:admin",
+		"workspace_ids": []string{f.ids.workspace}}).want(e.t, http.StatusCreated).decode(e.t, &gm)
+	f.ids.mapping = gm.Data.ID
 	e.do("PATCH", "/api/v1/workspaces/default", e.mgmt, map[string]any{"is_observability_io_logging_enabled": true}).
 		want(e.t, http.StatusOK)
 	f.ids.generation = e.storeGeneration(f.ids.keyHash)

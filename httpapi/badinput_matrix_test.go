@@ -77,6 +77,12 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		"broadcast_generation_cost": true, "broadcast_generation_identity": true,
 		"broadcast_generation_request_context": true,
 	}
+	ssoProvider := map[string]any{
+		"name": "Okta", "issuer_url": "https://acme.okta.example", "client_id": "matrix-client",
+		"client_secret": "a matrix client secret", "scopes": []any{"openid", "email", "groups"},
+		"email_claim": "email", "email_verified_claim": "email_verified", "name_claim": "name", "groups_claim": "groups",
+		"allowed_domains": []any{"example.com"}, "enabled": true,
+	}
 	byok := map[string]any{
 		"key": "sk-acme-matrix-0123456789abcdef", "name": "matrix byok", "disabled": false,
 		"allowed_api_key_hashes": []any{f.ids.keyHash}, "allowed_models": []any{"acme/chat"},
@@ -141,6 +147,18 @@ func matrixBodies(f *matrixFixture, code, verifier string) map[string]map[string
 		},
 		"PATCH /api/v1/organization/members/{user_id}": {"role": "org:admin"},
 		"POST /api/v1/organization/invitations":        {"email": "invitee@example.com", "role": "org:admin"},
+
+		"POST /api/v1/sso/providers":        ssoProvider,
+		"PATCH /api/v1/sso/providers/{id}":  mxWith(ssoProvider, "name", "Okta renamed"),
+		"DELETE /api/v1/sso/providers/{id}": {},
+		"PATCH /api/v1/sso/settings":        {"password_sign_in": true},
+		"POST /api/v1/sso/group-mappings": {"group": "matrix-group", "role": "org:admin",
+			"workspace_ids": []any{f.ids.workspace}},
+		"PATCH /api/v1/sso/group-mappings/{id}": {"group": "matrix-group-renamed", "role": "org:member",
+			"workspace_ids": []any{f.ids.workspace}},
+		"DELETE /api/v1/sso/group-mappings/{id}": {},
+		"POST /api/v1/scim/token":                {},
+		"DELETE /api/v1/scim/token":              {},
 
 		"POST /api/v1/generation/feedback": {"generation_id": f.ids.generation, "category": "incorrect_response",
 			"comment": "wrong\tanswer\nsee ticket 12"},
@@ -822,6 +840,10 @@ func mxPathIDCases(params openapi3.Parameters, pattern string, f *matrixFixture,
 			return f.ids.destination
 		case strings.Contains(pattern, "/invitations/"):
 			return f.ids.invitation
+		case strings.Contains(pattern, "/sso/providers/"):
+			return f.ids.ssoProvider
+		case strings.Contains(pattern, "/group-mappings/"):
+			return f.ids.mapping
 		}
 		return map[string]string{"hash": f.ids.keyHash, "id": f.ids.guardrail, "user_id": f.ids.member}[name]
 	}

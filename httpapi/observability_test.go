@@ -204,6 +204,17 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		"config": map[string]any{"accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "s3-SECRET-0123456789", "bucketName": "b",
 			"unknownKey": "s3-SECRET-in-a-rejected-request"},
 	}).want(t, http.StatusBadRequest)
+	// An identity provider's client secret, and a SCIM token.
+	e.do("POST", "/api/v1/sso/providers", e.mgmt, map[string]any{"name": "Okta", "issuer_url": "https://acme.okta.example",
+		"client_id": "c", "client_secret": "oidc-SECRET-0123456789abcdef"}).want(t, http.StatusCreated)
+	e.do("POST", "/api/v1/sso/providers", e.mgmt, map[string]any{"name": "Bad", "issuer_url": "ftp://x",
+		"client_id": "c", "client_secret": "oidc-SECRET-in-a-rejected-request"}).want(t, http.StatusBadRequest)
+	var tok struct {
+		Data struct {
+			Token string `json:"token"`
+		} `json:"data"`
+	}
+	e.do("POST", "/api/v1/scim/token", e.mgmt, nil).want(t, http.StatusCreated).decode(t, &tok)
 
 	logs := e.logs.String()
 	if strings.Count(logs, "\n") < 15 {
@@ -212,6 +223,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	for _, secret := range []string{
 		"sk-gh-v1-", "sk-gh-mgmt-v1-", e.mgmt, k1, k2, x.Key, unknown, code.ID, verifier,
 		"ext-secret-0123456789", "sk-lf-SECRET", "sk-lf-ROTATED", "hdr-SECRET", "s3-SECRET",
+		"oidc-SECRET", "sk-gh-scim-v1-", tok.Data.Token,
 	} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("the logs contain %q:\n%s", secret, logs)

@@ -234,6 +234,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		"POST /api/v1/guardrails": true, "POST /api/v1/observability/destinations": true, "POST /api/v1/byok": true,
 		"POST /api/v1/credits/grants": true, "POST /api/v1/organization/invitations": true,
 		"POST /api/v1/organization/members/{user_id}/password-reset": true,
+		"POST /api/v1/sso/providers":                                 true, "POST /api/v1/sso/group-mappings": true, "POST /api/v1/scim/token": true,
 	}
 	public := map[string]bool{"POST /api/v1/auth/keys": true, "GET /api/v1/openapi.json": true, "GET /api/v1/models": true,
 		"GET /api/v1/models/count": true, "GET /api/v1/model/{author}/{slug}": true, "GET /api/v1/models/{author}/{slug}/endpoints": true,

@@ -147,6 +147,7 @@ var textQuery = map[string][]string{
 	"POST /api/v1/presets/{slug}/messages":          {"workspace_id"},
 	"POST /api/v1/presets/{slug}/responses":         {"workspace_id"},
 	"GET /api/v1/activity":                          {"user_id", "workspace_id"},
+	"GET /api/v1/scim/groups":                       {"display_name", "external_id"},
 }
 
 // plainText reports whether s is UTF-8 without a NUL byte.

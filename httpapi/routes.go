@@ -86,6 +86,26 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("POST "+v1+"/organization/invitations", s.management(s.createInvitation))
 	m.HandleFunc("DELETE "+v1+"/organization/invitations/{id}", s.management(noBody(s.deleteInvitation)))
 
+	m.HandleFunc("GET "+v1+"/sso/providers", s.management(s.listSSOProviders()))
+	m.HandleFunc("POST "+v1+"/sso/providers", s.management(s.createSSOProvider))
+	m.HandleFunc("GET "+v1+"/sso/providers/{id}", s.management(s.getSSOProvider))
+	m.HandleFunc("PATCH "+v1+"/sso/providers/{id}", s.management(s.updateSSOProvider))
+	m.HandleFunc("DELETE "+v1+"/sso/providers/{id}", s.management(noBody(s.deleteSSOProvider)))
+	m.HandleFunc("GET "+v1+"/sso/settings", s.management(s.getSignInSettings))
+	m.HandleFunc("PATCH "+v1+"/sso/settings", s.management(s.updateSignInSettings))
+	m.HandleFunc("GET "+v1+"/sso/group-mappings", s.management(s.listGroupMappings()))
+	m.HandleFunc("POST "+v1+"/sso/group-mappings", s.management(s.createGroupMapping))
+	m.HandleFunc("GET "+v1+"/sso/group-mappings/{id}", s.management(s.getGroupMapping))
+	m.HandleFunc("PATCH "+v1+"/sso/group-mappings/{id}", s.management(s.updateGroupMapping))
+	m.HandleFunc("DELETE "+v1+"/sso/group-mappings/{id}", s.management(noBody(s.deleteGroupMapping)))
+	m.HandleFunc("GET "+v1+"/scim/token", s.management(s.getSCIMToken))
+	m.HandleFunc("POST "+v1+"/scim/token", s.management(noBody(s.createSCIMToken)))
+	m.HandleFunc("DELETE "+v1+"/scim/token", s.management(noBody(s.deleteSCIMToken)))
+	m.HandleFunc("GET "+v1+"/scim/groups", s.management(s.listSCIMGroups()))
+	// SCIM itself (/scim/v2/Users, /scim/v2/Groups...) is the scim
+	// package's, authenticated by the organization's SCIM token: cmd
+	// mounts it with Handle, as it mounts the console.
+
 	m.HandleFunc("GET "+v1+"/audit-log", s.management(s.listAuditLog()))
 
 	m.HandleFunc("GET "+v1+"/presets", s.management(s.listPresets()))

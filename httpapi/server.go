@@ -66,6 +66,9 @@ type Server struct {
 	frontendRoutes map[string]bool
 	// publicURL is the base of the links the API hands out (SetPublicURL).
 	publicURL string
+	// issuers checks the issuer of an identity provider as it is saved
+	// (SetIssuerChecker); nil checks nothing.
+	issuers IssuerChecker
 }
 
 // NewHandler returns the handler of the whole API. limiter bounds request

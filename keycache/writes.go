@@ -147,3 +147,80 @@ func (c *Cache) DeleteManagementKey(ctx context.Context, orgID, hash string) err
 	defer c.Invalidate(hash)
 	return c.Store.DeleteManagementKey(ctx, orgID, hash)
 }
+
+// The writes of single sign-on and SCIM may disable keys: a member whom
+// groups take out of a workspace, or whom the provider deactivates or
+// deletes, loses their active keys there (gatehouse.SSOService,
+// gatehouse.SCIMService). Which keys is the store's to know, so each such
+// write forgets the keys of its organization.
+
+// SignInWithSSO signs in through the store, then forgets the keys of the
+// member's organization.
+func (c *Cache) SignInWithSSO(ctx context.Context, in gatehouse.SSOSignIn) (*gatehouse.Session, string, error) {
+	s, token, err := c.Store.SignInWithSSO(ctx, in)
+	if err == nil {
+		c.forgetKeys(s.OrganizationID)
+	}
+	return s, token, err
+}
+
+// CreateGroupMapping creates through the store and forgets the
+// organization's keys.
+func (c *Cache) CreateGroupMapping(ctx context.Context, orgID string, u gatehouse.GroupMappingUpdate) (*gatehouse.GroupMapping, error) {
+	defer c.forgetKeys(orgID)
+	return c.Store.CreateGroupMapping(ctx, orgID, u)
+}
+
+// UpdateGroupMapping updates through the store and forgets the
+// organization's keys.
+func (c *Cache) UpdateGroupMapping(ctx context.Context, orgID, id string, u gatehouse.GroupMappingUpdate) (*gatehouse.GroupMapping, error) {
+	defer c.forgetKeys(orgID)
+	return c.Store.UpdateGroupMapping(ctx, orgID, id, u)
+}
+
+// DeleteGroupMapping deletes through the store and forgets the
+// organization's keys.
+func (c *Cache) DeleteGroupMapping(ctx context.Context, orgID, id string) error {
+	defer c.forgetKeys(orgID)
+	return c.Store.DeleteGroupMapping(ctx, orgID, id)
+}
+
+// UpdateSCIMUser updates through the store and forgets the organization's
+// keys.
+func (c *Cache) UpdateSCIMUser(ctx context.Context, orgID, id string, change func(*gatehouse.SCIMUserWrite) error) (*gatehouse.SCIMUser, error) {
+	defer c.forgetKeys(orgID)
+	return c.Store.UpdateSCIMUser(ctx, orgID, id, change)
+}
+
+// DeleteSCIMUser deletes through the store and forgets the organization's
+// keys.
+func (c *Cache) DeleteSCIMUser(ctx context.Context, orgID, id string) error {
+	defer c.forgetKeys(orgID)
+	return c.Store.DeleteSCIMUser(ctx, orgID, id)
+}
+
+// CreateSCIMGroup creates through the store and forgets the
+// organization's keys.
+func (c *Cache) CreateSCIMGroup(ctx context.Context, orgID string, w gatehouse.SCIMGroupWrite) (*gatehouse.SCIMGroup, error) {
+	defer c.forgetKeys(orgID)
+	return c.Store.CreateSCIMGroup(ctx, orgID, w)
+}
+
+// UpdateSCIMGroup updates through the store and forgets the
+// organization's keys.
+func (c *Cache) UpdateSCIMGroup(ctx context.Context, orgID, id string, change func(*gatehouse.SCIMGroupWrite) error) (*gatehouse.SCIMGroup, error) {
+	defer c.forgetKeys(orgID)
+	return c.Store.UpdateSCIMGroup(ctx, orgID, id, change)
+}
+
+// DeleteSCIMGroup deletes through the store and forgets the
+// organization's keys.
+func (c *Cache) DeleteSCIMGroup(ctx context.Context, orgID, id string) error {
+	defer c.forgetKeys(orgID)
+	return c.Store.DeleteSCIMGroup(ctx, orgID, id)
+}
+
+// forgetKeys forgets every key of an organization.
+func (c *Cache) forgetKeys(orgID string) {
+	c.keys.forgetIf(func(k *gatehouse.Key) bool { return k.OrganizationID == orgID })
+}

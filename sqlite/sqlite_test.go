@@ -143,6 +143,44 @@ func TestBYOKKeysNotInFile(t *testing.T) {
 	scanFiles(t, dir, name, first, rotated, "FIRSTKEY", "ROTATEDKEY")
 }
 
+// TestClientSecretsNotInFile checks that identity providers' client
+// secrets and SCIM tokens are not in the database's files: the secret
+// sealed, the token hashed.
+func TestClientSecretsNotInFile(t *testing.T) {
+	const (
+		first   = "client-FIRSTSECRET-7f3a9c1e5b2d4f6a"
+		rotated = "client-ROTATEDSECRET-0c4e8a2f6b1d"
+		name    = "visible-provider-name-5e9b1d3f"
+	)
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openDB(t, dir, time.Now)
+	org, err := db.CreateOrganization(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := db.CreateSSOProvider(ctx, org.ID, gatehouse.SSOProviderUpdate{Name: gatehouse.Val(name),
+		IssuerURL: gatehouse.Val("https://idp.example.com"), ClientID: gatehouse.Val("c"), ClientSecret: gatehouse.Val(first)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpdateSSOProvider(ctx, org.ID, p.ID, gatehouse.SSOProviderUpdate{ClientSecret: gatehouse.Val(rotated)}); err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := db.CreateSCIMToken(ctx, org.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.FindSSOProviderForSignIn(ctx, p.ID); err != nil || string(got.ClientSecret) != rotated {
+		t.Fatalf("FindSSOProviderForSignIn = %v, %v; want the rotated secret back", got, err)
+	}
+	scanFiles(t, dir, name, first, rotated, "FIRSTSECRET", "ROTATEDSECRET", token, token[len(gatehouse.SCIMTokenPrefix):])
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, dir, name, first, rotated, "FIRSTSECRET", "ROTATEDSECRET", token, token[len(gatehouse.SCIMTokenPrefix):])
+}
+
 // scanFiles fails the test if any file in dir holds one of the secrets, or
 // if none holds visible, the proof that the scan sees the data.
 func scanFiles(t *testing.T, dir, visible string, secrets ...string) {

@@ -21,12 +21,12 @@ const sessionColumns = `s.id, s.organization_id, s.user_id, s.key_hash, COALESCE
 // liveSession is the FROM clause that selects the live sessions: within
 // their absolute and idle ends, of a member who exists or of an active
 // management key of their organization. Its arguments: now, now minus the
-// idle timeout, now.
+// idle timeout, now. A deactivated member's sessions are not live.
 const liveSession = `console_sessions s
 	LEFT JOIN members m ON m.organization_id = s.organization_id AND m.id = s.user_id
 	LEFT JOIN api_keys k ON k.hash = s.key_hash
 	WHERE s.expires_at > ? AND s.last_seen_at > ?
-	AND (m.id IS NOT NULL OR (k.management = TRUE AND k.organization_id = s.organization_id
+	AND ((m.id IS NOT NULL AND m.deactivated_at IS NULL) OR (k.management = TRUE AND k.organization_id = s.organization_id
 		AND k.disabled = FALSE AND (k.expires_at IS NULL OR k.expires_at > ?)))`
 
 func scanSession(s Scanner) (*gatehouse.Session, error) {
@@ -48,14 +48,22 @@ func (s *Store) CreateSession(ctx context.Context, c gatehouse.SessionCreate) (_
 		return nil, "", err
 	}
 	token := gatehouse.NewAccountToken()
-	v, err := update(ctx, s, func(tx *Tx) (*gatehouse.Session, error) { return tx.createSession(ctx, c, token) })
+	method := "password"
+	if c.KeyHash != nil {
+		method = "management_key"
+	}
+	v, err := update(ctx, s, func(tx *Tx) (*gatehouse.Session, error) {
+		return tx.createSession(ctx, c, token, map[string]any{"method": method})
+	})
 	if err != nil {
 		return nil, "", err
 	}
 	return v, token, nil
 }
 
-func (tx *Tx) createSession(ctx context.Context, c gatehouse.SessionCreate, token string) (*gatehouse.Session, error) {
+// createSession opens a session; details (its method) go in the audit
+// entry.
+func (tx *Tx) createSession(ctx context.Context, c gatehouse.SessionCreate, token string, details map[string]any) (*gatehouse.Session, error) {
 	v := &gatehouse.Session{ID: gatehouse.AccountTokenID(token), OrganizationID: c.OrganizationID, UserID: c.UserID,
 		KeyHash: c.KeyHash, CSRFToken: gatehouse.NewAccountToken(), CreatedAt: tx.now, LastSeenAt: tx.now,
 		ExpiresAt: tx.now.Add(c.Lifetime)}
@@ -72,22 +80,22 @@ func (tx *Tx) createSession(ctx context.Context, c gatehouse.SessionCreate, toke
 		[]any{v.ID, v.OrganizationID, v.UserID, v.KeyHash, v.CSRFToken, ms(v.CreatedAt), ms(v.LastSeenAt), ms(v.ExpiresAt)}); err != nil {
 		return nil, err
 	}
-	method := "password"
-	if v.KeyHash != nil {
-		method = "management_key"
-	}
 	return v, tx.audit(actorOr(ctx, v.Actor()), v.OrganizationID, gatehouse.AuditRecord{Operation: gatehouse.OpSessionCreate,
-		ResourceType: gatehouse.ResourceSession, ResourceIDs: []string{v.ID}, Details: map[string]any{"method": method}})
+		ResourceType: gatehouse.ResourceSession, ResourceIDs: []string{v.ID}, Details: details})
 }
 
 // sessionOwner checks the member or management key of a new session, and
 // fills in the member's email and role (a key's session is an admin's).
 func (tx *Tx) sessionOwner(ctx context.Context, v *gatehouse.Session) error {
 	if v.UserID != nil {
-		err := tx.QueryRow(ctx, `SELECT email, role FROM members WHERE organization_id = ? AND id = ?`,
-			v.OrganizationID, *v.UserID).Scan(&v.Email, &v.Role)
+		var deactivated bool
+		err := tx.QueryRow(ctx, `SELECT email, role, deactivated_at IS NOT NULL FROM members WHERE organization_id = ? AND id = ?`,
+			v.OrganizationID, *v.UserID).Scan(&v.Email, &v.Role, &deactivated)
 		if errors.Is(err, ErrNoRows) {
 			return gatehouse.NotFound("member", *v.UserID)
+		}
+		if err == nil && deactivated {
+			return gatehouse.ErrMemberDeactivated()
 		}
 		return err
 	}

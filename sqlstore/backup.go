@@ -8,7 +8,8 @@ import (
 
 // SealedSecrets checks the sealed secrets of a database (a backup, say)
 // against a secret box, without changing anything: every destination's
-// secrets (soft-deleted ones included) and BYOK key, and the newest stored
+// secrets (soft-deleted ones included), BYOK key and identity provider's
+// client secret, and the newest stored
 // content of generations (new content is sealed with the current key, so
 // it tells a wrong key; older content may hold a key kept in
 // GATEHOUSE_SECRET_KEY_PREVIOUS). It returns how many it checked and what
@@ -39,6 +40,16 @@ func SealedSecrets(ctx context.Context, q Querier, box *gatehouse.SecretBox) (to
 			unreadable = append(unreadable, "BYOK key "+r.id)
 		}
 	}
+	rows, err = q.Query(ctx, `SELECT id, '', sealed_client_secret FROM sso_providers WHERE sealed_client_secret IS NOT NULL ORDER BY id`)
+	providers, err := collect(rows, err, scan)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, r := range providers {
+		if _, err := openClientSecret(box, r.id, r.secrets); err != nil {
+			unreadable = append(unreadable, "the client secret of identity provider "+r.id)
+		}
+	}
 	rows, err = q.Query(ctx, `SELECT generation_id, '', sealed FROM generation_content ORDER BY created_at DESC, generation_id DESC LIMIT 1`)
 	content, err := collect(rows, err, scan)
 	if err != nil {
@@ -49,5 +60,5 @@ func SealedSecrets(ctx context.Context, q Querier, box *gatehouse.SecretBox) (to
 			unreadable = append(unreadable, "the stored content of generation "+r.id)
 		}
 	}
-	return len(dests) + len(keys) + len(content), unreadable, nil
+	return len(dests) + len(keys) + len(providers) + len(content), unreadable, nil
 }

@@ -249,7 +249,7 @@ func (tx *Tx) scanOpenBYOKKey(s Scanner) (*gatehouse.BYOKKey, error) {
 // then into more.
 type scannerWith struct {
 	Scanner
-	more *string
+	more any
 }
 
 func (s scannerWith) Scan(dest ...any) error { return s.Scanner.Scan(append(dest, s.more)...) }

@@ -19,6 +19,11 @@ func (s *Store) AcceptInvitation(ctx context.Context, token, passwordHash string
 		if err != nil {
 			return nil, err
 		}
+		if settings, err := tx.signInSettings(ctx, v.OrganizationID); err != nil {
+			return nil, err
+		} else if !settings.PasswordSignIn {
+			return nil, gatehouse.Errorf(gatehouse.EINVALID, "your organization signs in with single sign-on, not passwords: use its button on the sign-in page")
+		}
 		m, err := tx.invitedMember(ctx, v)
 		if err != nil {
 			return nil, err
@@ -65,13 +70,15 @@ func (tx *Tx) invitedMember(ctx context.Context, v *gatehouse.Invitation) (*gate
 }
 
 // FindCredentials returns the password hashes of an email's members, oldest
-// organization first.
+// organization first: of members who are not deactivated, in organizations
+// that allow password sign-in.
 func (s *Store) FindCredentials(ctx context.Context, email string) (_ []gatehouse.Credential, err error) {
 	defer wrap(&err, "FindCredentials")
 	return read(ctx, s, func(tx *Tx) ([]gatehouse.Credential, error) {
 		rows, err := tx.Query(ctx, `SELECT m.organization_id, m.id, m.password_hash FROM members m
 			JOIN organizations o ON o.id = m.organization_id
-			WHERE lower(m.email) = lower(?) AND m.password_hash IS NOT NULL
+			WHERE lower(m.email) = lower(?) AND m.password_hash IS NOT NULL AND m.deactivated_at IS NULL
+			AND NOT EXISTS (SELECT 1 FROM sign_in_settings ss WHERE ss.organization_id = m.organization_id AND ss.password_sign_in = FALSE)
 			ORDER BY o.created_at, o.id`, email)
 		return collect(rows, err, func(s Scanner) (gatehouse.Credential, error) {
 			var c gatehouse.Credential

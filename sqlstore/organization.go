@@ -201,33 +201,46 @@ func (s *Store) CreateMember(ctx context.Context, orgID string, c gatehouse.Memb
 
 // insertMember adds a member, without a password.
 func (tx *Tx) insertMember(ctx context.Context, orgID string, m *gatehouse.Member) error {
+	return tx.insertMemberWith(ctx, orgID, m, nil)
+}
+
+// insertMemberWith adds a member, without a password; details are the
+// audit entry's.
+func (tx *Tx) insertMemberWith(ctx context.Context, orgID string, m *gatehouse.Member, details map[string]any) error {
 	if err := tx.insert(ctx, "members", memberInsertColumns,
 		[]any{orgID, m.ID, m.Email, m.FirstName, m.LastName, m.Role, ms(m.CreatedAt)}); err != nil {
 		return err
 	}
-	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberCreate, ResourceType: gatehouse.ResourceMember, ResourceIDs: []string{m.ID}})
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberCreate, ResourceType: gatehouse.ResourceMember,
+		ResourceIDs: []string{m.ID}, Details: details})
 }
 
 // DeleteMember removes a member from the organization.
 func (s *Store) DeleteMember(ctx context.Context, orgID, userID string) (err error) {
 	defer wrap(&err, "DeleteMember")
-	return s.exec(ctx, func(tx *Tx) error {
-		if err := tx.memberExists(ctx, orgID, userID); err != nil {
-			return err
-		}
-		blocked, err := tx.usersWithActiveKeys(ctx, orgID, "", []string{userID})
-		if err != nil {
-			return err
-		}
-		if len(blocked) > 0 {
-			return (&gatehouse.Error{Code: gatehouse.EINVALID,
-				Message: "the member has active API keys or pending authorization codes; disable or delete the keys, or let the codes expire, first"}).WithMetadata("user_ids", blocked)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM members WHERE organization_id = ? AND id = ?`, orgID, userID); err != nil {
-			return err
-		}
-		return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberDelete, ResourceType: gatehouse.ResourceMember, ResourceIDs: []string{userID}})
-	})
+	return s.exec(ctx, func(tx *Tx) error { return tx.deleteMember(ctx, orgID, userID, nil) })
+}
+
+// deleteMember removes a member under the rule of removed members: not
+// while they hold active keys or pending authorization codes (EINVALID).
+// details are the audit entry's.
+func (tx *Tx) deleteMember(ctx context.Context, orgID, userID string, details map[string]any) error {
+	if err := tx.memberExists(ctx, orgID, userID); err != nil {
+		return err
+	}
+	blocked, err := tx.usersWithActiveKeys(ctx, orgID, "", []string{userID})
+	if err != nil {
+		return err
+	}
+	if len(blocked) > 0 {
+		return (&gatehouse.Error{Code: gatehouse.EINVALID,
+			Message: "the member has active API keys or pending authorization codes; disable or delete the keys, or let the codes expire, first"}).WithMetadata("user_ids", blocked)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM members WHERE organization_id = ? AND id = ?`, orgID, userID); err != nil {
+		return err
+	}
+	return tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberDelete, ResourceType: gatehouse.ResourceMember,
+		ResourceIDs: []string{userID}, Details: details})
 }
 
 func (tx *Tx) memberExists(ctx context.Context, orgID, userID string) error {

@@ -248,7 +248,7 @@ func scanMembership(s Scanner) (*gatehouse.WorkspaceMember, error) {
 
 // memberColumns are the columns of members, in scanMember order; the
 // password hash shows only whether there is one.
-const memberColumns = `id, email, first_name, last_name, role, created_at, password_hash IS NOT NULL`
+const memberColumns = `id, email, first_name, last_name, role, created_at, password_hash IS NOT NULL, deactivated_at IS NOT NULL`
 
 // memberInsertColumns are the columns of a new member (who has no password).
 const memberInsertColumns = `organization_id, id, email, first_name, last_name, role, created_at`
@@ -256,7 +256,7 @@ const memberInsertColumns = `organization_id, id, email, first_name, last_name, 
 // scanMember scans a row of memberColumns.
 func scanMember(s Scanner) (*gatehouse.Member, error) {
 	var m gatehouse.Member
-	return &m, s.Scan(&m.ID, &m.Email, &m.FirstName, &m.LastName, &m.Role, msTime(&m.CreatedAt), &m.HasPassword)
+	return &m, s.Scan(&m.ID, &m.Email, &m.FirstName, &m.LastName, &m.Role, msTime(&m.CreatedAt), &m.HasPassword, &m.Deactivated)
 }
 
 // guardrailColumns are the columns of guardrails, in scanGuardrail and

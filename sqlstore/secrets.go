@@ -9,8 +9,9 @@ import (
 	"gatehouse"
 )
 
-// ResealSecrets re-encrypts every destination's secrets and every BYOK key
-// with the current key, in one transaction. Secrets that no key of the
+// ResealSecrets re-encrypts every destination's secrets, every BYOK key and
+// every identity provider's client secret with the current key, in one
+// transaction. Secrets that no key of the
 // store opens fail it, naming them all, and nothing changes; unless
 // skipUnreadable: then they are left as they are, and listed.
 func (s *Store) ResealSecrets(ctx context.Context, skipUnreadable bool) (_ gatehouse.Resealed, err error) {
@@ -22,6 +23,9 @@ func (s *Store) ResealSecrets(ctx context.Context, skipUnreadable bool) (_ gateh
 			return n, err
 		}
 		if n.BYOKKeys, err = tx.resealBYOKKeys(ctx, &n.Skipped); err != nil {
+			return n, err
+		}
+		if n.SSOProviders, err = tx.resealClientSecrets(ctx, &n.Skipped); err != nil {
 			return n, err
 		}
 		if len(n.Skipped) > 0 && !skipUnreadable {
@@ -44,7 +48,7 @@ func (s *Store) UnreadableSecrets(ctx context.Context) (_ []gatehouse.Unreadable
 				return err
 			}
 			return nil
-		}, gatehouse.SecretOfDestination, gatehouse.SecretOfBYOKKey)
+		}, gatehouse.SecretOfDestination, gatehouse.SecretOfBYOKKey, gatehouse.SecretOfSSOProvider)
 		return out, err
 	})
 }
@@ -59,6 +63,13 @@ type sealedRow struct {
 // open opens a row's secrets: a destination's configuration, or a BYOK
 // key. An error wrapping errUnopenable when no key of box opens them.
 func (r sealedRow) open(box *gatehouse.SecretBox) (any, error) {
+	if r.Kind == gatehouse.SecretOfSSOProvider {
+		secret, err := openClientSecret(box, r.ID, r.sealed)
+		if err != nil {
+			return nil, fmt.Errorf("identity provider %s: %w: %w", r.ID, errUnopenable, err)
+		}
+		return secret, nil
+	}
 	if r.Kind == gatehouse.SecretOfBYOKKey {
 		key, err := openBYOKKey(box, r.ID, r.sealed)
 		if err != nil {
@@ -75,6 +86,8 @@ var sealedQueries = map[string]string{
 	gatehouse.SecretOfDestination: `SELECT id, organization_id, workspace_id, deleted_at IS NOT NULL, config, secrets
 		FROM destinations WHERE secrets IS NOT NULL ORDER BY id`,
 	gatehouse.SecretOfBYOKKey: `SELECT id, organization_id, workspace_id, 1 = 0, '', sealed_key FROM byok_keys ORDER BY id`,
+	gatehouse.SecretOfSSOProvider: `SELECT id, organization_id, '', 1 = 0, '', sealed_client_secret FROM sso_providers
+		WHERE sealed_client_secret IS NOT NULL ORDER BY id`,
 }
 
 // eachSealed calls fn with every sealed secret of the kinds given, kind by
@@ -139,6 +152,24 @@ func (tx *Tx) resealBYOKKeys(ctx context.Context, skipped *[]gatehouse.Unreadabl
 		_, err = tx.Exec(ctx, `UPDATE byok_keys SET sealed_key = ? WHERE id = ?`, resealed, r.ID)
 		return err
 	}, gatehouse.SecretOfBYOKKey)
+	return n, err
+}
+
+// resealClientSecrets re-seals the client secret of every identity
+// provider that has one and returns how many it re-sealed; those no key
+// opens are added to skipped.
+func (tx *Tx) resealClientSecrets(ctx context.Context, skipped *[]gatehouse.UnreadableSecret) (int, error) {
+	n := 0
+	err := tx.eachSealed(ctx, func(r sealedRow) error {
+		secret, err := openClientSecret(tx.box, r.ID, r.sealed)
+		if err != nil {
+			*skipped = append(*skipped, r.UnreadableSecret)
+			return nil
+		}
+		n++
+		_, err = tx.Exec(ctx, `UPDATE sso_providers SET sealed_client_secret = ? WHERE id = ?`, tx.sealClientSecret(r.ID, string(secret)), r.ID)
+		return err
+	}, gatehouse.SecretOfSSOProvider)
 	return n, err
 }
 

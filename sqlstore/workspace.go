@@ -229,6 +229,13 @@ func (s *Store) AddWorkspaceMembers(ctx context.Context, orgID, ref string, user
 		if err != nil {
 			return added{}, err
 		}
+		// A membership that group mappings gave is the admin's from now on:
+		// the groups no longer take it away.
+		mine, args := tx.in("user_id", ids, w.ID)
+		if _, err := tx.Exec(ctx, `UPDATE workspace_members SET granted_by_groups = FALSE
+			WHERE workspace_id = ? AND granted_by_groups = TRUE AND `+mine, args...); err != nil {
+			return added{}, err
+		}
 		in, args := tx.in("wm.user_id", ids, w.ID)
 		rows, err := tx.Query(ctx, `SELECT `+membershipColumns+` FROM `+membershipFrom+` AND `+in+` ORDER BY wm.created_at, wm.id`, args...)
 		list, err := collect(rows, err, scanMembership)
@@ -268,21 +275,34 @@ func (s *Store) RemoveWorkspaceMembers(ctx context.Context, orgID, ref string, u
 		if w.IsDefault {
 			return 0, gatehouse.Errorf(gatehouse.EINVALID, "the default workspace holds every organization member; remove the member from the organization instead")
 		}
-		blocked, err := tx.usersWithActiveKeys(ctx, orgID, w.ID, ids)
-		if err != nil {
-			return 0, err
-		}
-		if len(blocked) > 0 {
-			return 0, (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: members with active API keys or pending authorization codes in this workspace cannot be removed: " +
-				gatehouse.ListIDs(blocked) + "; nobody was removed"}).WithMetadata("user_ids", blocked)
-		}
-		in, args := tx.in("user_id", ids, w.ID)
-		removed, err := tx.execCount(ctx, `DELETE FROM workspace_members WHERE workspace_id = ? AND `+in, args...)
-		if err != nil {
-			return 0, err
-		}
-		return removed, tx.auditMembers(ctx, orgID, gatehouse.OpWorkspaceMembersRemove, w.ID, ids, "removed_count", removed)
+		return tx.removeWorkspaceMembers(ctx, orgID, w.ID, ids, nil)
 	})
+}
+
+// removeWorkspaceMembers removes members from a workspace that is not the
+// default one, all or nothing, under the rule of removed members: nobody
+// who holds active keys or pending authorization codes there goes
+// (EINVALID naming them). details are added to the audit entry's.
+func (tx *Tx) removeWorkspaceMembers(ctx context.Context, orgID, workspaceID string, ids []string, details map[string]any) (int, error) {
+	blocked, err := tx.usersWithActiveKeys(ctx, orgID, workspaceID, ids)
+	if err != nil {
+		return 0, err
+	}
+	if len(blocked) > 0 {
+		return 0, (&gatehouse.Error{Code: gatehouse.EINVALID, Message: "user_ids: members with active API keys or pending authorization codes in this workspace cannot be removed: " +
+			gatehouse.ListIDs(blocked) + "; nobody was removed"}).WithMetadata("user_ids", blocked)
+	}
+	in, args := tx.in("user_id", ids, workspaceID)
+	removed, err := tx.execCount(ctx, `DELETE FROM workspace_members WHERE workspace_id = ? AND `+in, args...)
+	if err != nil || removed == 0 {
+		return removed, err
+	}
+	rec := gatehouse.AuditRecord{Operation: gatehouse.OpWorkspaceMembersRemove, ResourceType: gatehouse.ResourceWorkspace, ResourceIDs: []string{workspaceID},
+		Details: map[string]any{"user_ids": ids, "removed_count": removed}}
+	for k, v := range details {
+		rec.Details[k] = v
+	}
+	return removed, tx.audit(ctx, orgID, rec)
 }
 
 // auditMembers records a bulk change of a workspace's members. A call that

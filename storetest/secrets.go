@@ -20,6 +20,7 @@ type KeyedOpener func(t *testing.T) func(box *gatehouse.SecretBox) gatehouse.Sto
 func RunSecrets(t *testing.T, open KeyedOpener) {
 	t.Run("Reseal", func(t *testing.T) { testReseal(t, open) })
 	t.Run("Unreadable", func(t *testing.T) { testUnreadableSecrets(t, open) })
+	t.Run("ClientSecrets", func(t *testing.T) { testClientSecrets(t, open) })
 }
 
 // newBox returns a box sealing with key and opening with previous too.
@@ -187,4 +188,45 @@ func testUnreadableSecrets(t *testing.T, open KeyedOpener) {
 	ok(t, err)
 	wantEqual(t, "UnreadableSecrets after the fix", []gatehouse.UnreadableSecret{
 		{Kind: dest, ID: f.deleted.ID, OrganizationID: f.org.ID, WorkspaceID: f.deleted.WorkspaceID, Deleted: true}}, got)
+}
+
+// testClientSecrets: an identity provider's client secret is re-sealed
+// with the others, opens with the new key only, and is named when no key
+// of the store opens it (its sign-ins then fail, saying so).
+func testClientSecrets(t *testing.T, open KeyedOpener) {
+	ctx, opener, key := context.Background(), open(t), gatehouse.NewSecretKey()
+	store := opener(newBox(t, key))
+	org, err := store.CreateOrganization(ctx, "Acme")
+	ok(t, err)
+	const secret = "a client secret of the provider"
+	p, err := store.CreateSSOProvider(ctx, org.ID, gatehouse.SSOProviderUpdate{Name: gatehouse.Val("Okta"),
+		IssuerURL: gatehouse.Val("https://acme.okta.example"), ClientID: gatehouse.Val("c"), ClientSecret: gatehouse.Val(secret)})
+	ok(t, err)
+	public, err := store.CreateSSOProvider(ctx, org.ID, gatehouse.SSOProviderUpdate{Name: gatehouse.Val("Public"),
+		IssuerURL: gatehouse.Val("https://idp.example"), ClientID: gatehouse.Val("p")})
+	ok(t, err)
+	next := gatehouse.NewSecretKey()
+	n, err := opener(newBox(t, next, key)).ResealSecrets(ctx, false)
+	ok(t, err)
+	if n.SSOProviders != 1 {
+		t.Fatalf("ResealSecrets = %+v, want the one provider with a secret", n)
+	}
+	for _, c := range []struct {
+		key  []byte
+		want bool
+	}{{key, false}, {next, true}} {
+		got, err := opener(newBox(t, c.key)).FindSSOProviderForSignIn(ctx, p.ID)
+		if opened := err == nil && string(got.ClientSecret) == secret; opened != c.want {
+			t.Fatalf("after the re-seal, the secret opens with a key: %v (%v), want %v", opened, err, c.want)
+		}
+	}
+	stranger := opener(newBox(t, gatehouse.NewSecretKey()))
+	_, err = stranger.FindSSOProviderForSignIn(ctx, p.ID)
+	wantCode(t, err, gatehouse.EUNAVAILABLE)
+	if _, err := stranger.FindSSOProviderForSignIn(ctx, public.ID); err != nil {
+		t.Fatalf("a public client needs no key: %v", err)
+	}
+	list, err := stranger.UnreadableSecrets(ctx)
+	ok(t, err)
+	wantEqual(t, "UnreadableSecrets", []gatehouse.UnreadableSecret{{Kind: gatehouse.SecretOfSSOProvider, ID: p.ID, OrganizationID: org.ID}}, list)
 }

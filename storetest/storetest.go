@@ -40,6 +40,8 @@ func Run(t *testing.T, open Opener) {
 		{"Presets", testPresets},
 		{"Retention", testRetention},
 		{"Accounts", testAccounts},
+		{"SSO", testSSO},
+		{"SCIM", testSCIM},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each test opens stores of its own

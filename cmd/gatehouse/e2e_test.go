@@ -58,6 +58,18 @@ func TestEndToEnd(t *testing.T) {
 	if status, body := s.do("GET", "/api/v1/workspaces/default", key, nil); status != http.StatusOK {
 		t.Errorf("GET /workspaces/default = %d %v: the first organization has no default workspace", status, body)
 	}
+	// SCIM is mounted, behind the organization's own token.
+	status, body = s.do("POST", "/api/v1/scim/token", key, nil)
+	scimData, _ := body["data"].(map[string]any)
+	if status != http.StatusCreated || !strings.HasPrefix(str(scimData["token"]), "sk-gh-scim-v1-") {
+		t.Fatalf("POST /scim/token = %d %v", status, body)
+	}
+	if status, _ := s.do("GET", "/scim/v2/Users", str(scimData["token"]), nil); status != http.StatusOK {
+		t.Errorf("GET /scim/v2/Users with the token = %d, want 200", status)
+	}
+	if status, _ := s.do("GET", "/scim/v2/Users", key, nil); status != http.StatusUnauthorized {
+		t.Errorf("GET /scim/v2/Users with a management key = %d, want 401", status)
+	}
 	for path, want := range map[string]string{
 		"/healthz":             `"ok"`,
 		"/readyz":              `"ok"`,

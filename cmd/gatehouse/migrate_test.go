@@ -180,7 +180,55 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 		must(err)
 	}
 	fillAccounts(t, src, f)
+	fillSSO(t, src, f)
 	return f
+}
+
+// fillSSO gives the organization an identity provider that signed someone
+// in with groups (sso_providers, sso_identities, member_claim_groups), a
+// sign-in under way (sso_logins), a mapping of a group to a workspace
+// (group_mappings, group_mapping_workspaces), sign-in settings, and SCIM's
+// token, a user and a group (scim_tokens, scim_users, scim_groups,
+// scim_group_members).
+func fillSSO(t *testing.T, src *sqlite.DB, f *migrated) {
+	t.Helper()
+	ctx := context.Background()
+	ws, err := src.FindWorkspace(ctx, f.org.ID, "team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := src.CreateSSOProvider(ctx, f.org.ID, gatehouse.SSOProviderUpdate{Name: gatehouse.Val("Okta"),
+		IssuerURL: gatehouse.Val("https://acme.okta.example"), ClientID: gatehouse.Val("c"), ClientSecret: gatehouse.Val("a migrated client secret"),
+		AllowedDomains: gatehouse.Val([]string{"example.com"})})
+	if err == nil {
+		_, err = src.CreateGroupMapping(ctx, f.org.ID, gatehouse.GroupMappingUpdate{Group: gatehouse.Val("team"), WorkspaceIDs: gatehouse.Val([]string{ws.ID})})
+	}
+	if err == nil {
+		_, _, err = src.SignInWithSSO(ctx, gatehouse.SSOSignIn{ProviderID: p.ID, Subject: "sub-sso", Email: "sso@example.com",
+			EmailVerified: true, Groups: []string{"team"}, GroupsGiven: true})
+	}
+	if err == nil {
+		err = src.CreateSSOLogin(ctx, gatehouse.NewSSOState(), gatehouse.SSOLogin{ProviderID: p.ID,
+			NonceHash: gatehouse.HashNonce("n"), Verifier: "a verifier", Next: "/"})
+	}
+	for _, on := range []bool{false, true} { // leaves a row, passwords on
+		if err == nil {
+			_, err = src.UpdateSignInSettings(ctx, f.org.ID, gatehouse.SignInSettingsUpdate{PasswordSignIn: gatehouse.Val(on)})
+		}
+	}
+	if err == nil {
+		_, _, err = src.CreateSCIMToken(ctx, f.org.ID)
+	}
+	var u *gatehouse.SCIMUser
+	if err == nil {
+		u, err = src.CreateSCIMUser(ctx, f.org.ID, gatehouse.SCIMUserWrite{UserName: "scim@example.com", Active: true})
+	}
+	if err == nil {
+		_, err = src.CreateSCIMGroup(ctx, f.org.ID, gatehouse.SCIMGroupWrite{DisplayName: "team", MemberIDs: []string{u.ID}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // fillAccounts gives a member a password through an invitation, opens a

@@ -125,7 +125,8 @@ func contentStopped(err error, oldKey string) error {
 
 // counted says what a rotation re-sealed.
 func counted(n gatehouse.Resealed) string {
-	return fmt.Sprintf("the secrets of %d destinations and %d BYOK keys", n.Destinations, n.BYOKKeys)
+	return fmt.Sprintf("the secrets of %d destinations and %d BYOK keys, and the client secrets of %d identity providers",
+		n.Destinations, n.BYOKKeys, n.SSOProviders)
 }
 
 // reseal opens the store with box and re-seals every secret at rest

@@ -26,8 +26,10 @@ import (
 	"gatehouse/postgres"
 	"gatehouse/provider"
 	"gatehouse/ratelimit"
+	"gatehouse/scim"
 	"gatehouse/sqlite"
 	"gatehouse/sqlstore"
+	"gatehouse/sso"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -219,8 +221,16 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
 	handler.SetPublicURL(cfg.PublicURL)
+	rp := sso.New(store, nil, time.Now)
+	handler.SetIssuerChecker(rp)
+	provisioning, err := scim.NewHandler(store, limiter, logger, cfg.TrustedProxies, cfg.PublicURL)
+	if err != nil {
+		closeAll()
+		return nil, nil, nil, err
+	}
+	handler.Handle(scim.Prefix+"/", provisioning)
 	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now,
-		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations()})
+		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations(), SSO: rp})
 	web.Routes(handler.Handle)
 	handler.HandleNotFound(web.NotFound())
 	var metrics http.Handler
