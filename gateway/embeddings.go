@@ -25,7 +25,7 @@ func (c *Client) Embed(ctx context.Context, call provider.EmbeddingCall) (provid
 	if err != nil {
 		return provider.Completion{}, err
 	}
-	x, err := c.exchange(ctx, call.Provider, call.Model, call.APIKey, "/embeddings", body)
+	x, err := c.exchange(ctx, call.Provider, call.Model, call.APIKey, "/embeddings", false, body)
 	if err != nil {
 		return provider.Completion{}, err
 	}

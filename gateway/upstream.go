@@ -82,16 +82,20 @@ func (c *Client) forward(ctx context.Context, call provider.CompletionCall, w pr
 	if err != nil {
 		return provider.Completion{}, err
 	}
-	x, err := c.exchange(ctx, call.Provider, call.Model, call.APIKey, a.path, body)
+	d := dialectOf(call.Provider)
+	if body, err = d.request(a.path, call.Model, body); err != nil {
+		return provider.Completion{}, err
+	}
+	x, err := c.exchange(ctx, call.Provider, call.Model, call.APIKey, a.path, call.Stream, body)
 	if err != nil {
 		return provider.Completion{}, err
 	}
 	defer x.close()
 	if call.Stream && strings.HasPrefix(x.resp.Header.Get("Content-Type"), "text/event-stream") {
 		w.Start()
-		return stream(x.ctx, x.resp.Body, w, call.Rewrite, a.event)
+		return stream(x.ctx, d.stream(a.path, x.resp.Body), w, call.Rewrite, a.event)
 	}
-	done, err := readWhole(x.resp.Body, call.Rewrite, a.read)
+	done, err := readWhole(d.answer(a.path, x.resp.Body), call.Rewrite, a.read)
 	return done, x.answerError(err)
 }
 
@@ -119,7 +123,7 @@ type call struct {
 // within the provider's timeouts: its answer must begin within its
 // first-byte timeout, and end within its timeout. An error is an
 // *UpstreamError that says whether the provider received the request.
-func (c *Client) exchange(ctx context.Context, p *provider.Provider, m *provider.Model, apiKey gatehouse.Secret, path string, body []byte) (*call, error) {
+func (c *Client) exchange(ctx context.Context, p *provider.Provider, m *provider.Model, apiKey gatehouse.Secret, path string, stream bool, body []byte) (*call, error) {
 	x := &call{p: p, m: m}
 	whole, cancelWhole := context.WithTimeoutCause(ctx, m.CallTimeout(p), errCallTimeout)
 	x.ctx, x.cancel = context.WithCancelCause(whole)
@@ -131,7 +135,7 @@ func (c *Client) exchange(ctx context.Context, p *provider.Provider, m *provider
 		}
 	}})
 	answer := time.AfterFunc(m.AnswerTimeout(p), func() { cancel(errAnswerTimeout) })
-	resp, err := c.post(traced, p, m, apiKey, path, body)
+	resp, err := c.post(traced, p, m, apiKey, path, stream, body)
 	answer.Stop()
 	if err != nil {
 		x.cancel(context.Canceled)
@@ -170,11 +174,12 @@ func (x *call) answerError(err error) error {
 	return ue
 }
 
-// post sends a JSON body to one of the provider's endpoints with the
-// provider's key, or apiKey when set. An answer with a status other than
-// 2xx is returned as an *UpstreamError, its body closed.
-func (c *Client) post(ctx context.Context, p *provider.Provider, m *provider.Model, apiKey gatehouse.Secret, path string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(p.BaseURL, "/")+path, bytes.NewReader(body))
+// post sends a JSON body to one of the provider's endpoints, in its
+// dialect, with the provider's key, or apiKey when set. An answer with a
+// status other than 2xx is returned as an *UpstreamError, its body closed.
+func (c *Client) post(ctx context.Context, p *provider.Provider, m *provider.Model, apiKey gatehouse.Secret, path string, stream bool, body []byte) (*http.Response, error) {
+	d := dialectOf(p)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url(p, m, path, stream), bytes.NewReader(body))
 	if err != nil {
 		return nil, &provider.UpstreamError{Kind: provider.UpstreamUnreachable, Message: "the provider's URL is invalid", Provider: p.ID, Err: err}
 	}
@@ -184,16 +189,14 @@ func (c *Client) post(ctx context.Context, p *provider.Provider, m *provider.Mod
 	if apiKey != "" {
 		key = string(apiKey)
 	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
+	d.authorize(req, key)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return nil, networkError(ctx, p, m, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		return nil, redactKey(upstreamError(p, resp), key, apiKey != "")
+		return nil, redactKey(upstreamError(p, d, resp), key, apiKey != "")
 	}
 	return resp, nil
 }
@@ -240,8 +243,9 @@ func networkError(ctx context.Context, p *provider.Provider, m *provider.Model, 
 
 // upstreamError describes an upstream's error answer: its status, its
 // message and its JSON body.
-func upstreamError(p *provider.Provider, resp *http.Response) *provider.UpstreamError {
+func upstreamError(p *provider.Provider, d dialect, resp *http.Response) *provider.UpstreamError {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	raw = d.failure(resp.StatusCode, raw)
 	e := &provider.UpstreamError{Kind: provider.UpstreamRejected, ProviderStatus: resp.StatusCode, Provider: p.ID,
 		Answered: true, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()),
 		Message: fmt.Sprintf("the provider %s answered %d", p.ID, resp.StatusCode)}

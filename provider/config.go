@@ -250,6 +250,7 @@ func (l *loader) provider(n *yaml.Node, what string) *Provider {
 				p.ID = s
 			}
 		},
+		"type":        func(v *yaml.Node) { p.Type = l.oneOf(v, "type", ProviderTypes) },
 		"base_url":    func(v *yaml.Node) { p.BaseURL = l.baseURL(v) },
 		"api_key_env": func(v *yaml.Node) { p.APIKeyEnv, p.APIKey = l.apiKey(v) },
 		"byok":        func(v *yaml.Node) { p.BYOK = l.boolean(v, "byok") },
@@ -260,7 +261,12 @@ func (l *loader) provider(n *yaml.Node, what string) *Provider {
 			firstByte = v
 		},
 		"models": func(v *yaml.Node) { modelsNode = v },
-	}), "id", "base_url", "models")
+	}), "id", "models")
+	if p.BaseURL == "" && deref(n).Kind == yaml.MappingNode && !hasKey(deref(n), "base_url") {
+		if p.BaseURL = DefaultBaseURLs[p.Type]; p.BaseURL == "" {
+			l.errorf(deref(n), "base_url", "is required in %s (a provider of type openai, the default, has none)", what)
+		}
+	}
 	if firstByte != nil && p.FirstByteTimeout > p.Timeout {
 		l.errorf(firstByte, "first_byte_timeout", "is %s, longer than the provider's timeout of %s, which bounds the whole call: shorten it, or lengthen timeout", p.FirstByteTimeout, p.Timeout)
 	}
@@ -268,6 +274,16 @@ func (l *loader) provider(n *yaml.Node, what string) *Provider {
 		p.Models = l.models(modelsNode, p.ID)
 	}
 	return p
+}
+
+// hasKey reports whether a mapping node sets key.
+func hasKey(n *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *loader) baseURL(v *yaml.Node) string {

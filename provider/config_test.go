@@ -124,7 +124,7 @@ func TestLoadProvidersInvalid(t *testing.T) {
 		{"base_url with endpoint", "providers:\n  - id: local\n    base_url: http://x/v1/chat/completions\n" + model, ":3:15: base_url: must be the API's base"},
 		{"base_url list", "providers:\n  - id: local\n    base_url: [a]\n" + model, ":3:15: base_url: must be a single value, not a list"},
 		{"first byte after the whole call", head + "    timeout: 1m\n    first_byte_timeout: 2m\n" + model, ":5:25: first_byte_timeout: is 2m0s, longer than the provider's timeout of 1m0s, which bounds the whole call: shorten it, or lengthen timeout"},
-		{"unknown provider setting", head + "    api_key: sk-x\n" + model, ":4:5: api_key: unknown setting in provider \"local\": want one of api_key_env, base_url, byok, collects_data, datacenters, first_byte_timeout, headquarters, id, models, moderated, name, privacy_policy_url, responses, status_page_url, terms_of_service_url, timeout, zdr"},
+		{"unknown provider setting", head + "    api_key: sk-x\n" + model, ":4:5: api_key: unknown setting in provider \"local\": want one of api_key_env, base_url, byok, collects_data, datacenters, first_byte_timeout, headquarters, id, models, moderated, name, privacy_policy_url, responses, status_page_url, terms_of_service_url, timeout, type, zdr"},
 		{"repeated setting", head + "    base_url: http://y/v1\n" + model, ":4:5: base_url: is set twice (first on line 3)"},
 		{"byok", head + "    byok: sometimes\n" + model, ":4:11: byok: must be true or false"},
 		{"responses", head + "    responses: [yes]\n" + model, ":4:16: responses: must be a single value"},

@@ -16,7 +16,11 @@ import (
 // API. Its API key is read from the environment variable APIKeyEnv; it is
 // never stored or logged.
 type Provider struct {
-	ID        string
+	ID string
+	// Type is the API the provider speaks: "openai" (OpenAI-compatible,
+	// the default when empty), "anthropic" (Anthropic's Messages API) or
+	// "gemini" (Google's Gemini API). See gateway's dialects.
+	Type      string
 	BaseURL   string // e.g. https://api.openai.com/v1
 	APIKeyEnv string
 	APIKey    string
@@ -33,6 +37,13 @@ type Provider struct {
 	Models           []*Model
 	ProviderInfo
 }
+
+// ProviderTypes are the APIs a provider may speak (Provider.Type), and
+// DefaultBaseURLs the base URL of each that has a default.
+var (
+	ProviderTypes   = []string{"openai"}
+	DefaultBaseURLs = map[string]string{}
+)
 
 // DefaultProviderTimeout is how long a whole call to a provider may take
 // when the provider sets no timeout of its own, and
