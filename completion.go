@@ -274,6 +274,10 @@ type Generation struct {
 	UpstreamID       *string
 	PromptTokens     int64
 	CompletionTokens int64
+	// CacheReadTokens and CacheWriteTokens are the prompt tokens read from
+	// and written to the provider's prompt cache (in PromptTokens too).
+	CacheReadTokens  int64
+	CacheWriteTokens int64
 	Cost             Money
 	BYOK             bool
 	Streamed         bool

@@ -72,9 +72,7 @@ func inspectResponse(obj map[string]json.RawMessage) provider.Completion {
 	var r responseObject
 	r.decode(obj)
 	c := provider.Completion{UpstreamID: r.ID}
-	if n, ok := usageCounts(obj["usage"], "input_tokens", "output_tokens"); ok {
-		c.PromptTokens, c.CompletionTokens, c.UsageKnown = n[0], n[1], true
-	}
+	readUsage(&c, obj["usage"], "input_tokens", "output_tokens", "input_tokens_details")
 	var items []json.RawMessage
 	_ = json.Unmarshal(obj["output"], &items)
 	var output, reasoning strings.Builder

@@ -441,6 +441,57 @@ func usageCounts(usage json.RawMessage, names ...string) ([]int64, bool) {
 	return counts, true
 }
 
+// readUsage reads an answer's usage into c: the prompt and completion
+// counts (by usageCounts' rules), and the cache reads and writes of the
+// prompt's details (cached_tokens, cache_write_tokens), each optional but
+// read by the same rules when there; usage whose cache counts are not
+// whole numbers, or exceed the prompt's, is usage not known.
+func readUsage(c *provider.Completion, usage json.RawMessage, prompt, completion, details string) {
+	n, ok := usageCounts(usage, prompt, completion)
+	if !ok {
+		return
+	}
+	var read, write int64
+	if ms, _ := jsonobj.Members(usage); len(ms) > 0 {
+		for _, m := range ms {
+			if m.Key != details || string(m.Value) == "null" {
+				continue
+			}
+			if read, write, ok = cacheCounts(m.Value); !ok || read+write > n[0] {
+				return
+			}
+		}
+	}
+	c.PromptTokens, c.CompletionTokens, c.CacheReadTokens, c.CacheWriteTokens, c.UsageKnown = n[0], n[1], read, write, true
+}
+
+// cacheCounts reads the cache counts of a usage's prompt details: each of
+// cached_tokens and cache_write_tokens absent (0), or there once as a
+// whole number.
+func cacheCounts(details json.RawMessage) (read, write int64, ok bool) {
+	if !json.Valid(details) {
+		return 0, 0, false
+	}
+	ms, ok := jsonobj.Members(details)
+	if !ok {
+		return 0, 0, false
+	}
+	counts := map[string]*int64{"cached_tokens": &read, "cache_write_tokens": &write}
+	seen := map[string]bool{}
+	for _, m := range ms {
+		dst, known := counts[m.Key]
+		if !known || string(m.Value) == "null" {
+			continue
+		}
+		n, err := strconv.ParseInt(string(m.Value), 10, 64)
+		if err != nil || n < 0 || seen[m.Key] {
+			return 0, 0, false
+		}
+		*dst, seen[m.Key] = n, true
+	}
+	return read, write, true
+}
+
 // text is the text of a message or a delta: its content, and its
 // reasoning under either name providers use.
 type text struct {
@@ -457,9 +508,7 @@ func inspect(obj map[string]json.RawMessage, delta bool) provider.Completion {
 	var ch chunk
 	ch.decode(obj)
 	c := provider.Completion{UpstreamID: ch.ID}
-	if n, ok := usageCounts(obj["usage"], "prompt_tokens", "completion_tokens"); ok {
-		c.PromptTokens, c.CompletionTokens, c.UsageKnown = n[0], n[1], true
-	}
+	readUsage(&c, obj["usage"], "prompt_tokens", "completion_tokens", "prompt_tokens_details")
 	if len(ch.Choices) > 0 {
 		if f := ch.Choices[0].FinishReason; f != nil {
 			c.FinishReason = *f
@@ -575,6 +624,7 @@ func (s *streamState) read(obj map[string]json.RawMessage) bool {
 	part, final := s.inspect(obj)
 	if part.UsageKnown {
 		s.c.PromptTokens, s.c.CompletionTokens, s.c.UsageKnown = part.PromptTokens, part.CompletionTokens, true
+		s.c.CacheReadTokens, s.c.CacheWriteTokens = part.CacheReadTokens, part.CacheWriteTokens
 	}
 	if part.UpstreamID != "" {
 		s.c.UpstreamID = part.UpstreamID

@@ -57,11 +57,16 @@ var messageFields = map[string]bool{
 	"refusal": true, "reasoning": true, "reasoning_details": true, "function_call": true,
 }
 
-// textPartFields are the fields of a text content part. cache_control is
-// not among them: a cache write is billed above the prompt price (1.25 to
-// 2 times it at Anthropic), which Gatehouse does not price, as the
-// Responses API refuses it too.
+// textPartFields are the fields of a text content part. cache_control
+// (asking the provider to cache the prompt up to the part) is one of a
+// chat message's part only: see cachePartFields.
 var textPartFields = map[string]bool{"type": true, "text": true}
+
+// cachePartFields are the fields of a chat message's text part:
+// cache_control too, which only endpoints that price cache writes take
+// (their model sets cache_write_price: see provider.Request.CacheControl),
+// since a cache write is billed above the prompt price.
+var cachePartFields = map[string]bool{"type": true, "text": true, "cache_control": true}
 
 // foldedTextPartFields maps folded names to text part fields, so that a
 // misspelt one is named as such rather than taken for another kind of part.
@@ -157,14 +162,15 @@ func checkKeysOf(keys []string, known map[string]bool, folded, refused map[strin
 // canonicalChat checks the members of a chat completion body (readObject's)
 // for ambiguity and returns its fields re-encoded from the parsed values,
 // which is all the provider will ever see of it.
-func canonicalChat(ms []member) (map[string]json.RawMessage, error) {
+func canonicalChat(ms []member) (map[string]json.RawMessage, bool, error) {
 	if err := checkKeys(keysOf(ms), chatFields, ""); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := checkMessages(find(ms, "messages")); err != nil {
-		return nil, err
+	caching, err := checkMessages(find(ms, "messages"))
+	if err != nil {
+		return nil, false, err
 	}
-	return canonical(ms), nil
+	return canonical(ms), caching, nil
 }
 
 // checkMessages refuses messages whose fields could be read two ways, and
@@ -172,62 +178,94 @@ func canonicalChat(ms []member) (map[string]json.RawMessage, error) {
 // cost is not bounded by the request's length. messages is the checked
 // value of the messages field: anything but an array is left to the typed
 // decode to report.
-func checkMessages(messages json.RawMessage) error {
+func checkMessages(messages json.RawMessage) (caching bool, err error) {
 	list, _ := jsonobj.Elements(messages)
 	for i, m := range list {
 		where := "messages[" + strconv.Itoa(i) + "]."
 		ms, ok := jsonobj.Members(m)
 		if !ok {
-			return gatehouse.FieldError(where[:len(where)-1], "must be an object")
+			return false, gatehouse.FieldError(where[:len(where)-1], "must be an object")
 		}
 		if err := checkKeys(keysOf(ms), messageFields, where); err != nil {
-			return err
+			return false, err
 		}
-		if err := checkContentParts(find(ms, "content"), where+"content"); err != nil {
-			return err
+		cached, err := checkContentParts(find(ms, "content"), where+"content", cachePartFields)
+		if err != nil {
+			return false, err
 		}
+		caching = caching || cached
 	}
-	return nil
+	return caching, nil
 }
 
-// checkContentParts accepts a string content, or an array of text parts.
-func checkContentParts(content json.RawMessage, where string) error {
+// checkContentParts accepts a string content, or an array of text parts
+// with the fields allowed (textPartFields, or cachePartFields); it reports
+// whether a part asks for prompt caching.
+func checkContentParts(content json.RawMessage, where string, allowed map[string]bool) (bool, error) {
 	c := bytes.TrimSpace(content)
 	if len(c) == 0 || c[0] != '[' {
-		return nil
+		return false, nil
 	}
 	if !json.Valid(c) {
-		return gatehouse.FieldError(where, "must be a string or an array of content parts")
+		return false, gatehouse.FieldError(where, "must be a string or an array of content parts")
 	}
 	parts, ok := jsonobj.Elements(c)
 	if !ok {
-		return gatehouse.FieldError(where, "must be a string or an array of content parts")
+		return false, gatehouse.FieldError(where, "must be a string or an array of content parts")
 	}
+	caching := false
 	for j, p := range parts {
 		at := fmt.Sprintf("%s[%d]", where, j)
 		pm, ok := jsonobj.Members(p)
 		if !ok {
-			return gatehouse.FieldError(at, "must be an object")
+			return false, gatehouse.FieldError(at, "must be an object")
 		}
 		keys := keysOf(pm)
 		for _, k := range keys {
-			if foldKey(k) == foldKey("cache_control") {
-				return gatehouse.FieldError(at+"."+k, "is not accepted: cache writes are billed above the prompt price, which Gatehouse does not price")
+			if foldKey(k) == foldKey("cache_control") && !allowed["cache_control"] {
+				return false, gatehouse.FieldError(at+"."+k, "is not accepted here: cache writes are billed above the prompt price, which Gatehouse prices for chat completions only")
 			}
-			if !textPartFields[k] && !textPartFields[foldedTextPartFields[foldKey(k)]] {
-				return gatehouse.FieldError(at, "only text content parts are accepted: Gatehouse cannot price images, audio or files, so it cannot bound their cost")
+			if !allowed[k] && !allowed[foldedTextPartFields[foldKey(k)]] && foldKey(k) != foldKey("cache_control") {
+				return false, gatehouse.FieldError(at, "only text content parts are accepted: Gatehouse cannot price images, audio or files, so it cannot bound their cost")
 			}
 		}
-		if err := checkKeys(keys, textPartFields, at+"."); err != nil {
-			return err
+		if err := checkKeys(keys, allowed, at+"."); err != nil {
+			return false, err
+		}
+		if cc := find(pm, "cache_control"); cc != nil {
+			if err := checkCacheControl(cc, at+".cache_control"); err != nil {
+				return false, err
+			}
+			caching = true
 		}
 		var kind string
 		if t := find(pm, "type"); t != nil {
 			_ = json.Unmarshal(t, &kind)
 		}
 		if kind != "text" {
-			return gatehouse.FieldError(at+".type", "%q is not accepted: only text content parts are, since Gatehouse cannot price images, audio or files", truncateRunes(kind, 40))
+			return false, gatehouse.FieldError(at+".type", "%q is not accepted: only text content parts are, since Gatehouse cannot price images, audio or files", truncateRunes(kind, 40))
 		}
+	}
+	return caching, nil
+}
+
+// checkCacheControl checks a part's cache_control, as Anthropic and
+// OpenRouter take it: {"type": "ephemeral"}, with an optional "ttl" of
+// "5m" or "1h".
+func checkCacheControl(raw json.RawMessage, where string) error {
+	ms, ok := jsonobj.Members(raw)
+	if !ok {
+		return gatehouse.FieldError(where, `must be an object: {"type": "ephemeral"}`)
+	}
+	if err := checkKeysOf(keysOf(ms), map[string]bool{"type": true, "ttl": true}, nil, nil, where+"."); err != nil {
+		return err
+	}
+	var typ, ttl string
+	if json.Unmarshal(find(ms, "type"), &typ) != nil || typ != "ephemeral" {
+		return gatehouse.FieldError(where+".type", "must be ephemeral")
+	}
+	if v := find(ms, "ttl"); v != nil && (json.Unmarshal(v, &ttl) != nil || ttl != "5m" && ttl != "1h") {
+		return gatehouse.FieldError(where+".ttl", "must be 5m or 1h")
 	}
 	return nil
 }

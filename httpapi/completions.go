@@ -65,6 +65,8 @@ type chatRequest struct {
 	// Route its older switch for them ("fallback"); neither is forwarded.
 	Models []string `json:"models"`
 	Route  *string  `json:"route"`
+	// caching says a message part asks for prompt caching (cache_control).
+	caching bool
 }
 
 // readChat reads and checks a chat completion request; body keeps every
@@ -89,13 +91,14 @@ func parseChat(raw []byte) (chatRequest, map[string]json.RawMessage, error) {
 	if err != nil {
 		return req, nil, err
 	}
-	body, err := canonicalChat(ms)
+	body, caching, err := canonicalChat(ms)
 	if err != nil {
 		return req, nil, err
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return req, nil, decodeError(err, reflect.TypeOf(req))
 	}
+	req.caching = caching
 	switch {
 	case req.Model == "" && req.Preset == nil && len(req.Models) == 0:
 		return req, nil, gatehouse.FieldError("model", "is required, such as openai/gpt-4o-mini (GET /api/v1/models lists them)")
@@ -205,13 +208,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 		return err
 	}
 	route := provider.Request{API: provider.Chat, Model: req.Model, Models: req.Models, Preferences: req.prefs,
-		Parameters: slices.Collect(maps.Keys(body)), Conversation: conversation(p.key, req.SessionID, firstMessages(req.Messages))}
+		Parameters: slices.Collect(maps.Keys(body)), Conversation: conversation(p.key, req.SessionID, firstMessages(req.Messages)),
+		CacheControl: req.caching}
 	for _, k := range notForwarded {
 		delete(body, k)
 	}
 	return s.serveModel(w, r, modelCall{
 		metered: meter.MeteredCall{Key: p.key, Request: raw, MaxTokens: capTokens, Stream: req.Stream,
-			SessionID: req.SessionID, Messages: req.Messages, Attribution: attribution},
+			SessionID: req.SessionID, Messages: req.Messages, Attribution: attribution, CacheControl: req.caching},
 		route: route, explain: ps.explain,
 		attempt: func(e provider.Endpoint) (attempt, error) {
 			if err := meter.CheckReasoningBudget(body["reasoning"], e.Model.CompletionCap(capTokens)); err != nil {

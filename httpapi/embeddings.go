@@ -223,7 +223,7 @@ func contentInput(item json.RawMessage, at string) ([]string, error) {
 		Content json.RawMessage `json:"content"`
 	}
 	_ = json.Unmarshal(item, &raw)
-	if err := checkContentParts(raw.Content, at+".content"); err != nil {
+	if _, err := checkContentParts(raw.Content, at+".content", textPartFields); err != nil {
 		return nil, err
 	}
 	texts := make([]string, 0, len(obj.Content))

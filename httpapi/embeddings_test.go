@@ -433,16 +433,22 @@ func TestEmbeddingModelCompletesNothing(t *testing.T) {
 }
 
 // TestCacheControlRefused: a text part asking for a cache write, which is
-// billed above the prompt price, is refused in chat and embeddings as in
-// the Responses API, whatever its case; the provider is never called.
+// billed above the prompt price, is refused by embeddings (as by the
+// Responses API) whatever its case, and by chat completions to an
+// endpoint that does not price cache writes, or in another case than its
+// name's; the provider is never called. (Endpoints that price them take
+// it: TestCachePricing.)
 func TestCacheControlRefused(t *testing.T) {
 	t.Parallel()
 	e := newEmbedEnv(t, nil, nil)
-	for _, name := range []string{"cache_control", "Cache_Control"} {
-		part := []any{map[string]any{"type": "text", "text": "long doc", name: map[string]any{"type": "ephemeral", "ttl": "1h"}}}
-		e.unchanged(name, func() {
+	for _, c := range []struct{ name, chatError string }{
+		{"cache_control", "cache_control: provider acme's endpoint of acme/chat does not take prompt caching"},
+		{"Cache_Control", "messages[0].content[0].Cache_Control: unknown field"},
+	} {
+		part := []any{map[string]any{"type": "text", "text": "long doc", c.name: map[string]any{"type": "ephemeral", "ttl": "1h"}}}
+		e.unchanged(c.name, func() {
 			chat := map[string]any{"model": "acme/chat", "messages": []any{map[string]any{"role": "user", "content": part}}}
-			resWantError(t, e.chat(e.key, chat), http.StatusBadRequest, "cache")
+			resWantError(t, e.chat(e.key, chat), http.StatusBadRequest, c.chatError)
 			embed := map[string]any{"model": "acme/embed", "input": []any{map[string]any{"content": part}}}
 			resWantError(t, e.embed(e.key, embed), http.StatusBadRequest, "cache")
 		})

@@ -69,7 +69,7 @@ func toGenerationJSON(g *gatehouse.Generation) generationJSON {
 		APIType: &apiType, Cancelled: &partial, CreatedAt: newJSONTime(g.CreatedAt), DataRegion: "global",
 		ExternalUser: g.ExternalUser, FinishReason: g.FinishReason, GenerationTime: &g.GenerationMS,
 		ID: g.ID, IsBYOK: g.BYOK, Latency: &g.LatencyMS, Model: g.Model, NativeFinishReason: g.FinishReason,
-		NativeTokensCompletion: &g.CompletionTokens, NativeTokensPrompt: &g.PromptTokens,
+		NativeTokensCompletion: &g.CompletionTokens, NativeTokensPrompt: &g.PromptTokens, NativeTokensCached: &g.CacheReadTokens,
 		ProviderName: &g.Provider, SessionID: g.SessionID, Streamed: &g.Streamed,
 		TokensCompletion: &g.CompletionTokens, TokensPrompt: &g.PromptTokens,
 		TotalCost: usdOf(g.Cost), UpstreamID: g.UpstreamID, Usage: usdOf(g.Cost), WorkspaceID: &g.WorkspaceID,

@@ -105,6 +105,9 @@ type MeteredCall struct {
 	// kept of the call and its trace; nil: the messages of Request.
 	Messages    json.RawMessage
 	Attribution gatehouse.Attribution
+	// CacheControl says the request asks for prompt caching: its worst
+	// case counts every prompt token written to the cache.
+	CacheControl bool
 }
 
 // Metering is a call whose worst case is reserved, until Settle or Release.
@@ -160,6 +163,26 @@ func Estimate(m *provider.Model, requestBytes, maxTokens int) gatehouse.Money {
 	return m.Cost(int64(requestBytes)+16, int64(maxTokens))
 }
 
+// estimate is the worst case of the call with a completion cap.
+func (c MeteredCall) estimate(maxTokens int) gatehouse.Money {
+	if c.CacheControl {
+		return EstimateCaching(c.Model, len(c.Request), maxTokens)
+	}
+	return Estimate(c.Model, len(c.Request), maxTokens)
+}
+
+// EstimateCaching is Estimate for a call that asks for prompt caching
+// (cache_control): every prompt token may be written to the cache, at the
+// cache write price when it is above the prompt price.
+func EstimateCaching(m *provider.Model, requestBytes, maxTokens int) gatehouse.Money {
+	prompt := int64(requestBytes) + 16
+	u := provider.Usage{Prompt: prompt, Completion: int64(maxTokens)}
+	if m.CacheWritePrice != nil && *m.CacheWritePrice > m.PromptPrice {
+		u.CacheWrite = prompt
+	}
+	return m.UsageCost(u)
+}
+
 // Reserve checks the model against the guardrails that govern the key,
 // chooses the workspace's BYOK keys the call goes with, and reserves the
 // call's worst case (as BYOK spend when it goes with one) against the key's
@@ -198,7 +221,7 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 	mt.Reservation = &gatehouse.Reservation{
 		ID: uuid.NewString(), KeyHash: c.Key.Hash, BYOK: byok,
 		Budgets: append(slices.Clip(budgets), gatehouse.Budgets(guardrails)...),
-		Amount:  Estimate(c.Model, len(c.Request), mt.MaxTokens),
+		Amount:  c.estimate(mt.MaxTokens),
 		// A crash leaves it held until the longest call could have ended.
 		ExpiresAt:  m.now().Add(c.Model.CallTimeout(c.Provider) + time.Minute),
 		Generation: mt.Generation,
@@ -291,7 +314,10 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c provider.Completion,
 	// Negative counts would credit the key: they count as no usage.
 	if c.UsageKnown && usageFinal(callErr) && c.PromptTokens >= 0 && c.CompletionTokens >= 0 {
 		gen.PromptTokens, gen.CompletionTokens = c.PromptTokens, c.CompletionTokens
-		if cost := mt.call.Model.Cost(c.PromptTokens, c.CompletionTokens); cost <= reserved {
+		gen.CacheReadTokens, gen.CacheWriteTokens = c.CacheReadTokens, c.CacheWriteTokens
+		cost := mt.call.Model.UsageCost(provider.Usage{Prompt: c.PromptTokens, Completion: c.CompletionTokens,
+			CacheRead: c.CacheReadTokens, CacheWrite: c.CacheWriteTokens})
+		if cost <= reserved {
 			gen.Cost = cost
 		} else if m.Anomaly != nil {
 			// The provider billed past the cap it was sent: that is its to

@@ -125,13 +125,51 @@ func (m *Model) AnswerTimeout(p *Provider) time.Duration {
 
 // CostSplit divides a generation's charged cost between its prompt and
 // its completion: the prompt's part is what its tokens cost at the model's
-// prices (never more than the whole), the completion's is the rest, so
-// that the two add up to the cost. A generation charged without usage is
-// all completion.
+// prices, cache reads and writes at theirs (never more than the whole),
+// the completion's is the rest, so that the two add up to the cost. A
+// generation charged without usage is all completion.
 func (m *Model) CostSplit(g *gatehouse.Generation) (prompt, completion gatehouse.Money) {
-	prompt = min(m.Cost(g.PromptTokens, 0), g.Cost)
+	prompt = min(m.UsageCost(Usage{Prompt: g.PromptTokens, CacheRead: g.CacheReadTokens, CacheWrite: g.CacheWriteTokens}), g.Cost)
 	return prompt, g.Cost - prompt
 }
+
+// Usage is what a call used, as its provider bills it: prompt tokens
+// (CacheRead of them read from the provider's prompt cache, CacheWrite
+// written to it) and completion tokens.
+type Usage struct {
+	Prompt, Completion, CacheRead, CacheWrite int64
+}
+
+// UsageCost returns what usage costs at the model's prices: the prompt
+// tokens neither read from nor written to the cache at the prompt price,
+// cache reads at the cache read price and cache writes at the cache write
+// price (each the prompt price when the model sets none), completions at
+// the completion price; rounded up to the nano-dollar. Cache counts past
+// the prompt's count are priced as they are (the caller checks them).
+func (m *Model) UsageCost(u Usage) gatehouse.Money {
+	total := new(big.Int)
+	add := func(tokens int64, price gatehouse.Money) {
+		total.Add(total, new(big.Int).Mul(big.NewInt(max(tokens, 0)), big.NewInt(int64(price))))
+	}
+	add(u.Prompt-u.CacheRead-u.CacheWrite, m.PromptPrice)
+	add(u.CacheRead, priceOr(m.CacheReadPrice, m.PromptPrice))
+	add(u.CacheWrite, priceOr(m.CacheWritePrice, m.PromptPrice))
+	add(u.Completion, m.CompletionPrice)
+	return perMillion(total)
+}
+
+// priceOr returns a price the model may set, else def.
+func priceOr(p *gatehouse.Money, def gatehouse.Money) gatehouse.Money {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// CachesExplicitly reports whether the endpoint takes requests that ask
+// for prompt caching (cache_control): its model sets a cache write price,
+// so that what the writes cost is known.
+func (m *Model) CachesExplicitly() bool { return m.CacheWritePrice != nil }
 
 // Slug returns the name of the model the entry serves: Serves, or its
 // address. Ledger entries, guardrails and the model list use it.
@@ -156,6 +194,13 @@ func (m *Model) Address() string {
 func (m *Model) Cost(promptTokens, completionTokens int64) gatehouse.Money {
 	total := new(big.Int).Mul(big.NewInt(promptTokens), big.NewInt(int64(m.PromptPrice)))
 	total.Add(total, new(big.Int).Mul(big.NewInt(completionTokens), big.NewInt(int64(m.CompletionPrice))))
+	return perMillion(total)
+}
+
+// perMillion turns a sum of tokens times prices per million tokens into
+// money, rounded up to the nano-dollar so that no request is ever
+// under-charged, and capped at MaxMoney.
+func perMillion(total *big.Int) gatehouse.Money {
 	q, r := total.QuoRem(total, big.NewInt(1_000_000), new(big.Int))
 	if r.Sign() > 0 {
 		q.Add(q, big.NewInt(1))
@@ -360,11 +405,15 @@ type CompletionCall struct {
 type Completion struct {
 	PromptTokens     int64
 	CompletionTokens int64
-	UsageKnown       bool // false when the provider reported no usage
-	UpstreamID       string
-	FinishReason     string
-	Output           string // the first choice's text, bounded
-	Reasoning        string // the first choice's reasoning text, bounded
+	// CacheReadTokens and CacheWriteTokens are the prompt tokens read from
+	// and written to the provider's prompt cache (counted in PromptTokens
+	// too), priced at the model's cache prices.
+	CacheReadTokens, CacheWriteTokens int64
+	UsageKnown                        bool // false when the provider reported no usage
+	UpstreamID                        string
+	FinishReason                      string
+	Output                            string // the first choice's text, bounded
+	Reasoning                         string // the first choice's reasoning text, bounded
 	// Final is the answer object of a whole answer, or the last chunk of a
 	// stream that carried usage (held back, not sent), rewritten: the
 	// caller adds what metering decided (the cost) and sends it. nil for a

@@ -47,6 +47,9 @@ type Request struct {
 	// Conversation names the conversation a request continues, for
 	// sticky routing ("": none).
 	Conversation string
+	// CacheControl says the request asks for prompt caching: only
+	// endpoints that price cache writes (Model.CachesExplicitly) take it.
+	CacheControl bool
 }
 
 // Endpoint is one way to serve a request: a model of a provider.
@@ -189,6 +192,9 @@ func modelNames(r Request) ([]string, []string, error) {
 func (r *Request) admits(e Endpoint, name string) (int, error) {
 	if err := r.API.serves(e.Model, e.Provider, name); err != nil {
 		return 0, err
+	}
+	if r.CacheControl && !e.Model.CachesExplicitly() {
+		return 0, gatehouse.FieldError("cache_control", "provider %s's endpoint of %s does not take prompt caching (its model in the providers file sets no cache_write_price, so what a cache write costs is not known); leave cache_control out", e.Provider.ID, e.Model.Slug())
 	}
 	if err := r.Preferences.Check("provider", e.Model, e.Provider); err != nil {
 		return 1, err

@@ -493,6 +493,7 @@ func (e journalEntry) appendJSON(b []byte) []byte {
 		name string
 		v    int64
 	}{{"PromptTokens", g.PromptTokens}, {"CompletionTokens", g.CompletionTokens},
+		{"CacheReadTokens", g.CacheReadTokens}, {"CacheWriteTokens", g.CacheWriteTokens},
 		{"LatencyMS", g.LatencyMS}, {"GenerationMS", g.GenerationMS}} {
 		if f.v != 0 {
 			b = append(b, ',', '"')

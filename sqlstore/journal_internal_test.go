@@ -23,7 +23,7 @@ func TestJournalEntryEncoding(t *testing.T) {
 		Budgets: [][2]string{{"g1", "key:abc"}, {"g2" + odd, "member:u"}},
 		Generation: &gatehouse.Generation{
 			ID: "gen-1", OrganizationID: "org", WorkspaceID: "ws", KeyHash: "key", Model: "acme/chat" + odd, Provider: "acme",
-			UpstreamID: str("up" + odd), PromptTokens: 12, CompletionTokens: -3, Cost: 123456789, BYOK: true, Streamed: true,
+			UpstreamID: str("up" + odd), PromptTokens: 12, CompletionTokens: -3, CacheReadTokens: 5, CacheWriteTokens: 2, Cost: 123456789, BYOK: true, Streamed: true,
 			FinishReason: str("stop"), Status: gatehouse.GenerationPartial, LatencyMS: 5, GenerationMS: 4,
 			SessionID: str(""), ExternalUser: str("user" + odd), HTTPReferer: str("https://app.example"), AppTitle: str("App"),
 			UserAgent: str("ua/1"), CreatedAt: time.Date(2026, 11, 28, 16, 0, 0, 123456789, time.UTC),

@@ -580,13 +580,14 @@ func scanCounters(s Scanner) (usage, byok gatehouse.Counter, err error) {
 // generationArgs order.
 const generationColumns = `id, organization_id, workspace_id, key_hash, model, provider, upstream_id, prompt_tokens,
 	completion_tokens, cost, byok, streamed, finish_reason, status, latency_ms, generation_ms, session_id,
-	external_user, created_at, http_referer, app_title, user_agent, provider_responses`
+	external_user, created_at, http_referer, app_title, user_agent, provider_responses, cache_read_tokens, cache_write_tokens`
 
 // generationArgs returns the column values of g in generationColumns order.
 func generationArgs(g *gatehouse.Generation) []any {
 	return []any{g.ID, g.OrganizationID, g.WorkspaceID, g.KeyHash, g.Model, g.Provider, g.UpstreamID, g.PromptTokens,
 		g.CompletionTokens, int64(g.Cost), g.BYOK, g.Streamed, g.FinishReason, g.Status, g.LatencyMS, g.GenerationMS,
-		g.SessionID, g.ExternalUser, ms(g.CreatedAt), g.HTTPReferer, g.AppTitle, g.UserAgent, providerResponses(g)}
+		g.SessionID, g.ExternalUser, ms(g.CreatedAt), g.HTTPReferer, g.AppTitle, g.UserAgent, providerResponses(g),
+		g.CacheReadTokens, g.CacheWriteTokens}
 }
 
 // providerResponses encodes a generation's attempts (NULL: none kept).
@@ -605,7 +606,7 @@ func scanGeneration(s Scanner) (*gatehouse.Generation, error) {
 	if err := s.Scan(&g.ID, &g.OrganizationID, &g.WorkspaceID, &g.KeyHash, &g.Model, &g.Provider, &g.UpstreamID,
 		&g.PromptTokens, &g.CompletionTokens, &g.Cost, &g.BYOK, &g.Streamed, &g.FinishReason, &g.Status, &g.LatencyMS,
 		&g.GenerationMS, &g.SessionID, &g.ExternalUser, msTime(&g.CreatedAt), &g.HTTPReferer, &g.AppTitle,
-		&g.UserAgent, &attempts); err != nil {
+		&g.UserAgent, &attempts, &g.CacheReadTokens, &g.CacheWriteTokens); err != nil {
 		return nil, err
 	}
 	if attempts != nil {
