@@ -75,14 +75,25 @@ func (c *clock) Add(d time.Duration) {
 
 // envOptions change what newEnv builds.
 type envOptions struct {
-	signIns ratelimit.Limiter
+	signIns console.Buckets
 	proxies forwarded.Proxies
+	metrics prometheus.Registerer
 }
 
-// withSignInLimit limits sign-ins as the server does (console.SignInLimit,
-// in memory, on the env's clock).
+// withSignInLimit limits sign-ins as the server does (console's budgets,
+// in memory).
 func withSignInLimit(o *envOptions) {
-	o.signIns = ratelimit.NewMemory(console.SignInLimit, nil)
+	o.signIns = console.MemoryBuckets
+}
+
+// withSignInBuckets limits sign-ins with these buckets.
+func withSignInBuckets(b console.Buckets) func(*envOptions) {
+	return func(o *envOptions) { o.signIns = b }
+}
+
+// withMetrics registers the console's metrics in reg.
+func withMetrics(reg prometheus.Registerer) func(*envOptions) {
+	return func(o *envOptions) { o.metrics = reg }
 }
 
 // withTrustedLoopback trusts the loopback as a reverse proxy, whose
@@ -95,7 +106,7 @@ func withTrustedLoopback(o *envOptions) {
 // browser, which keeps the real one, and the server agree on cookies.
 func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	t.Helper()
-	o := envOptions{signIns: ratelimit.Unlimited{}}
+	o := envOptions{signIns: console.NoSignInLimits}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -116,7 +127,7 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	data := e.dataPlane(db, logger)
 	api := httpapi.NewHandler(store, ratelimit.Unlimited{}, logger, prometheus.NewRegistry(), c.Now, data)
 	api.TrustProxies(o.proxies)
-	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns, logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations()})
+	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns, logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations(), Metrics: o.metrics})
 	web.Routes(api.Handle)
 	api.HandleNotFound(web.NotFound())
 	srv := httptest.NewServer(api)
