@@ -15,6 +15,24 @@ type signInData struct {
 	Next string
 	// KeyOpen opens the management-key form (its error is shown there).
 	KeyOpen bool
+	// App is the origin of the application asking to connect, when the
+	// sign-in leads on to the authorization page (/auth); else "".
+	App string
+}
+
+// asking returns the origin of the application whose authorization page
+// (/auth) a sign-in leads on to, "" when next is no such page or its
+// request is malformed (the page itself says so).
+func (s *Server) asking(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Path != "/auth" {
+		return ""
+	}
+	c, err := s.authRequest(u.Query())
+	if err != nil {
+		return ""
+	}
+	return gatehouse.CallbackOrigin(c.CallbackURL)
 }
 
 // signInPage shows the sign-in forms; a signed-in session goes on to next.
@@ -27,7 +45,7 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	f, _ := newForm(w, r)
-	return s.render(w, r, nil, http.StatusOK, "signin", "Sign in", signInData{Form: f, Next: next})
+	return s.render(w, r, nil, http.StatusOK, "signin", "Sign in", signInData{Form: f, Next: next, App: s.asking(next)})
 }
 
 // signInWithPassword signs a member in with their email and password.
@@ -105,7 +123,7 @@ func (s *Server) signInFailed(w http.ResponseWriter, r *http.Request, f *form, n
 	default:
 		f.Error = "The email or the password is wrong."
 	}
-	return s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", signInData{Form: f, Next: next, KeyOpen: withKey})
+	return s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", signInData{Form: f, Next: next, KeyOpen: withKey, App: s.asking(next)})
 }
 
 // account shows the session and the ways to end it.
