@@ -131,14 +131,17 @@ type signInAttempt struct {
 func (l *signInLimits) begin(ctx context.Context, r *http.Request, proxies forwarded.Proxies, method, email string) (*signInAttempt, error) {
 	a := &signInAttempt{l: l, ctx: ctx, method: method, email: email, address: proxies.ClientIP(r)}
 	addr := forwarded.AddressBucket(a.address)
+	account, pair := "", ""
+	if email != "" {
+		account = gatehouse.SignInBucket(email)
+		pair = account + ":" + addr
+	}
 	if err := a.take(bucket{limiter: l.address, cfg: SignInAddressLimit, key: addr, scope: "address", enforced: true}); err != nil {
-		return nil, a.throttled(err, "")
+		return nil, a.throttled(err, pair)
 	}
 	if email == "" {
 		return a, nil
 	}
-	account := gatehouse.SignInBucket(email)
-	pair := account + ":" + addr
 	underAttack := a.take(bucket{limiter: l.account, cfg: SignInAccountLimit, key: account, scope: "account"}) != nil
 	if err := a.take(bucket{limiter: l.pair, cfg: SignInPairLimit, key: pair, scope: "pair", enforced: true}); err != nil {
 		return nil, a.throttled(err, pair)
