@@ -62,7 +62,7 @@ func New(store gatehouse.Store, accounts *gatehouse.Accounts, signIns Buckets, l
 	if opts.Destinations == nil {
 		opts.Destinations = &gatehouse.Destinations{Store: store, Egress: &egress.Policy{}}
 	}
-	s := &Server{store: store, accounts: accounts, signIns: newSignInLimits(signIns, store, logger, opts.Metrics), logger: logger, now: now, opts: opts,
+	s := &Server{store: store, accounts: accounts, signIns: newSignInLimits(signIns, store, logger, opts.Metrics, now), logger: logger, now: now, opts: opts,
 		pages: mustParsePages(), mux: http.NewServeMux(), past: newPastCache()}
 	s.register()
 	s.mux.Handle("/", s.wrap(s.notFound))

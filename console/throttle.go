@@ -49,9 +49,10 @@ var (
 // every instance counts the same failures.
 type Buckets func(name string, cfg ratelimit.Config) ratelimit.Refunder
 
-// MemoryBuckets makes buckets in this process.
-func MemoryBuckets(_ string, cfg ratelimit.Config) ratelimit.Refunder {
-	return ratelimit.NewMemory(cfg, nil)
+// MemoryBuckets makes buckets in this process, on the clock now (nil:
+// time.Now).
+func MemoryBuckets(now gatehouse.Clock) Buckets {
+	return func(_ string, cfg ratelimit.Config) ratelimit.Refunder { return ratelimit.NewMemory(cfg, now) }
 }
 
 // SharedBuckets makes buckets in Redis under prefix, shared by every
@@ -74,18 +75,19 @@ type signInLimits struct {
 	audited                          ratelimit.Limiter
 	store                            gatehouse.AccountService
 	logger                           *slog.Logger
+	now                              gatehouse.Clock // the buckets' clock, for how long a lock-out lasts
 	attempts                         *prometheus.CounterVec
 	lockouts                         *prometheus.CounterVec
 }
 
-func newSignInLimits(buckets Buckets, store gatehouse.AccountService, logger *slog.Logger, reg prometheus.Registerer) *signInLimits {
+func newSignInLimits(buckets Buckets, store gatehouse.AccountService, logger *slog.Logger, reg prometheus.Registerer, now gatehouse.Clock) *signInLimits {
 	if buckets == nil {
 		buckets = NoSignInLimits
 	}
 	l := &signInLimits{
 		pair: buckets("pair", SignInPairLimit), address: buckets("address", SignInAddressLimit),
 		account: buckets("account", SignInAccountLimit), attacked: buckets("attacked", SignInAttackedLimit),
-		audited: buckets("audited", signInAuditLimit), store: store, logger: logger,
+		audited: buckets("audited", signInAuditLimit), store: store, logger: logger, now: now,
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_console_signin_attempts_total",
 			Help: "Console sign-in attempts, by method (password, key, invitation) and result (success, failure, throttled).",
@@ -220,7 +222,7 @@ func (a *signInAttempt) failed() {
 		if !b.res.Allowed || b.res.Remaining > 0 || (!b.enforced && b.scope != "account") {
 			continue
 		}
-		retry := nextToken(b.cfg, b.res)
+		retry := nextToken(b.cfg, b.res, a.l.now())
 		a.l.lockouts.WithLabelValues(b.scope).Inc()
 		a.l.logger.Warn("console sign-in lock-out", "scope", b.scope, "method", a.method, "address", a.address,
 			"retry_after", retry.Round(time.Second).String())
@@ -254,9 +256,9 @@ func (a *signInAttempt) record(ev gatehouse.SignInEvent) {
 	}()
 }
 
-// nextToken is how long after an allowed answer that left no token the
-// bucket admits one again.
-func nextToken(cfg ratelimit.Config, res ratelimit.Result) time.Duration {
+// nextToken is how long after now an allowed answer that left no token
+// the bucket admits one again.
+func nextToken(cfg ratelimit.Config, res ratelimit.Result, now time.Time) time.Duration {
 	interval := time.Duration(float64(time.Second) / cfg.RPS)
-	return max(time.Until(res.ResetAt)-time.Duration(cfg.Burst-1)*interval, 0)
+	return max(res.ResetAt.Sub(now)-time.Duration(cfg.Burst-1)*interval, 0)
 }

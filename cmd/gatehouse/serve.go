@@ -551,7 +551,7 @@ func cacheKeys(ctx context.Context, db gatehouse.Store) *keycache.Cache {
 // buckets, with a warning and a metric, while Redis is down). The API's
 // is none when its rate is 0; sign-ins are always limited.
 func newLimiters(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) (api ratelimit.Limiter, signIns console.Buckets, closeAll func(), err error) {
-	api, signIns = ratelimit.Unlimited{}, console.MemoryBuckets
+	api, signIns = ratelimit.Unlimited{}, console.MemoryBuckets(nil)
 	if cfg.RateLimit.RPS > 0 {
 		api = ratelimit.NewMemory(cfg.RateLimit, nil)
 	}
