@@ -29,7 +29,10 @@ COPY . .
 # what the image is built from (gatehouse --version, GET /healthz and
 # gatehouse_build_info show it; a revision and its time make Go's
 # pseudo-version v0.0.0-<time>-<revision>). Without them it says (devel).
-ARG VERSION= REVISION= VCS_TIME= MODIFIED=
+ARG VERSION=
+ARG REVISION=
+ARG VCS_TIME=
+ARG MODIFIED=
 RUN if [ -n "$OFFLINE" ] && [ ! -f vendor/modules.txt ]; then \
       echo "OFFLINE is set but there is no vendor/: run go mod vendor before the build" >&2; exit 1; fi \
  && go build -ldflags="-s -w -X gatehouse.stampVersion=${VERSION} -X gatehouse.stampRevision=${REVISION} \
