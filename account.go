@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"math"
 	"net/mail"
 	"strings"
 	"time"
@@ -204,6 +205,73 @@ func SignInBucket(email string) string {
 	return "signin:" + AccountTokenID(strings.ToLower(strings.TrimSpace(email)))[:32]
 }
 
+// SignInEvent is a console sign-in with a password that opened no
+// session, as the audit log records it: a session.create entry with its
+// Result, and a session.lockout entry for each of its Lockouts.
+type SignInEvent struct {
+	Email string
+	// Result is AuditResultFailure (a wrong password) or
+	// AuditResultThrottled (refused by the limits, never checked).
+	Result string
+	// Address is the client's address (the limits count an IPv6 /64).
+	Address string
+	// Lockouts are the budgets that a failure used up, if any.
+	Lockouts []SignInLockout
+}
+
+// SignInLockout is a budget of failed sign-ins that a failure used up.
+type SignInLockout struct {
+	// Scope is SignInLockoutAddress or SignInLockoutAccount.
+	Scope string
+	// RetryAfter is how long until the budget admits an attempt again
+	// (shown in whole seconds).
+	RetryAfter time.Duration
+}
+
+// The scopes of sign-in lock-outs, in the details of session.lockout
+// entries.
+const (
+	// SignInLockoutAddress: this address may not try this account again
+	// for a while (other addresses, its owner's, still may).
+	SignInLockoutAddress = "address"
+	// SignInLockoutAccount: the account is under attack (too many
+	// failures from all addresses together): each address may now fail on
+	// it only a few times, then rarely. Nobody is refused for it alone.
+	SignInLockoutAccount = "account"
+)
+
+// Validate checks an event's result and lock-outs. EINVALID.
+func (ev SignInEvent) Validate() error {
+	if ev.Result != AuditResultFailure && ev.Result != AuditResultThrottled {
+		return FieldError("result", "must be %s or %s", AuditResultFailure, AuditResultThrottled)
+	}
+	if !IsPlainText(ev.Email) || !IsPlainText(ev.Address) {
+		return FieldError("email", "must be UTF-8 text without NUL characters")
+	}
+	for _, l := range ev.Lockouts {
+		switch {
+		case l.Scope != SignInLockoutAddress && l.Scope != SignInLockoutAccount:
+			return FieldError("lockouts", "scope must be %s or %s", SignInLockoutAddress, SignInLockoutAccount)
+		case ev.Result != AuditResultFailure:
+			return FieldError("lockouts", "only a failure locks out")
+		}
+	}
+	return nil
+}
+
+// AuditRecords returns the audit records of the event for a member: the
+// attempt, then the lock-outs it caused.
+func (ev SignInEvent) AuditRecords(userID string) []AuditRecord {
+	recs := []AuditRecord{{Operation: OpSessionCreate, ResourceType: ResourceMember, ResourceIDs: []string{userID}, Result: ev.Result,
+		Details: map[string]any{"method": "password", "address": ev.Address}}}
+	for _, l := range ev.Lockouts {
+		recs = append(recs, AuditRecord{Operation: OpSessionLockout, ResourceType: ResourceMember, ResourceIDs: []string{userID},
+			Details: map[string]any{"scope": l.Scope, "address": ev.Address,
+				"retry_after_seconds": int64(math.Ceil(l.RetryAfter.Seconds()))}})
+	}
+	return recs
+}
+
 // AccountService keeps console sessions, invitations and passwords.
 type AccountService interface {
 	// CreateSession creates a session and returns it with its token, which
@@ -256,6 +324,12 @@ type AccountService interface {
 	// expired; ECONFLICT when the email became a member's who has a
 	// password meanwhile. Audited with the member as actor.
 	AcceptInvitation(ctx context.Context, token, passwordHash string) (*Member, error)
+	// RecordSignIn writes a refused sign-in with a password into the audit
+	// log of every organization where the email (whatever its case) is a
+	// member with a password, with ActorVisitor as actor and the request id
+	// that ctx carries; an unknown email writes nothing, and the answer does
+	// not tell which. EINVALID for an event that Validate refuses.
+	RecordSignIn(ctx context.Context, ev SignInEvent) error
 	// FindCredentials returns the password hashes of the members with this
 	// email (whatever its case) who have a password, in every
 	// organization, oldest organization first.

@@ -9,12 +9,31 @@ import (
 )
 
 // Actor is who performs an operation: the key that authenticated the
-// request and the user it belongs to. Operations run from the command line
-// have no actor.
+// request and the user it belongs to, or, when neither acted, what did
+// (System). Operations run from the command line have no actor.
 type Actor struct {
 	KeyHash string
 	UserID  *string
+	// System is one of the ActorSystem constants, "" when a key or a
+	// member acts.
+	System string
 }
+
+// What acts when no key and no member does: an Actor's System. Their
+// values are part of the API (an audit entry's actor.system), so they
+// never change.
+const (
+	// ActorFirstStart is the server's first start on an empty database
+	// (the organization, its workspace and the printed management key),
+	// and the start that makes sure of GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY.
+	ActorFirstStart = "first_start"
+	// ActorKeyExchange is an application exchanging an authorization code
+	// for its key (POST /auth/keys), which needs no credential.
+	ActorKeyExchange = "key_exchange"
+	// ActorVisitor is someone not signed in: a console sign-in attempt
+	// that failed or was refused.
+	ActorVisitor = "visitor"
+)
 
 type actorKey struct{}
 type requestIDKey struct{}
@@ -58,6 +77,8 @@ type AuditRecord struct {
 	ResourceType string // one of the Resource constants, e.g. ResourceKey
 	ResourceIDs  []string
 	Details      map[string]any
+	// Result is one of the AuditResult constants; "" is success.
+	Result string
 }
 
 // Audited operations: the Operation of every record the stores write, one
@@ -101,7 +122,8 @@ const (
 	OpManagementKeyDelete      = "management_key.delete"
 	OpMemberUpdate             = "member.update"         // changes a member's role
 	OpMemberPasswordReset      = "member.password_reset" // removes a password, ends the sessions, makes a link
-	OpSessionCreate            = "session.create"        // a console sign-in
+	OpSessionCreate            = "session.create"        // a console sign-in (result failure or throttled: one refused)
+	OpSessionLockout           = "session.lockout"       // failed sign-ins used up an address's or an account's budget
 	OpSessionDelete            = "session.delete"        // a console sign-out
 	OpSessionsDelete           = "sessions.delete"       // every console session of a member ends
 	OpInvitationCreate         = "invitation.create"
@@ -160,7 +182,7 @@ func AuditOperations() []string {
 		OpDestinationDelete, OpGenerationFeedback, OpPresetCreate, OpPresetVersionCreate, OpBYOKKeyCreate,
 		OpBYOKKeyUpdate, OpBYOKKeyDelete, OpWorkspaceBudgetSet, OpWorkspaceBudgetDelete, OpCreditsGrant,
 		OpManagementKeyUpdate, OpManagementKeyDelete, OpMemberUpdate, OpMemberPasswordReset,
-		OpSessionCreate, OpSessionDelete, OpSessionsDelete, OpInvitationCreate, OpInvitationDelete,
+		OpSessionCreate, OpSessionLockout, OpSessionDelete, OpSessionsDelete, OpInvitationCreate, OpInvitationDelete,
 		OpInvitationAccept, OpSSOProviderCreate, OpSSOProviderUpdate, OpSSOProviderDelete, OpSignInSettingsUpdate,
 		OpGroupMappingCreate, OpGroupMappingUpdate, OpGroupMappingDelete, OpSCIMTokenCreate, OpSCIMTokenDelete,
 		OpMemberDeactivate, OpMemberReactivate, OpSCIMGroupCreate, OpSCIMGroupUpdate, OpSCIMGroupDelete,
@@ -185,20 +207,29 @@ type AuditEntry struct {
 	At             time.Time
 	ActorKeyHash   *string
 	ActorUserID    *string
-	Operation      string
-	ResourceType   string
-	ResourceIDs    []string
-	Details        map[string]any
-	Result         string
-	RequestID      *string // the server's id of the request
+	// ActorSystem is what acted when no key or member did (an Actor's
+	// System); all three nil is the command line.
+	ActorSystem  *string
+	Operation    string
+	ResourceType string
+	ResourceIDs  []string
+	Details      map[string]any
+	Result       string
+	RequestID    *string // the server's id of the request
 	// ClientRequestID is the X-Request-Id the client sent, if any: the
 	// client's word, kept apart from the server's id.
 	ClientRequestID *string
 }
 
-// AuditResultSuccess is the result of every recorded change: failed
-// requests change nothing, so they leave no row (the request log has them).
-const AuditResultSuccess = "success"
+// The results of audit entries. Every recorded change succeeded: failed
+// requests change nothing, so they leave no row (the request log has
+// them), except refused console sign-ins, which are recorded for the
+// account's organization (session.create with failure or throttled).
+const (
+	AuditResultSuccess   = "success"
+	AuditResultFailure   = "failure"   // a sign-in with a wrong password
+	AuditResultThrottled = "throttled" // a sign-in refused by the limits, unchecked
+)
 
 // NewAuditEntry fills an entry for rec at now from the actor and request
 // id that ctx carries.
@@ -206,7 +237,10 @@ func NewAuditEntry(ctx context.Context, orgID string, now time.Time, rec AuditRe
 	e := &AuditEntry{
 		ID: newTimeUUID(), OrganizationID: orgID, At: now, Operation: rec.Operation,
 		ResourceType: rec.ResourceType, ResourceIDs: rec.ResourceIDs, Details: rec.Details,
-		Result: AuditResultSuccess,
+		Result: rec.Result,
+	}
+	if e.Result == "" {
+		e.Result = AuditResultSuccess
 	}
 	if e.ResourceIDs == nil {
 		e.ResourceIDs = []string{}
@@ -215,6 +249,9 @@ func NewAuditEntry(ctx context.Context, orgID string, now time.Time, rec AuditRe
 		e.ActorUserID = a.UserID
 		if a.KeyHash != "" { // a member signed in to the console acts without a key
 			e.ActorKeyHash = &a.KeyHash
+		}
+		if a.System != "" {
+			e.ActorSystem = &a.System
 		}
 	}
 	if id := RequestIDFrom(ctx); id != "" {

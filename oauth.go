@@ -313,6 +313,7 @@ type OAuthService interface {
 	// EINVALID (malformed input, method mismatch), EFORBIDDEN (unknown,
 	// used or expired code, wrong or missing verifier, creator key
 	// disabled, expired, deleted or spent, creator member removed).
+	// Audited with ActorKeyExchange as actor unless ctx carries one.
 	ExchangeAuthCode(ctx context.Context, exchange AuthCodeExchange) (string, *string, error)
 }
 

@@ -170,7 +170,8 @@ type OrganizationService interface {
 	// one organization between them. EINVALID.
 	EnsureOrganization(ctx context.Context, name string) (org *Organization, created bool, err error)
 	// Bootstrap prepares a database for serving, in one transaction (see
-	// Bootstrap). EINVALID.
+	// Bootstrap). Audited with ActorFirstStart as actor unless ctx carries
+	// one. EINVALID.
 	Bootstrap(ctx context.Context, b Bootstrap) (*Bootstrapped, error)
 	// FindOrganization returns an organization. ENOTFOUND.
 	FindOrganization(ctx context.Context, id string) (*Organization, error)

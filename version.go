@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // BuildInfo says which Gatehouse a binary is: the module version and the
@@ -25,10 +26,45 @@ type BuildInfo struct {
 	GoVersion string
 }
 
+// What a build without a checkout says it was built from, set at link
+// time: the container image's build has no .git for the toolchain to read,
+// so the Dockerfile passes its build arguments VERSION, REVISION, VCS_TIME
+// and MODIFIED as -ldflags "-X gatehouse.stampVersion=... -X
+// gatehouse.stampRevision=... -X gatehouse.stampTime=... -X
+// gatehouse.stampModified=true". Those set win over the toolchain's.
+var stampVersion, stampRevision, stampTime, stampModified string
+
 var buildInfo = sync.OnceValue(func() BuildInfo {
 	info, _ := debug.ReadBuildInfo()
-	return buildInfoOf(info)
+	return buildInfoOf(info).stamped(stampVersion, stampRevision, stampTime, stampModified)
 })
+
+// stamped returns b with what the link-time stamp says. Without a version,
+// a revision and its time make the pseudo-version the Go toolchain would
+// have stamped from the checkout (v0.0.0-20261125035228-2408d77d2e4f,
+// +dirty when modified); a time that is not RFC 3339 is dropped.
+func (b BuildInfo) stamped(version, revision, vcsTime, modified string) BuildInfo {
+	if revision == "" && version == "" {
+		return b
+	}
+	t, err := time.Parse(time.RFC3339, vcsTime)
+	b.Revision, b.Time, b.Modified = revision, "", modified == "true"
+	if err == nil {
+		b.Time = t.UTC().Format(time.RFC3339)
+	}
+	switch {
+	case version != "":
+		b.Version = version
+	case err == nil && len(revision) >= 12:
+		b.Version = "v0.0.0-" + t.UTC().Format("20060102150405") + "-" + revision[:12]
+		if b.Modified {
+			b.Version += "+dirty"
+		}
+	default:
+		b.Version = "(devel)"
+	}
+	return b
+}
 
 // buildInfoOf reads what the toolchain stamped into info (nil: nothing).
 func buildInfoOf(info *debug.BuildInfo) BuildInfo {

@@ -56,6 +56,17 @@ func TestBrowserActivity(t *testing.T) {
 	b.must(b.count("tbody tr") == 6, "the admin sees %d calls, want 6: %s", b.count("tbody tr"), b.text("main"))
 	first := b.text("tbody tr")
 	b.must(strings.Contains(first, "ann-laptop") && strings.Contains(first, "fake/echo"), "the newest call: %s", first)
+	// The calls, made within a second, have ids that start alike: the
+	// column shows their ends, each a call's, and the whole id on hover.
+	ids := get(b, chromedp.Evaluate[[][2]string](`[...document.querySelectorAll('td.gen-id')].map(td => [td.textContent.trim(), td.title])`))
+	shown := map[string]bool{}
+	for _, id := range ids {
+		_, err := e.store.FindGeneration(ctx, e.org.ID, id[1])
+		b.must(err == nil && strings.HasSuffix(id[1], strings.TrimPrefix(id[0], "…")) && !shown[id[0]],
+			"the id column shows %q for %q (%v); shown before: %v", id[0], id[1], err, shown)
+		shown[id[0]] = true
+	}
+	b.must(len(shown) == 6, "the id column: %v", ids)
 	b.both("activity")
 	b.wide()
 	filter := func(v url.Values) {

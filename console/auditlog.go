@@ -161,10 +161,23 @@ func (s *Server) auditRows(ctx context.Context, sess *gatehouse.Session, entries
 	return out, nil
 }
 
+// systemActors name what acts when no key and no member does.
+var systemActors = map[string]string{
+	gatehouse.ActorFirstStart:  "the server's first start",
+	gatehouse.ActorKeyExchange: "an application's key exchange",
+	gatehouse.ActorVisitor:     "a visitor (not signed in)",
+}
+
 // actorName names who made an entry's change: a member by email, a key
-// by its name (keys memoizes the names looked up), the command line.
+// by its name (keys memoizes the names looked up), what acted when
+// neither did, the command line.
 func (s *Server) actorName(ctx context.Context, sess *gatehouse.Session, e *gatehouse.AuditEntry, emails, keys map[string]string) string {
 	switch {
+	case e.ActorSystem != nil && e.ActorKeyHash == nil && e.ActorUserID == nil:
+		if name := systemActors[*e.ActorSystem]; name != "" {
+			return name
+		}
+		return *e.ActorSystem
 	case e.ActorUserID != nil && e.ActorKeyHash == nil:
 		if email := emails[*e.ActorUserID]; email != "" {
 			return email + " (console)"

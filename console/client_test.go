@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -29,6 +30,16 @@ func (e *env) client() *client {
 	return &client{t: e.t, e: e, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // the tests look at redirects
 	}}}
+}
+
+// clientFrom is a client whose connections come from another loopback
+// address (127.0.0.2, 127.0.0.3, ...: all of 127.0.0.0/8 is the loopback
+// on Linux), as a browser elsewhere would.
+func (e *env) clientFrom(addr string) *client {
+	c := e.client()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(addr)}}
+	c.http.Transport = &http.Transport{DialContext: dialer.DialContext}
+	return c
 }
 
 // do sends a request with headers (name, value, ...) and returns the

@@ -17,6 +17,7 @@ var funcs = template.FuncMap{
 	"datetime": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"dateIn":   dateInput,
 	"short":    func(hash string) string { return hash[:min(len(hash), 12)] },
+	"idTail":   idTail,
 	"count":    count,
 	"field":    newField,
 	"option":   func(value, label, selected string) option { return option{value, label, value == selected} },
@@ -26,6 +27,15 @@ var funcs = template.FuncMap{
 	// resetChoices are the choices of a limit's reset, for a select.
 	"resetChoices": func() []option { return resets },
 	"checks":       newChecks,
+}
+
+// idTail shows a generation id by its end: "gen-<seconds>-<random>" ids
+// made in one second share their start, so the end tells them apart.
+func idTail(id string) string {
+	if len(id) <= 12 {
+		return id
+	}
+	return "…" + id[len(id)-10:]
 }
 
 // usd shows an amount of US dollars: cents from a dollar up, up to four

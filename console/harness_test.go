@@ -77,14 +77,27 @@ func (c *clock) Add(d time.Duration) {
 
 // envOptions change what newEnv builds.
 type envOptions struct {
-	signIns ratelimit.Limiter
+	// signIns makes the sign-in budgets on the env's clock.
+	signIns func(now gatehouse.Clock) console.Buckets
 	proxies forwarded.Proxies
+	metrics prometheus.Registerer
 }
 
-// withSignInLimit limits sign-ins as the server does (console.SignInLimit,
-// in memory, on the env's clock).
+// withSignInLimit limits sign-ins as the server does (console's budgets,
+// in memory), on the env's clock: nothing refills while a test runs,
+// however slow the machine, unless the test moves the clock.
 func withSignInLimit(o *envOptions) {
-	o.signIns = ratelimit.NewMemory(console.SignInLimit, nil)
+	o.signIns = console.MemoryBuckets
+}
+
+// withSignInBuckets limits sign-ins with these buckets.
+func withSignInBuckets(b console.Buckets) func(*envOptions) {
+	return func(o *envOptions) { o.signIns = func(gatehouse.Clock) console.Buckets { return b } }
+}
+
+// withMetrics registers the console's metrics in reg.
+func withMetrics(reg prometheus.Registerer) func(*envOptions) {
+	return func(o *envOptions) { o.metrics = reg }
 }
 
 // withTrustedLoopback trusts the loopback as a reverse proxy, whose
@@ -97,7 +110,7 @@ func withTrustedLoopback(o *envOptions) {
 // browser, which keeps the real one, and the server agree on cookies.
 func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	t.Helper()
-	o := envOptions{signIns: ratelimit.Unlimited{}}
+	o := envOptions{signIns: func(gatehouse.Clock) console.Buckets { return console.NoSignInLimits }}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -118,7 +131,7 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	data := e.dataPlane(db, logger)
 	api := httpapi.NewHandler(store, ratelimit.Unlimited{}, logger, prometheus.NewRegistry(), c.Now, data)
 	api.TrustProxies(o.proxies)
-	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns, logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations()})
+	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns(c.Now), logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations(), Metrics: o.metrics})
 	web.Routes(api.Handle)
 	api.HandleNotFound(web.NotFound())
 	srv := httptest.NewServer(api)

@@ -39,13 +39,16 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if err := s.signInLimit(r.Context(), r, ""); err != nil {
+	attempt, err := s.signIns.begin(r.Context(), r, s.opts.Proxies, "invitation", "")
+	if err != nil {
 		return err
 	}
 	inv, err := s.store.FindInvitation(r.Context(), token)
 	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
+		attempt.failed() // a guessed link counts against the address
 		return errLinkGone
 	} else if err != nil {
+		attempt.abandon()
 		return err
 	}
 	password := f.Values.Get("password")
@@ -56,6 +59,7 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error 
 		m, err = s.accounts.AcceptInvitation(r.Context(), token, password)
 	}
 	if err != nil {
+		attempt.abandon() // a real link: its form's mistakes are no guesses
 		if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
 			return errLinkGone
 		}
@@ -65,6 +69,7 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error 
 		return s.render(w, r, nil, http.StatusBadRequest, "invite", "Set your password",
 			invitationData{Invitation: inv, Form: f, Reset: inv.UserID != nil})
 	}
+	attempt.succeeded()
 	sess, sessionToken, err := s.store.CreateSession(r.Context(), gatehouse.SessionCreate{OrganizationID: inv.OrganizationID, UserID: &m.ID})
 	if err != nil {
 		return err

@@ -10,15 +10,16 @@ import (
 	"gatehouse"
 	"gatehouse/egress"
 	"gatehouse/forwarded"
-	"gatehouse/ratelimit"
 	"gatehouse/sso"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Server is the web console: its routes, sessions, forms and pages.
 type Server struct {
 	store    gatehouse.Store
 	accounts *gatehouse.Accounts
-	signIns  ratelimit.Limiter
+	signIns  *signInLimits
 	logger   *slog.Logger
 	now      gatehouse.Clock
 	opts     Options
@@ -46,6 +47,9 @@ type Options struct {
 	// SSO signs members in through their organization's identity
 	// providers; nil: one over the store, with the console's clock.
 	SSO *sso.RelyingParty
+	// Metrics registers the console's metrics (sign-in attempts and
+	// lock-outs); nil registers none.
+	Metrics prometheus.Registerer
 }
 
 // route is one registered route.
@@ -55,17 +59,17 @@ type route struct {
 }
 
 // New returns the console over the store and the sign-in policy of
-// accounts (made over the same store). signIns limits sign-in attempts,
-// per account and per client address (see signInLimit); now is the clock
-// of its pages' periods.
-func New(store gatehouse.Store, accounts *gatehouse.Accounts, signIns ratelimit.Limiter, logger *slog.Logger, now gatehouse.Clock, opts Options) *Server {
+// accounts (made over the same store). signIns makes the budgets of failed
+// sign-ins (see SignInPairLimit; nil limits nothing); now is the clock of
+// its pages' periods.
+func New(store gatehouse.Store, accounts *gatehouse.Accounts, signIns Buckets, logger *slog.Logger, now gatehouse.Clock, opts Options) *Server {
 	if opts.SSO == nil {
 		opts.SSO = sso.New(store, nil, now)
 	}
 	if opts.Destinations == nil {
 		opts.Destinations = &gatehouse.Destinations{Store: store, Egress: &egress.Policy{}}
 	}
-	s := &Server{store: store, accounts: accounts, signIns: signIns, logger: logger, now: now, opts: opts,
+	s := &Server{store: store, accounts: accounts, signIns: newSignInLimits(signIns, store, logger, opts.Metrics, now), logger: logger, now: now, opts: opts,
 		pages: mustParsePages(), mux: http.NewServeMux(), past: newPastCache()}
 	s.register()
 	s.mux.Handle("/", s.wrap(s.notFound))

@@ -1,14 +1,11 @@
 package console
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"gatehouse"
-	"gatehouse/forwarded"
-	"gatehouse/ratelimit"
 )
 
 // signInData is the data of the sign-in page.
@@ -22,6 +19,24 @@ type signInData struct {
 	// single sign-on failed (sso.go).
 	SSO      []ssoButton
 	SSOError string
+	// App is the origin of the application asking to connect, when the
+	// sign-in leads on to the authorization page (/auth); else "".
+	App string
+}
+
+// asking returns the origin of the application whose authorization page
+// (/auth) a sign-in leads on to, "" when next is no such page or its
+// request is malformed (the page itself says so).
+func (s *Server) asking(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Path != "/auth" {
+		return ""
+	}
+	c, err := s.authRequest(u.Query())
+	if err != nil {
+		return ""
+	}
+	return gatehouse.CallbackOrigin(c.CallbackURL)
 }
 
 // signInPage shows the sign-in forms; a signed-in session goes on to next.
@@ -34,23 +49,27 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	f, _ := newForm(w, r)
-	return s.render(w, r, nil, http.StatusOK, "signin", "Sign in", signInData{Form: f, Next: next, SSO: s.ssoButtons(r, next)})
+	return s.render(w, r, nil, http.StatusOK, "signin", "Sign in", signInData{Form: f, Next: next, SSO: s.ssoButtons(r, next), App: s.asking(next)})
 }
 
 // signInWithPassword signs a member in with their email and password.
+// Only failures count against the limits (see SignInPairLimit).
 func (s *Server) signInWithPassword(w http.ResponseWriter, r *http.Request) error {
 	f, err := newForm(w, r)
 	if err != nil {
 		return err
 	}
 	next := localPath(f.get("next"))
-	if err := s.signInLimit(r.Context(), r, gatehouse.SignInBucket(f.get("email"))); err != nil {
+	attempt, err := s.signIns.begin(r.Context(), r, s.opts.Proxies, "password", f.get("email"))
+	if err != nil {
 		return err
 	}
 	sess, token, err := s.accounts.SignIn(r.Context(), f.get("email"), f.Values.Get("password"))
 	if err != nil {
+		s.signInOutcome(attempt, err)
 		return s.signInFailed(w, r, f, next, false, err)
 	}
+	attempt.succeeded()
 	s.setSession(w, r, sess, token)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
@@ -58,23 +77,39 @@ func (s *Server) signInWithPassword(w http.ResponseWriter, r *http.Request) erro
 
 // signInWithKey exchanges a management key for an admin session of its
 // organization: how the operator of a fresh install signs in with the key
-// printed at the first start.
+// printed at the first start. Wrong keys count against the address's
+// limit.
 func (s *Server) signInWithKey(w http.ResponseWriter, r *http.Request) error {
 	f, err := newForm(w, r)
 	if err != nil {
 		return err
 	}
 	next := localPath(f.get("next"))
-	if err := s.signInLimit(r.Context(), r, ""); err != nil {
+	attempt, err := s.signIns.begin(r.Context(), r, s.opts.Proxies, "key", "")
+	if err != nil {
 		return err
 	}
 	sess, token, err := s.accounts.SignInWithKey(r.Context(), f.Values.Get("key"))
 	if err != nil {
+		s.signInOutcome(attempt, err)
 		return s.signInFailed(w, r, f, next, true, err)
 	}
+	attempt.succeeded()
 	s.setSession(w, r, sess, token)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
+}
+
+// signInOutcome ends an attempt that opened no session: a refused
+// credential is a failure; anything else (the database failing, say) was
+// no guess.
+func (s *Server) signInOutcome(attempt *signInAttempt, err error) {
+	switch gatehouse.ErrorCode(err) {
+	case gatehouse.EUNAUTHORIZED, gatehouse.EFORBIDDEN, gatehouse.EINVALID:
+		attempt.failed()
+	default:
+		attempt.abandon()
+	}
 }
 
 // signInFailed shows the sign-in page again with what failed: next to
@@ -92,7 +127,7 @@ func (s *Server) signInFailed(w http.ResponseWriter, r *http.Request, f *form, n
 	default:
 		f.Error = "The email or the password is wrong."
 	}
-	return s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", signInData{Form: f, Next: next, KeyOpen: withKey, SSO: s.ssoButtons(r, next)})
+	return s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", signInData{Form: f, Next: next, KeyOpen: withKey, SSO: s.ssoButtons(r, next), App: s.asking(next)})
 }
 
 // account shows the session and the ways to end it.
@@ -123,32 +158,6 @@ func (s *Server) signOutEverywhere(w http.ResponseWriter, r *http.Request, sess 
 	return nil
 }
 
-// signInLimit takes one attempt from the client address's bucket and,
-// when account is not "", from that one (gatehouse.SignInBucket of the
-// email): so that nobody guesses a password by trying many, from one
-// address or from many. A failing
-// limiter does not stop sign-ins: it is logged.
-func (s *Server) signInLimit(ctx context.Context, r *http.Request, account string) error {
-	buckets := []string{"signin:addr:" + forwarded.AddressBucket(s.opts.Proxies.ClientIP(r))}
-	if account != "" {
-		buckets = append(buckets, account)
-	}
-	for _, b := range buckets {
-		res, err := s.signIns.Allow(ctx, b)
-		if err != nil {
-			s.logger.Warn("sign-in rate limiter failed; attempt allowed", "error", err.Error())
-			continue
-		}
-		if !res.Allowed {
-			secs := max(int64(res.RetryAfter.Seconds()+0.999), 1)
-			return &gatehouse.Error{Code: gatehouse.ERATELIMIT,
-				Message:  "Too many sign-in attempts. For your account's safety, wait before trying again.",
-				Metadata: map[string]any{"retry_after_seconds": secs}}
-		}
-	}
-	return nil
-}
-
 // localPath returns p if it is a path of this site ("/keys?q=a"), else
 // "/": a link must not make the sign-in send the browser elsewhere
 // ("//evil.example", "https://...", "/\evil").
@@ -162,8 +171,3 @@ func localPath(p string) string {
 	}
 	return p
 }
-
-// SignInLimit is the rate of sign-in attempts (with a password, a key or
-// an invitation link's form), per account and per client address: ten at
-// once, then one every 20 seconds.
-var SignInLimit = ratelimit.Config{RPS: 1.0 / 20, Burst: 10}

@@ -55,11 +55,12 @@ func (s *Server) redirectURL(r *http.Request) string {
 	return gatehouse.SSORedirectURL(base)
 }
 
-// ssoStart sends the browser to a provider. It is limited like a sign-in
-// attempt (per client address): each start records a sign-in under way.
+// ssoStart sends the browser to a provider. Each start records a sign-in
+// under way, so each takes a token of the client address's sign-in budget
+// and keeps it (a start is not known to succeed here).
 func (s *Server) ssoStart(w http.ResponseWriter, r *http.Request) error {
 	next := localPath(r.URL.Query().Get("next"))
-	if err := s.signInLimit(r.Context(), r, ""); err != nil {
+	if _, err := s.signIns.begin(r.Context(), r, s.opts.Proxies, "sso", ""); err != nil {
 		return err
 	}
 	authURL, state, err := s.opts.SSO.Start(r.Context(), r.PathValue("id"), s.redirectURL(r), next)

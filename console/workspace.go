@@ -20,7 +20,6 @@ const workspaceMembersPageSize = 50
 type workspaceData struct {
 	Workspace *gatehouse.Workspace
 	Edit      *form
-	Tools     []option // the server tools, those disabled selected
 	Sorts     []option
 	// Keys links to the workspace's keys.
 	Keys string
@@ -78,7 +77,6 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request, sess *gat
 		Budget: orForm(fs.budget, emptyForm), Add: orForm(fs.add, emptyForm), Remove: orForm(fs.remove, emptyForm),
 		Delete: orForm(fs.delete, emptyForm), Blocked: fs.blocked, Intervals: budgetIntervalOptions,
 		Keys: keysLink(ws.ID, "")}
-	data.Tools = checkOptions(gatehouse.ServerTools(), data.Edit.Values["disabled_server_tools"])
 	data.Sorts = append([]option{{Value: "", Label: "none (the gateway's default)"}}, plainOptions(gatehouse.ProviderSorts())...)
 	if err := s.workspaceBudgets(ctx, sess, ws, &data); err != nil {
 		return err

@@ -140,7 +140,6 @@ func workspaceForm(ws *gatehouse.Workspace) *form {
 			v.Set(name, *p)
 		}
 	}
-	v["disabled_server_tools"] = slices.Clone(ws.DisabledServerTools)
 	v.Set("io_logging_api_key_ids", joinInts(ws.IOLoggingAPIKeyIDs))
 	v.Set("io_logging_sampling_rate", strconv.FormatFloat(ws.IOLoggingSamplingRate, 'f', -1, 64))
 	for name, on := range workspaceSwitches(ws) {
@@ -197,7 +196,7 @@ func (s *Server) updateWorkspace(w http.ResponseWriter, r *http.Request, sess *g
 
 // workspaceFields are the fields of the edit form.
 var workspaceFields = []string{"name", "slug", "description", "default_text_model", "default_image_model",
-	"default_provider_sort", "disabled_server_tools", "io_logging_api_key_ids", "io_logging_sampling_rate",
+	"default_provider_sort", "io_logging_api_key_ids", "io_logging_sampling_rate",
 	"is_data_discount_logging_enabled", "is_observability_broadcast_enabled", "is_observability_io_logging_enabled",
 	"include_byok_in_budgets"}
 
@@ -222,9 +221,6 @@ func workspaceUpdate(ws *gatehouse.Workspace, f *form) (gatehouse.WorkspaceUpdat
 		if v := f.get(t.name); v != deref(t.cur) {
 			*t.dst = patchOf(optional(v))
 		}
-	}
-	if tools := f.Values["disabled_server_tools"]; !sameSet(tools, ws.DisabledServerTools) {
-		u.DisabledServerTools = gatehouse.Val(tools)
 	}
 	ids, err := parseInts("io_logging_api_key_ids", f.get("io_logging_api_key_ids"))
 	if err != nil {

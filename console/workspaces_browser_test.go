@@ -41,12 +41,22 @@ func TestBrowserWorkspaces(t *testing.T) {
 }
 
 // workspaceSettings changes the fields the API's PATCH takes, and sees a
-// wrong one refused next to its field.
+// wrong one refused next to its field. No server tool is offered to turn
+// off (the gateway runs none); one turned off through the API is named,
+// and a save keeps it.
 func workspaceSettings(t *testing.T, e *env, b *browser, ws *gatehouse.Workspace) {
 	ctx := context.Background()
+	if _, err := e.store.UpdateWorkspace(ctx, e.org.ID, ws.ID, gatehouse.WorkspaceUpdate{DisabledServerTools: gatehouse.Val([]string{"openrouter:web_search"})}); err != nil {
+		t.Fatal(err)
+	}
+	b.visit("/workspaces/" + ws.ID)
+	b.must(b.count(`input[name="disabled_server_tools"]`) == 0 && !strings.Contains(b.text("main"), "openrouter:bash"),
+		"the page offers server tools that do not exist here: %s", b.text("main"))
+	b.must(strings.Contains(b.text("#server-tools"), "runs none") && strings.Contains(b.text("#server-tools"), "openrouter:web_search"),
+		"the server tools' note: %s", b.text("#server-tools"))
+	b.screenshot("workspace-server-tools")
 	b.fill(map[string]string{"#f-description": "Alpha's workspace", "#f-default_text_model": "fake/echo",
 		"#f-default_provider_sort": "latency", "#f-io_logging_sampling_rate": "0.5"})
-	b.tick(`input[name="disabled_server_tools"][value="openrouter:web_search"]`)
 	b.tick("#f-include_byok_in_budgets")
 	b.submit(`form[action="/workspaces/` + ws.ID + `"] button[type="submit"]`)
 	b.must(b.contains("Saved."), "no notice after saving: %s", b.text("main"))

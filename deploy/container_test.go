@@ -91,13 +91,21 @@ func TestContainerImage(t *testing.T) {
 		run(cleanup, "podman", "volume", "rm", "-f", volume)
 		run(cleanup, "podman", "rmi", "-f", image)
 	})
-	p.build(image, goImage, strings.TrimSpace(string(goroot)))
+	revision, _ := exec.Command("git", "rev-parse", "HEAD").Output()
+	vcsTime, _ := exec.Command("git", "show", "-s", "--format=%cI", "HEAD").Output()
+	p.build(image, goImage, strings.TrimSpace(string(goroot)), strings.TrimSpace(string(revision)), strings.TrimSpace(string(vcsTime)))
 	p.must("volume", "create", volume)
 	port := freePort(t)
 	args := append([]string{"run", "-d", "--name", name, "-p", fmt.Sprintf("127.0.0.1:%d:8080", port), "-v", volume + ":/data"}, p.flags...)
 	p.must(append(args, image)...)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	p.waitHealthy(base, name)
+	// The image says which commit it is (the build arguments; its build
+	// context has no .git).
+	if health := get(t, base+"/healthz"); strings.TrimSpace(string(revision)) != "" &&
+		(health["revision"] != strings.TrimSpace(string(revision)) || !strings.HasPrefix(fmt.Sprint(health["version"]), "v0.0.0-")) {
+		t.Errorf("GET /healthz of the image = %v, want revision %s and its pseudo-version", health, revision)
+	}
 
 	logs := p.must("logs", name)
 	keys := regexp.MustCompile(`sk-gh-mgmt-v1-[0-9a-f]{64}`).FindAllString(logs, -1)
@@ -182,12 +190,12 @@ func (p *podman) pickFlags(image string) {
 
 // build builds the Dockerfile at the repository's root, in Docker's
 // format (podman's OCI format drops HEALTHCHECK).
-func (p *podman) build(image, goImage, goroot string) {
+func (p *podman) build(image, goImage, goroot, revision, vcsTime string) {
 	p.t.Helper()
 	gocache, _ := exec.Command("go", "env", "GOCACHE").Output()
 	gomodcache, _ := exec.Command("go", "env", "GOMODCACHE").Output()
 	args := []string{"build", "--format", "docker", "--layers=false", "--network", "host", "-t", image,
-		"--build-arg", "GO_IMAGE=" + goImage,
+		"--build-arg", "GO_IMAGE=" + goImage, "--build-arg", "REVISION=" + revision, "--build-arg", "VCS_TIME=" + vcsTime,
 		"-v", "/usr:/usr:ro", "-v", goroot + ":/opt/go:ro",
 		"-v", strings.TrimSpace(string(gomodcache)) + ":/go/pkg/mod",
 		"-v", strings.TrimSpace(string(gocache)) + ":/root/.cache/go-build"}
@@ -240,6 +248,22 @@ func (p *podman) checkVolume(volume string) {
 			p.t.Errorf("%s: mode %v, owner %+v; want 0600 and 65532:65532", f, fi.Mode().Perm(), st)
 		}
 	}
+}
+
+// get fetches a JSON object; nil when it cannot.
+func get(t *testing.T, url string) map[string]any {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return nil
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Errorf("GET %s: %v", url, err)
+	}
+	return out
 }
 
 // request sends a request with a bearer key and returns the status.

@@ -83,3 +83,43 @@ func TestSystemdUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerfileStampsVersion: the Dockerfile's go build, run as it is
+// written with its build arguments set (its context has no .git for the
+// toolchain to read), makes a binary that says which commit it is.
+func TestDockerfileStampsVersion(t *testing.T) {
+	dockerfile, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.ReplaceAll(string(dockerfile), "\\\n", " ")
+	m := regexp.MustCompile(`go build -ldflags="([^"]+)" -o /out/gatehouse ./cmd/gatehouse`).FindStringSubmatch(joined)
+	if m == nil {
+		t.Fatal("the Dockerfile has no go build -ldflags=\"...\" of ./cmd/gatehouse")
+	}
+	args := map[string]string{"VERSION": "", "REVISION": "2408d77d2e4f2f285434e36b631ce9169bd2b8a6",
+		"VCS_TIME": "2026-11-25T03:52:28Z", "MODIFIED": ""}
+	ldflags := strings.Join(strings.Fields(os.Expand(m[1], func(name string) string {
+		v, ok := args[name]
+		if !ok {
+			t.Fatalf("the Dockerfile's ldflags use ${%s}, which is no build argument of this test", name)
+		}
+		return v
+	})), " ")
+	for name := range args {
+		if !regexp.MustCompile(`(?m)^ARG .*\b` + name + `=`).MatchString(string(dockerfile)) {
+			t.Errorf("the Dockerfile declares no ARG %s", name)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "gatehouse")
+	if out, err := run(ctx, "go", "build", "-buildvcs=false", "-ldflags="+ldflags, "-o", bin, "../cmd/gatehouse"); err != nil {
+		t.Fatalf("go build -ldflags=%q: %v\n%s", ldflags, err, out)
+	}
+	out, err := run(ctx, bin, "--version")
+	want := "gatehouse v0.0.0-20261125035228-2408d77d2e4f (revision 2408d77d2e4f2f285434e36b631ce9169bd2b8a6 of 2026-11-25T03:52:28Z) go"
+	if err != nil || !strings.HasPrefix(out, want) {
+		t.Errorf("--version of the image's build: %v %q, want %q…", err, out, want)
+	}
+}

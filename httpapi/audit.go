@@ -7,11 +7,13 @@ import (
 	"gatehouse"
 )
 
-// auditActorJSON is who made a change: the key and its user, or a member
-// signed in to the console (no key).
+// auditActorJSON is who made a change: the key and its user, a member
+// signed in to the console (no key), or what acted when neither did
+// (system: first_start, key_exchange, visitor).
 type auditActorJSON struct {
 	KeyHash *string `json:"key_hash"` // null for a member signed in to the web console
 	UserID  *string `json:"user_id"`
+	System  *string `json:"system"`
 }
 
 type auditEntryJSON struct {
@@ -37,8 +39,8 @@ func toAuditEntryJSON(e *gatehouse.AuditEntry) auditEntryJSON {
 	if out.ResourceIDs == nil {
 		out.ResourceIDs = []string{}
 	}
-	if e.ActorKeyHash != nil || e.ActorUserID != nil {
-		out.Actor = &auditActorJSON{KeyHash: e.ActorKeyHash, UserID: e.ActorUserID}
+	if e.ActorKeyHash != nil || e.ActorUserID != nil || e.ActorSystem != nil {
+		out.Actor = &auditActorJSON{KeyHash: e.ActorKeyHash, UserID: e.ActorUserID, System: e.ActorSystem}
 	}
 	return out
 }

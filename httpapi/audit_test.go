@@ -38,7 +38,7 @@ func auditWant(t *testing.T, got map[string]any, s auditStep, keyHash string, us
 	want := map[string]any{
 		"id": got["id"], "at": s.at, "operation": s.op, "resource_type": s.typ, "resource_ids": toAnys(s.ids),
 		"details": nil, "result": "success", "request_id": s.requestID, "client_request_id": nil,
-		"actor": map[string]any{"key_hash": keyHash, "user_id": userID},
+		"actor": map[string]any{"key_hash": keyHash, "user_id": userID, "system": nil},
 	}
 	if s.details != nil {
 		want["details"] = s.details
@@ -151,6 +151,28 @@ func TestAuditLogActorOfRegularKey(t *testing.T) {
 	}
 	// Only management keys read the log.
 	resWantError(t, e.do("GET", "/api/v1/audit-log", regular, nil), http.StatusForbidden, "management keys")
+}
+
+// TestAuditLogActorOfCodeExchange: the key an application gets for its
+// code (POST /auth/keys, no credential) is credited to the application's
+// key exchange, not to the command line.
+func TestAuditLogActorOfCodeExchange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	code := e.createCode(e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb"})
+	e.tick()
+	out := e.exchange(map[string]any{"code": code.ID})
+	items, _ := e.auditLog(e.mgmt, "?operation=auth_code.exchange")
+	if len(items) != 1 {
+		t.Fatalf("exchange entries: %v", items)
+	}
+	want := map[string]any{"key_hash": nil, "user_id": nil, "system": "key_exchange"}
+	if diff := cmp.Diff(want, items[0]["actor"]); diff != "" {
+		t.Errorf("the exchange's actor (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]any{gatehouse.HashKey(out.Key)}, items[0]["resource_ids"]); diff != "" {
+		t.Errorf("the exchange's key (-want +got):\n%s", diff)
+	}
 }
 
 // TestAuditLogFilters checks the query parameters and their errors.

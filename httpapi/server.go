@@ -329,6 +329,25 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 		s.frontendRoutes = map[string]bool{}
 	}
 	s.frontendRoutes[pattern] = true
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if looksLikeAPICall(r) { // a client whose base URL lacks /api/v1, calling POST /keys say
+			s.serve(s.notUnderAPI)(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// HandleService serves the pattern (outside /api/v1) with h, an API for
+// programs beside Gatehouse's own (SCIM provisioning), which writes its
+// own answers and errors: unlike Handle's routes, requests that look like
+// API calls are its to answer. The request is logged and counted like the
+// API's. Call it before serving.
+func (s *Server) HandleService(pattern string, h http.Handler) {
+	if s.frontendRoutes == nil {
+		s.frontendRoutes = map[string]bool{}
+	}
+	s.frontendRoutes[pattern] = true
 	s.mux.Handle(pattern, h)
 }
 
@@ -350,7 +369,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 			apiPath = apiPath || !s.frontendRoutes[pattern]
 		}
 	}
-	if s.frontend != nil && !apiPath {
+	if s.frontend != nil && !apiPath && (len(allowed) > 0 || !looksLikeAPICall(r)) {
 		s.frontend.ServeHTTP(w, r)
 		return nil
 	}
@@ -363,7 +382,57 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 			Code:    http.StatusMethodNotAllowed,
 			Message: "method " + r.Method + " is not allowed here; use " + strings.Join(allowed, ", ")}})
 	}
+	if p := r.URL.Path; p != "/api/v1" && !strings.HasPrefix(p, "/api/v1/") && (strings.HasPrefix(p, "/api/") || looksLikeAPICall(r)) {
+		return s.notUnderAPI(w, r)
+	}
 	return gatehouse.Errorf(gatehouse.ENOTFOUND, "no such route: %s %s", r.Method, r.URL.Path)
+}
+
+// notUnderAPI answers a program's call outside /api/v1 with a JSON 404
+// that says where the API is.
+func (s *Server) notUnderAPI(w http.ResponseWriter, r *http.Request) error {
+	return gatehouse.Errorf(gatehouse.ENOTFOUND, "no such route: %s %s. The API is under /api/v1: make /api/v1 on this server your client's base URL (%s %s)",
+		r.Method, r.URL.Path, r.Method, apiPath(r.URL.Path))
+}
+
+// looksLikeAPICall reports whether a request outside /api/v1 is a
+// program's rather than a browser's (which the console's pages answer): it
+// sends or accepts JSON, carries a bearer credential, or its path starts
+// with /v1/, the base URL of OpenAI's and OpenRouter's APIs without
+// Gatehouse's /api in front (a common mistake). The console sends no such
+// request: its pages are navigations and urlencoded forms.
+func looksLikeAPICall(r *http.Request) bool {
+	if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+		return true
+	}
+	if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+		return true
+	}
+	if isJSONMediaType(r.Header.Get("Content-Type")) {
+		return true
+	}
+	accept := r.Header.Get("Accept")
+	return !strings.Contains(accept, "text/html") && slices.ContainsFunc(strings.Split(accept, ","), isJSONMediaType)
+}
+
+// isJSONMediaType reports whether a Content-Type or Accept item names JSON
+// (application/json, or a +json type), whatever its parameters.
+func isJSONMediaType(v string) bool {
+	mt, _, _ := strings.Cut(v, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
+}
+
+// apiPath returns the path under /api/v1 that a path outside it was
+// probably meant to be.
+func apiPath(p string) string {
+	switch {
+	case p == "/v1" || strings.HasPrefix(p, "/v1/"):
+		return "/api" + p
+	case strings.HasPrefix(p, "/api/"):
+		return "/api/v1" + strings.TrimPrefix(p, "/api")
+	}
+	return "/api/v1" + p
 }
 
 // metrics are the HTTP metrics, labelled by route pattern, method and status.

@@ -82,6 +82,6 @@ SELECT ` + sqlstore.KeyColumns + ` FROM u`
 // auditValues is the SELECT list that appends an audit entry from inside a
 // statement: the entry's AuditArgs are the parameters following the first n.
 func auditValues(n int) string {
-	return fmt.Sprintf("$%d, $%d, $%d::bigint, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d",
-		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12)
+	return fmt.Sprintf("$%d, $%d, $%d::bigint, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d",
+		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13)
 }

@@ -97,6 +97,28 @@ func (m *Memory) Allow(_ context.Context, key string) (Result, error) {
 	return res, nil
 }
 
+// Refund gives one request back to key's bucket (see Refunder). It never
+// returns an error.
+func (m *Memory) Refund(_ context.Context, key string) error {
+	if m.cfg.RPS == 0 {
+		return nil
+	}
+	now := m.now()
+	s := &m.shards[maphash.String(m.seed, key)%numShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tat, known := s.tats[key]
+	if !known {
+		return nil
+	}
+	if newTAT, ok := refund(tat, now, m.cfg); ok {
+		s.tats[key] = newTAT
+	} else {
+		delete(s.tats, key)
+	}
+	return nil
+}
+
 // Len reports how many keys are tracked, for tests and metrics. Keys whose
 // bucket has refilled are counted until their shard next sweeps.
 func (m *Memory) Len() int {

@@ -64,6 +64,20 @@ type Limiter interface {
 	Allow(ctx context.Context, key string) (Result, error)
 }
 
+// Refunder is a Limiter that can give back a request it allowed: for
+// budgets that count only some outcomes (the console's sign-ins count
+// failures), a request takes its token before it runs, so that concurrent
+// requests never spend more than the bucket holds, and gives it back when
+// it turns out not to count.
+type Refunder interface {
+	Limiter
+	// Refund gives one request back to key's bucket, never filling it past
+	// full. Refunding a key that holds nothing is no error and changes
+	// nothing. An error means the refund was not made (the token stays
+	// spent, which errs towards refusing).
+	Refund(ctx context.Context, key string) error
+}
+
 // Config of a limiter. Token-bucket terms are used because they are what
 // operators reason about, although the implementation is GCRA. The API spec's
 // defaults (RPS 50, Burst 100) are applied by whoever reads configuration,
@@ -170,6 +184,14 @@ func gcra(tat, now time.Time, cfg Config) (newTAT time.Time, res Result) {
 	return newTAT, res
 }
 
+// refund is gcra's inverse for one allowed request: the TAT moves back one
+// emission interval, and a TAT that reaches now means a full bucket (ok
+// false: forget the key).
+func refund(tat, now time.Time, cfg Config) (newTAT time.Time, ok bool) {
+	newTAT = tat.Add(-cfg.interval())
+	return newTAT, newTAT.After(now)
+}
+
 // Unlimited is a Limiter that always allows (used when RPS is 0), so that the
 // HTTP layer needs no special case for limiting being switched off.
 type Unlimited struct{}
@@ -180,7 +202,10 @@ func (Unlimited) Allow(context.Context, string) (Result, error) {
 	return Result{Allowed: true}, nil
 }
 
+// Refund has nothing to give back.
+func (Unlimited) Refund(context.Context, string) error { return nil }
+
 var (
-	_ Limiter = Unlimited{}
-	_ Limiter = (*Memory)(nil)
+	_ Refunder = Unlimited{}
+	_ Refunder = (*Memory)(nil)
 )

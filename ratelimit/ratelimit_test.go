@@ -498,3 +498,48 @@ func BenchmarkMemoryAllowParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestMemoryRefund: a refund gives back exactly one allowed request,
+// never fills a bucket past full, and a key refunded to full is forgotten.
+func TestMemoryRefund(t *testing.T) {
+	ctx := context.Background()
+	cfg := Config{RPS: 2, Burst: 3} // T = 500ms
+	m, c := newTestMemory(t, cfg)
+	for range 3 {
+		m.Allow(ctx, "k")
+	}
+	if r, _ := m.Allow(ctx, "k"); r.Allowed {
+		t.Fatal("a fourth request of a burst of 3 was allowed")
+	}
+	m.Refund(ctx, "k")
+	if r, _ := m.Allow(ctx, "k"); !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("after a refund: %s; want the one token given back, and no more", show(r))
+	}
+	if r, _ := m.Allow(ctx, "k"); r.Allowed {
+		t.Fatal("a refund gave back more than one request")
+	}
+	// Refunds past full change nothing: the burst stays the burst.
+	for range 10 {
+		m.Refund(ctx, "k")
+	}
+	if _, known := m.peek("k"); known {
+		t.Error("a bucket refunded to full is still stored")
+	}
+	for i, want := range []bool{true, true, true, false} {
+		if r, _ := m.Allow(ctx, "k"); r.Allowed != want {
+			t.Fatalf("request %d after refunds past full: %s, want allowed=%v", i, show(r), want)
+		}
+	}
+	// Refunding a key never seen is nothing.
+	m.Refund(ctx, "unknown")
+	if _, known := m.peek("unknown"); known {
+		t.Error("a refund of an unknown key stored it")
+	}
+	// A refund after time passed moves the TAT back one interval from
+	// where it is, never before now.
+	c.t = t0.Add(1200 * ms) // TAT +1500ms: 300ms of debt
+	m.Refund(ctx, "k")
+	if _, known := m.peek("k"); known {
+		t.Error("a refund of less than one interval of debt left the key stored")
+	}
+}

@@ -33,6 +33,24 @@ redis.call('SET', KEYS[1], newtat, 'PX', math.ceil((newtat - now) / 1000) + 1)
 return {1, base, now}
 `)
 
+// refundScript gives one request back (see refund): the TAT moves back one
+// interval; a TAT that reaches now is a full bucket, and the key goes.
+//
+// KEYS[1] the bucket; ARGV[1] the emission interval T.
+var refundScript = redis.NewScript(`
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat == 0 then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local newtat = tat - tonumber(ARGV[1])
+if newtat <= now then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], newtat, 'PX', math.ceil((newtat - now) / 1000) + 1)
+end
+return 1
+`)
+
 // Redis is a Limiter whose buckets live in Redis, shared by every instance.
 // When Redis cannot answer, it falls back to a per-process limiter and
 // reports the failure through onFallback, so that requests keep being
@@ -76,6 +94,38 @@ func (r *Redis) Allow(ctx context.Context, key string) (Result, error) {
 	return res, nil
 }
 
+// Refund gives one request back to the key's shared bucket (see
+// Refunder); while Redis is down, to the fallback's, where the request was
+// taken. A fallback that cannot refund keeps the token spent.
+func (r *Redis) Refund(ctx context.Context, key string) error {
+	if r.cfg.RPS == 0 {
+		return nil
+	}
+	if time.Now().UnixNano() < r.downUntil.Load() {
+		return r.refundFallback(ctx, key)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
+	defer cancel()
+	if err := refundScript.Run(ctx, r.client, []string{r.prefix + key}, r.micros()).Err(); err != nil {
+		r.downUntil.Store(time.Now().Add(time.Second).UnixNano())
+		r.onFallback(err)
+		return r.refundFallback(ctx, key)
+	}
+	return nil
+}
+
+func (r *Redis) refundFallback(ctx context.Context, key string) error {
+	if f, ok := r.fallback.(Refunder); ok {
+		return f.Refund(ctx, key)
+	}
+	return nil
+}
+
+// micros is the emission interval in whole microseconds, at least one.
+func (r *Redis) micros() int64 {
+	return max(r.cfg.interval().Microseconds(), 1)
+}
+
 func (r *Redis) allow(ctx context.Context, key string) (Result, error) {
 	// Not the request's context: a client that hangs up must not make the
 	// call fail and put the limiter in its per-process fallback (which
@@ -83,10 +133,7 @@ func (r *Redis) allow(ctx context.Context, key string) (Result, error) {
 	// failing within the timeout does.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
-	t := r.cfg.interval().Microseconds()
-	if t < 1 {
-		t = 1
-	}
+	t := r.micros()
 	room := int64(r.cfg.Burst-1) * t
 	v, err := gcraScript.Run(ctx, r.client, []string{r.prefix + key}, t, room).Int64Slice()
 	if err != nil {
@@ -113,4 +160,4 @@ func resultOf(allowed bool, base, now, t, room int64, burst int) Result {
 	return res
 }
 
-var _ Limiter = (*Redis)(nil)
+var _ Refunder = (*Redis)(nil)

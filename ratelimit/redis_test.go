@@ -179,3 +179,44 @@ func TestRedisClientGoneKeepsShared(t *testing.T) {
 		t.Fatalf("a third request was allowed: %+v (a per-process fallback would)", res)
 	}
 }
+
+// TestRedisRefund: a refund gives one request back to the shared bucket,
+// seen by every instance, and never fills it past full.
+func TestRedisRefund(t *testing.T) {
+	client := redisClient(t)
+	cfg := Config{RPS: 0.001, Burst: 2}
+	prefix := testPrefix(t, client)
+	a := NewRedis(client, cfg, prefix, NewMemory(cfg, nil), func(err error) { t.Errorf("fallback: %v", err) })
+	b := NewRedis(client, cfg, prefix, NewMemory(cfg, nil), func(err error) { t.Errorf("fallback: %v", err) })
+	ctx := context.Background()
+	a.Allow(ctx, "k")
+	a.Allow(ctx, "k")
+	if res, _ := b.Allow(ctx, "k"); res.Allowed {
+		t.Fatal("a third request of a burst of 2 was allowed")
+	}
+	if err := a.Refund(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := b.Allow(ctx, "k"); !res.Allowed || res.Remaining != 0 {
+		t.Fatalf("after a refund on another instance: %+v, want the one token back", res)
+	}
+	for range 5 {
+		if err := b.Refund(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := client.Exists(ctx, prefix+"k").Result(); n != 0 {
+		t.Error("a bucket refunded to full is still stored")
+	}
+	for i, want := range []bool{true, true, false} {
+		if res, _ := a.Allow(ctx, "k"); res.Allowed != want {
+			t.Fatalf("request %d after refunds past full: %+v, want allowed=%v", i, res, want)
+		}
+	}
+	if err := a.Refund(ctx, "never"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := client.Exists(ctx, prefix+"never").Result(); n != 0 {
+		t.Error("a refund of an unknown key stored it")
+	}
+}

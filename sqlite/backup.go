@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,7 +122,10 @@ func CheckBackup(ctx context.Context, file string, box *gatehouse.SecretBox) (*B
 		return nil, err
 	}
 	if box != nil {
-		if info.Sealed, info.Unreadable, err = sqlstore.SealedSecrets(ctx, querier{db}, box); err != nil {
+		has := func(table string) bool {
+			return slices.ContainsFunc(info.Tables, func(t TableRows) bool { return t.Table == table })
+		}
+		if info.Sealed, info.Unreadable, err = sqlstore.SealedSecrets(ctx, querier{db}, box, has); err != nil {
 			return nil, fmt.Errorf("%s: read destination secrets: %w", file, err)
 		}
 	}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"gatehouse"
 )
@@ -116,5 +117,35 @@ func (s *Store) UpdateMemberRole(ctx context.Context, orgID, userID, role string
 		m.Role = role
 		return m, tx.audit(ctx, orgID, gatehouse.AuditRecord{Operation: gatehouse.OpMemberUpdate, ResourceType: gatehouse.ResourceMember,
 			ResourceIDs: []string{userID}, Details: map[string]any{"fields": []string{"role"}, "role": role}})
+	})
+}
+
+// RecordSignIn writes a refused sign-in into the audit log of each
+// organization where the email is a member with a password, in one
+// transaction.
+func (s *Store) RecordSignIn(ctx context.Context, ev gatehouse.SignInEvent) (err error) {
+	defer wrap(&err, "RecordSignIn")
+	if err := ev.Validate(); err != nil {
+		return err
+	}
+	ctx = gatehouse.WithActor(ctx, gatehouse.Actor{System: gatehouse.ActorVisitor})
+	return s.exec(ctx, func(tx *Tx) error {
+		rows, err := tx.Query(ctx, `SELECT organization_id, id FROM members
+			WHERE lower(email) = lower(?) AND password_hash IS NOT NULL`, strings.TrimSpace(ev.Email))
+		members, err := collect(rows, err, func(s Scanner) ([2]string, error) {
+			var m [2]string
+			return m, s.Scan(&m[0], &m[1])
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			for _, rec := range ev.AuditRecords(m[1]) {
+				if err := tx.audit(ctx, m[0], rec); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 }

@@ -85,6 +85,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, x gatehouse.AuthCodeExchan
 	if err := x.Validate(); err != nil {
 		return "", nil, err
 	}
+	ctx = actorOr(ctx, gatehouse.Actor{System: gatehouse.ActorKeyExchange}) // no credential: the application acts
 	// failure is an error to return after committing what the run wrote.
 	type exchanged struct {
 		plaintext string

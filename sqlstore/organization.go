@@ -61,6 +61,7 @@ func (s *Store) Bootstrap(ctx context.Context, b gatehouse.Bootstrap) (_ *gateho
 			return nil, err
 		}
 	}
+	ctx = actorOr(ctx, gatehouse.Actor{System: gatehouse.ActorFirstStart})
 	return update(ctx, s, func(tx *Tx) (*gatehouse.Bootstrapped, error) {
 		org, err := tx.scanOrganization(ctx, `ORDER BY created_at, id LIMIT 1`)
 		created := gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND

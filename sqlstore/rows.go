@@ -446,7 +446,7 @@ func scanMemberAssignment(s Scanner) (*gatehouse.MemberAssignment, error) {
 // auditColumns are the columns of audit_log, in scanAuditEntry and
 // auditArgs order.
 const auditColumns = `id, organization_id, at, actor_key_hash, actor_user_id, operation, resource_type,
-	resource_ids, details, result, request_id, client_request_id`
+	resource_ids, details, result, request_id, client_request_id, actor_system`
 
 // auditArgs returns the column values of e in auditColumns order: the
 // resource ids as a JSON array (never NULL), the details as a JSON object
@@ -457,7 +457,7 @@ func auditArgs(e *gatehouse.AuditEntry) []any {
 		ids = []string{}
 	}
 	return []any{e.ID, e.OrganizationID, ms(e.At), e.ActorKeyHash, e.ActorUserID, e.Operation, e.ResourceType,
-		jsonCol{ids}, jsonCol{e.Details}, e.Result, e.RequestID, e.ClientRequestID}
+		jsonCol{ids}, jsonCol{e.Details}, e.Result, e.RequestID, e.ClientRequestID, e.ActorSystem}
 }
 
 // scanAuditEntry scans a row of auditColumns. JSON numbers in the details
@@ -465,7 +465,7 @@ func auditArgs(e *gatehouse.AuditEntry) []any {
 func scanAuditEntry(s Scanner) (*gatehouse.AuditEntry, error) {
 	var e gatehouse.AuditEntry
 	if err := s.Scan(&e.ID, &e.OrganizationID, msTime(&e.At), &e.ActorKeyHash, &e.ActorUserID, &e.Operation,
-		&e.ResourceType, jsonCol{&e.ResourceIDs}, jsonCol{&e.Details}, &e.Result, &e.RequestID, &e.ClientRequestID); err != nil {
+		&e.ResourceType, jsonCol{&e.ResourceIDs}, jsonCol{&e.Details}, &e.Result, &e.RequestID, &e.ClientRequestID, &e.ActorSystem); err != nil {
 		return nil, scanErr("audit entry", e.ID, err)
 	}
 	if e.ResourceIDs == nil {

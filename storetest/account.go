@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +31,7 @@ func testAccounts(t *testing.T, open Opener) {
 		{"SignIn", testAccountSignIn},
 		{"SignInSeveralOrganizations", testAccountSignInSeveralOrganizations},
 		{"SignInWithKey", testAccountSignInWithKey},
+		{"RecordSignIn", testAccountRecordSignIn},
 		{"MemberRole", testAccountMemberRole},
 		{"Tenancy", testAccountTenancy},
 		{"Races", testAccountRaces},
@@ -347,4 +350,79 @@ func testAccountTenancy(t *testing.T, open Opener) {
 	if m, _, err := f.store.FindMembers(f.ctx, other.ID, page(0, 10)); err != nil || m[0].Role != gatehouse.RoleAdmin {
 		t.Errorf("the other's member after the refused changes: %+v, %v", m, err)
 	}
+}
+
+// testAccountRecordSignIn: a refused sign-in is written into the audit log
+// of each organization where the email is a member with a password (its
+// case and spaces aside), by the visitor; an unknown email, or a member
+// without a password, writes nothing; a bad event writes nothing.
+func testAccountRecordSignIn(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	other, err := f.store.CreateOrganization(f.ctx, "Other")
+	ok(t, err)
+	ada := f.memberWithPassword(t, f.org.ID, "ada@example.com", "correct horse battery")
+	adaThere := f.memberWithPassword(t, other.ID, "ada@example.com", "another horse battery")
+	f.newMember(t, f.org.ID, "nopass@example.com")
+	here, there := f.newAuditRun(t, f.org.ID), f.newAuditRun(t, other.ID)
+	visitor := gatehouse.Actor{System: gatehouse.ActorVisitor}
+
+	ok(t, f.store.RecordSignIn(here.anonymous(), gatehouse.SignInEvent{Email: " ADA@example.com ", Result: gatehouse.AuditResultThrottled, Address: "192.0.2.1"}))
+	there.reqID = here.reqID
+	for _, c := range []struct {
+		a  *auditRun
+		id string
+	}{{here, ada.ID}, {there, adaThere.ID}} {
+		c.a.actor = &visitor
+		c.a.wantResult("session.create", gatehouse.AuditResultThrottled, "member", []string{c.id}, map[string]any{"method": "password", "address": "192.0.2.1"})
+	}
+
+	ok(t, f.store.RecordSignIn(here.anonymous(), gatehouse.SignInEvent{Email: "ada@example.com", Result: gatehouse.AuditResultFailure, Address: "2001:db8::1",
+		Lockouts: []gatehouse.SignInLockout{{Scope: gatehouse.SignInLockoutAddress, RetryAfter: 19500 * time.Millisecond}, {Scope: gatehouse.SignInLockoutAccount, RetryAfter: time.Minute}}}))
+	for _, c := range []struct {
+		a  *auditRun
+		id string
+	}{{here, ada.ID}, {there, adaThere.ID}} {
+		list := c.a.all()
+		if len(list) != c.a.entries+3 {
+			t.Fatalf("a failure with two lock-outs left %d entries, want 3", len(list)-c.a.entries)
+		}
+		c.a.entries += 3
+		got := []string{}
+		for _, e := range list[:3] {
+			if e.ActorSystem == nil || *e.ActorSystem != gatehouse.ActorVisitor || e.ResourceIDs[0] != c.id || e.Details["address"] != "2001:db8::1" {
+				t.Errorf("%s entry: %+v", e.Operation, e)
+			}
+			got = append(got, fmt.Sprint(e.Operation, " ", e.Result, " ", e.Details["scope"], " ", e.Details["retry_after_seconds"]))
+		}
+		slices.Sort(got)
+		wantEqual(t, "a failure's entries", []string{"session.create failure <nil> <nil>", "session.lockout success account 60", "session.lockout success address 20"}, got)
+	}
+
+	// Nothing for an unknown email, nor for a member without a password.
+	for _, email := range []string{"nobody@example.com", "nopass@example.com", ""} {
+		ok(t, f.store.RecordSignIn(here.anonymous(), gatehouse.SignInEvent{Email: email, Result: gatehouse.AuditResultFailure, Address: "192.0.2.1"}))
+		here.wantNone(email)
+	}
+	// Events that are not one change nothing.
+	for _, bad := range []gatehouse.SignInEvent{
+		{Email: "ada@example.com", Result: gatehouse.AuditResultSuccess},
+		{Email: "ada@example.com", Result: gatehouse.AuditResultThrottled, Lockouts: []gatehouse.SignInLockout{{Scope: gatehouse.SignInLockoutAddress}}},
+		{Email: "ada@example.com", Result: gatehouse.AuditResultFailure, Lockouts: []gatehouse.SignInLockout{{Scope: "everyone"}}},
+		{Email: "ada@example.com\x00", Result: gatehouse.AuditResultFailure},
+	} {
+		wantCode(t, f.store.RecordSignIn(here.anonymous(), bad), gatehouse.EINVALID)
+		here.wantNone(fmt.Sprintf("%+v", bad))
+	}
+	there.wantNone("the events refused")
+}
+
+// memberWithPassword makes a member of org with a password, as accepting
+// an invitation does.
+func (f *fixture) memberWithPassword(t *testing.T, orgID, email, password string) *gatehouse.Member {
+	t.Helper()
+	_, token, err := f.store.CreateInvitation(f.ctx, orgID, gatehouse.InvitationCreate{Email: email})
+	ok(t, err)
+	m, err := f.store.AcceptInvitation(f.ctx, token, gatehouse.HashPassword(password))
+	ok(t, err)
+	return m
 }

@@ -91,6 +91,12 @@ func (a *auditRun) all() []*gatehouse.AuditEntry {
 // want checks that the last request left exactly one entry, as described.
 func (a *auditRun) want(op, resourceType string, ids []string, details map[string]any) *gatehouse.AuditEntry {
 	a.t.Helper()
+	return a.wantResult(op, gatehouse.AuditResultSuccess, resourceType, ids, details)
+}
+
+// wantResult is want for an entry of another result.
+func (a *auditRun) wantResult(op, result, resourceType string, ids []string, details map[string]any) *gatehouse.AuditEntry {
+	a.t.Helper()
 	list := a.all()
 	if len(list) != a.entries+1 {
 		a.t.Fatalf("%s: %d entries, want %d", op, len(list), a.entries+1)
@@ -99,8 +105,8 @@ func (a *auditRun) want(op, resourceType string, ids []string, details map[strin
 	e := list[0]
 	want := map[string]any{
 		"OrganizationID": a.orgID, "At": a.f.clock.Now(), "Operation": op, "ResourceType": resourceType,
-		"ResourceIDs": ids, "Details": details, "Result": "success", "RequestID": nil,
-		"ActorKeyHash": nil, "ActorUserID": nil,
+		"ResourceIDs": ids, "Details": details, "Result": result, "RequestID": nil,
+		"ActorKeyHash": nil, "ActorUserID": nil, "ActorSystem": nil,
 	}
 	if a.reqID != "" {
 		want["RequestID"] = a.reqID
@@ -110,11 +116,14 @@ func (a *auditRun) want(op, resourceType string, ids []string, details map[strin
 		if a.actor.KeyHash != "" { // a member signed in to the console acts without a key
 			want["ActorKeyHash"] = a.actor.KeyHash
 		}
+		if a.actor.System != "" {
+			want["ActorSystem"] = a.actor.System
+		}
 	}
 	got := map[string]any{
 		"OrganizationID": e.OrganizationID, "At": e.At, "Operation": e.Operation, "ResourceType": e.ResourceType,
 		"ResourceIDs": e.ResourceIDs, "Details": e.Details, "Result": e.Result, "RequestID": e.RequestID,
-		"ActorKeyHash": e.ActorKeyHash, "ActorUserID": e.ActorUserID,
+		"ActorKeyHash": e.ActorKeyHash, "ActorUserID": e.ActorUserID, "ActorSystem": e.ActorSystem,
 	}
 	wantEqual(a.t, op+" entry", want, got)
 	if e.ID == "" {
@@ -161,6 +170,7 @@ func testAuditEveryMutation(t *testing.T, open Opener) {
 	a.want("auth_code.create", "auth_code", []string{codeHash}, map[string]any{"app_id": code.AppID, "workspace_id": def.ID})
 	plaintext, _, err := f.store.ExchangeAuthCode(a.anonymous(), gatehouse.AuthCodeExchange{Code: code.ID})
 	ok(t, err)
+	a.actor = &gatehouse.Actor{System: gatehouse.ActorKeyExchange} // the application, with no credential
 	a.want("auth_code.exchange", "key", []string{gatehouse.HashKey(plaintext)}, map[string]any{"code_hash": codeHash})
 
 	ws, err := f.store.CreateWorkspace(act(), f.org.ID, gatehouse.WorkspaceUpdate{Name: gatehouse.Val("Team"), Slug: gatehouse.Val("team")}, nil)

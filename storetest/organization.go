@@ -530,6 +530,17 @@ func testOrgBootstrap(t *testing.T, open Opener) {
 	if _, err := store.FindWorkspace(ctx, b.Organization.ID, ""); err != nil {
 		t.Fatalf("the bootstrapped organization has no default workspace: %v", err)
 	}
+	// Its audit log names the first start as the actor of both creations.
+	entries, _, err := store.FindAuditEntries(ctx, b.Organization.ID, gatehouse.AuditFilter{Page: page(0, 10)})
+	ok(t, err)
+	if len(entries) != 2 {
+		t.Fatalf("the first start left %d audit entries, want 2 (the organization and its key)", len(entries))
+	}
+	for _, e := range entries {
+		if e.ActorSystem == nil || *e.ActorSystem != gatehouse.ActorFirstStart || e.ActorKeyHash != nil || e.ActorUserID != nil {
+			t.Errorf("%s: actor %v/%v/%v, want the first start", e.Operation, e.ActorSystem, e.ActorKeyHash, e.ActorUserID)
+		}
+	}
 
 	// Later starts find it and make no key, unless told to make sure of one.
 	clock.Add(time.Second)

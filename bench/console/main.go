@@ -112,7 +112,7 @@ func newBench(ctx context.Context, db gatehouse.Store, m *seed.Manifest) (*bench
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	api := httpapi.NewHandler(store, ratelimit.Unlimited{}, logger, prometheus.NewRegistry(), time.Now, httpapi.DataPlane{})
 	accounts := gatehouse.NewAccounts(store, time.Now)
-	web := console.New(store, accounts, ratelimit.Unlimited{}, logger, time.Now, console.Options{})
+	web := console.New(store, accounts, console.NoSignInLimits, logger, time.Now, console.Options{})
 	web.Routes(api.Handle)
 	api.HandleNotFound(web.NotFound())
 	b := &bench{handler: api, m: m, adminKey: m.KeyHashes[0], hashPrefix: m.KeyHashes[1][:8]}

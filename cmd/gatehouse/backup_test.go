@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"gatehouse"
 	"gatehouse/sqlite"
+	"gatehouse/storetest"
 )
 
 // TestBackupAndRestore: `gatehouse backup` copies the database of a
@@ -271,4 +273,117 @@ func TestBackupRefusesUnwrittenJournal(t *testing.T) {
 	if _, _, err := cli(t, nil, "backup", "--database", db, "--to", backup); err != nil {
 		t.Errorf("backup once the journal is written: %v", err)
 	}
+}
+
+// TestBackupOfEarlyDatabase: `gatehouse backup` copies a database of an
+// early release as it is (without byok_keys or generation_content, which
+// came later), migrating nothing; the backup restores, and a server of
+// this release then brings it up to date with every row. The databases:
+// one of the release of 31ba065 (2026-11-22, its migrations and rows),
+// and one of the migrations up to 0014 (before byok_keys).
+func TestBackupOfEarlyDatabase(t *testing.T) {
+	release, data := storetest.PreviousRelease(t, "sqlite", filepath.Join("..", "..", "sqlite", "migration"))
+	var upTo0014 []storetest.Migration
+	files, err := filepath.Glob(filepath.Join("..", "..", "sqlite", "migration", "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if filepath.Base(f) < "0015" {
+			body := mustRead(t, f)
+			upTo0014 = append(upTo0014, storetest.Migration{Name: "migration/" + filepath.Base(f), SQL: body})
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		migrations []storetest.Migration
+	}{{"release 31ba065", release}, {"up to 0014", upTo0014}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "gatehouse.db")
+			buildDatabase(t, db, c.migrations, data)
+			key := base64.StdEncoding.EncodeToString(gatehouse.NewSecretKey())
+			if err := os.WriteFile(db+".key", []byte(key+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			backup := filepath.Join(dir, "early.db")
+			out, _, err := cli(t, nil, "backup", "--database", db, "--to", backup)
+			if err != nil {
+				t.Fatalf("backup of an early database: %v", err)
+			}
+			if !strings.Contains(out, "Backed up") || strings.Contains(out, "byok_keys") {
+				t.Errorf("backup output:\n%s", out)
+			}
+			if n := migrationsOf(t, db); n != len(c.migrations) {
+				t.Errorf("the source records %d migrations after the backup, want its %d: backup migrated it", n, len(c.migrations))
+			}
+			if n := migrationsOf(t, backup); n != len(c.migrations) {
+				t.Errorf("the backup records %d migrations, want the source's %d", n, len(c.migrations))
+			}
+			target := filepath.Join(dir, "restored.db")
+			if _, _, err := cli(t, nil, "restore", "--from", backup, "--database", target); err != nil {
+				t.Fatalf("restore of the early backup: %v", err)
+			}
+			box, err := gatehouse.NewSecretBox(mustDecodeKey(t, mustRead(t, target+".key")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			store, err := sqlite.Open(context.Background(), target, box)
+			if err != nil {
+				t.Fatalf("open the restored early database: %v", err)
+			}
+			defer store.Close()
+			store.Now = storetest.NewClock(storetest.ReleaseTime).Now
+			storetest.CheckUpgraded(t, store)
+		})
+	}
+}
+
+// buildDatabase makes a SQLite database at path as a release with these
+// migrations did, filled with data.
+func buildDatabase(t *testing.T, path string, migrations []storetest.Migration, data string) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(wal)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations {
+		if _, err := raw.Exec(m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if _, err := raw.Exec(`INSERT INTO schema_migrations (name, applied_at) VALUES (?, 1795168800000)`, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.Exec(data); err != nil {
+		t.Fatalf("the release's rows: %v", err)
+	}
+}
+
+// migrationsOf counts the migrations a database file records.
+func migrationsOf(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func mustDecodeKey(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -456,4 +457,32 @@ func countRows(t *testing.T, path, query string) int {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
+}
+
+// TestFirstStartMessageAsREADME: what the first start prints is what the
+// README's Quick start shows, word for word, but for the address and what
+// the README elides (each word ending in "…" stands for any word).
+func TestFirstStartMessageAsREADME(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)prints\nthe key once to stderr:\n\n```\n(.*?)\n```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README's Quick start shows no first-start message")
+	}
+	s := startServer(t, nil, "--addr", "127.0.0.1:0", "--database", filepath.Join(t.TempDir(), "gatehouse.db"))
+	waitFor(t, "the first-start message", func() bool { return strings.Contains(s.stderr.String(), "(A lost key") })
+	shown := strings.ReplaceAll(string(m[1]), "127.0.0.1:8080", s.addr)
+	var pattern strings.Builder
+	for _, word := range regexp.MustCompile(`\S*…|[^…\s]+|\s+`).FindAllString(shown, -1) {
+		if strings.HasSuffix(word, "…") {
+			pattern.WriteString(`[^\s)]+`)
+		} else {
+			pattern.WriteString(regexp.QuoteMeta(word))
+		}
+	}
+	if !regexp.MustCompile(pattern.String()).MatchString(s.stderr.String()) {
+		t.Errorf("the first start printed:\n%s\nthe README shows:\n%s", s.stderr.String(), m[1])
+	}
 }

@@ -228,9 +228,9 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 		closeAll()
 		return nil, nil, nil, err
 	}
-	handler.Handle(scim.Prefix+"/", provisioning)
+	handler.HandleService(scim.Prefix+"/", provisioning)
 	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now,
-		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations(), SSO: rp})
+		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations(), SSO: rp, Metrics: registry})
 	web.Routes(handler.Handle)
 	handler.HandleNotFound(web.NotFound())
 	var metrics http.Handler
@@ -559,13 +559,13 @@ func cacheKeys(ctx context.Context, db gatehouse.Store) *keycache.Cache {
 	return cache
 }
 
-// newLimiters returns the rate limiters of the API and of the console's
-// sign-ins: per-process buckets, or shared buckets in Redis when
-// GATEHOUSE_REDIS_URL is set (falling back to per-process buckets, with a
-// warning and a metric, while Redis is down). The API's is none when its
-// rate is 0; sign-ins are always limited.
-func newLimiters(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) (api, signIns ratelimit.Limiter, closeAll func(), err error) {
-	api, signIns = ratelimit.Unlimited{}, ratelimit.NewMemory(console.SignInLimit, nil)
+// newLimiters returns the rate limiter of the API and the buckets of the
+// console's failed sign-ins: per-process buckets, or shared buckets in
+// Redis when GATEHOUSE_REDIS_URL is set (falling back to per-process
+// buckets, with a warning and a metric, while Redis is down). The API's
+// is none when its rate is 0; sign-ins are always limited.
+func newLimiters(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) (api ratelimit.Limiter, signIns console.Buckets, closeAll func(), err error) {
+	api, signIns = ratelimit.Unlimited{}, console.MemoryBuckets(nil)
 	if cfg.RateLimit.RPS > 0 {
 		api = ratelimit.NewMemory(cfg.RateLimit, nil)
 	}
@@ -579,7 +579,7 @@ func newLimiters(ctx context.Context, cfg Config, logger *slog.Logger, reg *prom
 	if cfg.RateLimit.RPS > 0 {
 		api = ratelimit.NewRedis(client, cfg.RateLimit, "gatehouse:ratelimit:", api, onFallback)
 	}
-	signIns = ratelimit.NewRedis(client, console.SignInLimit, "gatehouse:signin:", signIns, onFallback)
+	signIns = console.SharedBuckets(client, "gatehouse:signin:", onFallback)
 	return api, signIns, func() { client.Close() }, nil
 }
 
