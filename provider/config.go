@@ -267,6 +267,9 @@ func (l *loader) provider(n *yaml.Node, what string) *Provider {
 			l.errorf(deref(n), "base_url", "is required in %s (a provider of type openai, the default, has none)", what)
 		}
 	}
+	if p.Responses && !p.OpenAICompatible() {
+		l.errorf(deref(n), "responses", "is for OpenAI-compatible providers: a provider of type %s serves chat completions only (Gatehouse translates them); leave responses out", p.Type)
+	}
 	if firstByte != nil && p.FirstByteTimeout > p.Timeout {
 		l.errorf(firstByte, "first_byte_timeout", "is %s, longer than the provider's timeout of %s, which bounds the whole call: shorten it, or lengthen timeout", p.FirstByteTimeout, p.Timeout)
 	}
