@@ -360,6 +360,7 @@ type anthropicAnswer struct {
 	Model      string           `json:"model"`
 	Content    []anthropicBlock `json:"content"`
 	StopReason string           `json:"stop_reason"`
+	Usage      json.RawMessage  `json:"usage"`
 }
 
 // anthropicFinish maps a stop_reason to a finish_reason.
@@ -413,16 +414,16 @@ func (anthropic) answer(_ string, body io.Reader) io.Reader {
 
 // anthropicCompletion translates a whole answer. What is not a JSON
 // object stays as it is, for the gateway to refuse.
+//
+// The answer is decoded once, into its fields: an odd field is left
+// empty, the others read (the usage by its exact names, see
+// anthropicUsage). Its one reader is this translation, so a name spelt in
+// another case, which encoding/json folds, cannot be read two ways.
 func anthropicCompletion(raw []byte) []byte {
-	obj, err := jsonobj.Unmarshal(raw)
-	if err != nil {
+	var a anthropicAnswer
+	if !isObject(raw, &a) {
 		return raw
 	}
-	var a anthropicAnswer
-	_ = json.Unmarshal(obj["id"], &a.ID)
-	_ = json.Unmarshal(obj["model"], &a.Model)
-	_ = json.Unmarshal(obj["stop_reason"], &a.StopReason)
-	_ = json.Unmarshal(obj["content"], &a.Content)
 	msg := oaMessage{Role: "assistant"}
 	var text, reasoning strings.Builder
 	for _, b := range a.Content {
@@ -448,7 +449,7 @@ func anthropicCompletion(raw []byte) []byte {
 	if reasoning.Len() > 0 {
 		msg.Reasoning = stringPtr(reasoning.String())
 	}
-	return completion(a.ID, a.Model, msg, anthropicFinish(a.StopReason), anthropicUsage(obj["usage"]))
+	return completion(a.ID, a.Model, msg, anthropicFinish(a.StopReason), anthropicUsage(a.Usage))
 }
 
 // cmpInput is a tool call's input, {} when it has none.
@@ -539,9 +540,9 @@ func (s *anthropicStream) event(_ string, data []byte, out *bytes.Buffer) {
 	case "content_block_delta":
 		switch ev.Delta.Type {
 		case "text_delta":
-			s.c.delta(out, oaDelta{Content: stringPtr(ev.Delta.Text)}, "")
+			s.c.text(out, "content", ev.Delta.Text)
 		case "thinking_delta":
-			s.c.delta(out, oaDelta{Reasoning: ev.Delta.Thinking}, "")
+			s.c.text(out, "reasoning", ev.Delta.Thinking)
 		case "signature_delta":
 			s.c.delta(out, oaDelta{ReasoningDetails: []reasoningDetail{{Type: "reasoning.text", Signature: ev.Delta.Signature, Format: "anthropic-claude-v1", Index: ev.Index}}}, "")
 		case "input_json_delta":

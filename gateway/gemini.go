@@ -380,16 +380,13 @@ type geminiAnswer struct {
 	PromptFeedback *struct {
 		BlockReason string `json:"blockReason"`
 	} `json:"promptFeedback"`
-	ModelVersion string `json:"modelVersion"`
-	ResponseID   string `json:"responseId"`
-}
-
-// decode reads an answer's fields by their exact names.
-func (a *geminiAnswer) decode(obj map[string]json.RawMessage) {
-	_ = json.Unmarshal(obj["candidates"], &a.Candidates)
-	_ = json.Unmarshal(obj["promptFeedback"], &a.PromptFeedback)
-	_ = json.Unmarshal(obj["modelVersion"], &a.ModelVersion)
-	_ = json.Unmarshal(obj["responseId"], &a.ResponseID)
+	ModelVersion  string          `json:"modelVersion"`
+	ResponseID    string          `json:"responseId"`
+	UsageMetadata json.RawMessage `json:"usageMetadata"`
+	Error         *struct {
+		Message string `json:"message"`
+		Status  string `json:"status"`
+	} `json:"error"`
 }
 
 // geminiFinish maps a finishReason to a finish_reason.
@@ -446,13 +443,12 @@ func (gemini) answer(_ string, body io.Reader) io.Reader {
 }
 
 // geminiCompletion translates a whole answer (its first candidate).
+// It is decoded once, as Anthropic's is (see anthropicCompletion).
 func geminiCompletion(raw []byte) []byte {
-	obj, err := jsonobj.Unmarshal(raw)
-	if err != nil {
+	var a geminiAnswer
+	if !isObject(raw, &a) {
 		return raw
 	}
-	var a geminiAnswer
-	a.decode(obj)
 	msg := oaMessage{Role: "assistant"}
 	var text, reasoning strings.Builder
 	finish := ""
@@ -471,7 +467,7 @@ func geminiCompletion(raw []byte) []byte {
 	if reasoning.Len() > 0 {
 		msg.Reasoning = stringPtr(reasoning.String())
 	}
-	return completion(a.ResponseID, a.ModelVersion, msg, finish, geminiUsage(obj["usageMetadata"]))
+	return completion(a.ResponseID, a.ModelVersion, msg, finish, geminiUsage(a.UsageMetadata))
 }
 
 // geminiPartInto adds a part of an answer to its message.
@@ -511,28 +507,21 @@ type geminiStream struct {
 }
 
 func (s *geminiStream) event(_ string, data []byte, out *bytes.Buffer) {
-	obj, err := jsonobj.Unmarshal(data)
-	if err != nil || s.failed {
+	var a geminiAnswer
+	if s.failed || !isObject(data, &a) {
 		return
 	}
-	if raw, ok := obj["error"]; ok {
-		var e struct {
-			Message string `json:"message"`
-			Status  string `json:"status"`
-		}
-		_ = json.Unmarshal(raw, &e)
-		s.c.failure(out, e.Message, e.Status)
+	if a.Error != nil {
+		s.c.failure(out, a.Error.Message, a.Error.Status)
 		s.failed = true
 		return
 	}
-	var a geminiAnswer
-	a.decode(obj)
 	if !s.started {
 		s.c.id, s.c.model, s.started = a.ResponseID, a.ModelVersion, true
 		s.c.delta(out, oaDelta{Role: "assistant", Content: stringPtr("")}, "")
 	}
-	if u, ok := obj["usageMetadata"]; ok {
-		s.usage = u
+	if a.UsageMetadata != nil {
+		s.usage = a.UsageMetadata
 	}
 	if len(a.Candidates) == 0 {
 		if a.PromptFeedback != nil && a.PromptFeedback.BlockReason != "" {
@@ -542,6 +531,10 @@ func (s *geminiStream) event(_ string, data []byte, out *bytes.Buffer) {
 		return
 	}
 	for _, p := range a.Candidates[0].Content.Parts {
+		if p.FunctionCall == nil && p.ThoughtSignature == "" {
+			s.c.text(out, map[bool]string{false: "content", true: "reasoning"}[p.Thought], p.Text)
+			continue
+		}
 		var d oaDelta
 		switch {
 		case p.FunctionCall != nil:

@@ -316,6 +316,24 @@ type chunks struct {
 	created   int64
 }
 
+// text writes a chunk of a text delta, content or reasoning: the most of
+// a stream's chunks, written without reflection (as delta writes them).
+func (c *chunks) text(out *bytes.Buffer, name, text string) {
+	b := out.AvailableBuffer()
+	b = append(b, `data: {"id":`...)
+	b = jsonobj.AppendString(b, c.id)
+	b = append(b, `,"object":"chat.completion.chunk","created":`...)
+	b = strconv.AppendInt(b, c.created, 10)
+	b = append(b, `,"model":`...)
+	b = jsonobj.AppendString(b, c.model)
+	b = append(b, `,"choices":[{"index":0,"delta":{"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	b = jsonobj.AppendString(b, text)
+	b = append(b, "},\"finish_reason\":null}]}\n\n"...)
+	out.Write(b)
+}
+
 // delta writes a chunk of one choice's delta, with its finish reason when
 // not empty.
 func (c *chunks) delta(out *bytes.Buffer, d oaDelta, finish string) {
@@ -404,7 +422,7 @@ type sseReader struct {
 
 func newSSEReader(body io.Reader, onEvent func(string, []byte, *bytes.Buffer), onEnd func(*bytes.Buffer)) *sseReader {
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	sc.Buffer(make([]byte, 0, 4<<10), 4<<20)
 	return &sseReader{sc: sc, onEvent: onEvent, onEnd: onEnd}
 }
 
@@ -457,6 +475,18 @@ func (r *sseReader) dispatch() {
 	}
 	r.onEvent(r.event, r.data, &r.out)
 	r.event, r.data = "", nil
+}
+
+// isObject decodes a provider's answer into v, field by field (a field
+// of another type than v's is left as it is); it reports whether the
+// answer is a JSON object.
+func isObject(raw []byte, v any) bool {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	var se *json.SyntaxError
+	return !errors.As(json.Unmarshal(b, v), &se)
 }
 
 // errTooLarge is a whole answer larger than Gatehouse delivers, as a
