@@ -114,8 +114,9 @@ var anthropicDropped = map[string]bool{
 
 // request translates a chat completion request into a Messages request.
 func (anthropic) request(path string, m *provider.Model, body []byte) ([]byte, error) {
-	if path != "/chat/completions" {
-		return nil, unsupportedAPI("anthropic", path)
+	body, err := chatBody(path, "anthropic", body)
+	if err != nil {
+		return nil, err
 	}
 	obj, err := jsonobj.Unmarshal(body)
 	if err != nil {
@@ -402,14 +403,14 @@ func newUsage(prompt, completion, read, write int64) *oaUsage {
 	return u
 }
 
-func (anthropic) answer(_ string, body io.Reader) io.Reader {
-	return wholeAnswer(body, anthropicCompletion, "usage", func(u json.RawMessage) []byte {
+func (anthropic) answer(path string, body io.Reader) io.Reader {
+	return asAPI(path, wholeAnswer(body, anthropicCompletion, "usage", func(u json.RawMessage) []byte {
 		if t := anthropicUsage(u); t != nil {
 			b, _ := json.Marshal(t)
 			return b
 		}
 		return nil
-	})
+	}), false)
 }
 
 // anthropicCompletion translates a whole answer. What is not a JSON
@@ -462,9 +463,9 @@ func cmpInput(in json.RawMessage) json.RawMessage {
 
 // The Messages API's stream.
 
-func (anthropic) stream(_ string, body io.Reader) io.Reader {
+func (anthropic) stream(path string, body io.Reader) io.Reader {
 	s := &anthropicStream{c: chunks{created: time.Now().Unix()}, tools: map[int]int{}}
-	return newSSEReader(body, s.event, func(*bytes.Buffer) {})
+	return asAPI(path, newSSEReader(body, s.event, func(*bytes.Buffer) {}), true)
 }
 
 // anthropicStream is what the translation of a stream knows as its events

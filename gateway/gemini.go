@@ -130,8 +130,9 @@ const geminiSignatureFormat = "google-gemini-v1"
 // request translates a chat completion request into a generateContent
 // request (the model and the stream are in the URL).
 func (gemini) request(path string, m *provider.Model, body []byte) ([]byte, error) {
-	if path != "/chat/completions" {
-		return nil, unsupportedAPI("gemini", path)
+	body, err := chatBody(path, "gemini", body)
+	if err != nil {
+		return nil, err
 	}
 	obj, err := jsonobj.Unmarshal(body)
 	if err != nil {
@@ -165,7 +166,7 @@ func (gemini) request(path string, m *provider.Model, body []byte) ([]byte, erro
 			}
 			decls := make([]geminiFunction, len(tools))
 			for i, t := range tools {
-				if len(t.CacheControl) > 0 {
+				if len(t.CacheControl) > 0 && string(t.CacheControl) != "null" {
 					return nil, geminiNoCacheControl(fmt.Sprintf("tools[%d].cache_control", i))
 				}
 				decls[i] = geminiFunction{Name: t.Function.Name, Description: t.Function.Description, ParametersJSONSchema: t.Function.Parameters}
@@ -349,7 +350,7 @@ func geminiToolID(c *geminiFunctionCall, n int) string {
 func geminiParts(ps []chatPart, where string) ([]geminiPart, error) {
 	out := make([]geminiPart, 0, len(ps))
 	for j, p := range ps {
-		if len(p.CacheControl) > 0 {
+		if len(p.CacheControl) > 0 && string(p.CacheControl) != "null" {
 			return nil, geminiNoCacheControl(fmt.Sprintf("%s.content[%d].cache_control", where, j))
 		}
 		switch p.Type {
@@ -432,14 +433,14 @@ func geminiUsage(raw json.RawMessage) *oaUsage {
 	return u
 }
 
-func (gemini) answer(_ string, body io.Reader) io.Reader {
-	return wholeAnswer(body, geminiCompletion, "usageMetadata", func(u json.RawMessage) []byte {
+func (gemini) answer(path string, body io.Reader) io.Reader {
+	return asAPI(path, wholeAnswer(body, geminiCompletion, "usageMetadata", func(u json.RawMessage) []byte {
 		if t := geminiUsage(u); t != nil {
 			b, _ := json.Marshal(t)
 			return b
 		}
 		return nil
-	})
+	}), false)
 }
 
 // geminiCompletion translates a whole answer (its first candidate).
@@ -491,9 +492,9 @@ func geminiPartInto(p geminiPart, text, reasoning *strings.Builder, msg *oaMessa
 // The Gemini API's stream: each event is a GenerateContentResponse, its
 // usageMetadata the call's so far.
 
-func (gemini) stream(_ string, body io.Reader) io.Reader {
+func (gemini) stream(path string, body io.Reader) io.Reader {
 	s := &geminiStream{c: chunks{created: time.Now().Unix()}}
-	return newSSEReader(body, s.event, s.end)
+	return asAPI(path, newSSEReader(body, s.event, s.end), true)
 }
 
 type geminiStream struct {

@@ -362,8 +362,8 @@ func TestNativeRefusals(t *testing.T) {
 		}
 	}
 	for _, d := range []dialect{anthropic{}, gemini{}} {
-		if _, err := d.request("/responses", &provider.Model{ID: "m"}, []byte(`{}`)); !isInvalid(err) {
-			t.Errorf("%T /responses: %v", d, err)
+		if _, err := d.request("/embeddings", &provider.Model{ID: "m"}, []byte(`{}`)); !isInvalid(err) {
+			t.Errorf("%T /embeddings: %v", d, err)
 		}
 	}
 }
@@ -419,5 +419,69 @@ func TestNativeUsageReadExactly(t *testing.T) {
 	if got := geminiUsage(json.RawMessage(`{"promptTokenCount":10,"candidatesTokenCount":3,"thoughtsTokenCount":4,"cachedContentTokenCount":6,"toolUsePromptTokenCount":2}`)); got == nil ||
 		got.PromptTokens != 12 || got.CompletionTokens != 7 || got.PromptTokensDetails.CachedTokens != 6 || got.CompletionTokensDetails.ReasoningTokens != 4 {
 		t.Errorf("gemini usage %+v", got)
+	}
+}
+
+// TestNativeResponses: the Responses API to a provider of another type:
+// the request becomes a chat completion, the answer a response object,
+// and a stream the Responses API's events, with the usage metering reads.
+func TestNativeResponses(t *testing.T) {
+	for _, typ := range []string{"anthropic", "gemini"} {
+		t.Run(typ, func(t *testing.T) {
+			e := newNativeEnv(t, typ)
+			respond := func(b map[string]json.RawMessage, stream bool) (provider.Completion, *streamBuf) {
+				t.Helper()
+				sw := &streamBuf{}
+				c, err := e.c.Respond(context.Background(), provider.CompletionCall{Provider: e.p, Model: &provider.Model{ID: "m"},
+					Body: b, MaxTokens: 200, Stream: stream, Rewrite: func(map[string]json.RawMessage) {}}, sw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c, sw
+			}
+			b := body(t, `{"model":"m","instructions":"Be brief.","input":"Say hello now"}`)
+			c, _ := respond(b, false)
+			if !c.UsageKnown || c.PromptTokens != 5 || c.CompletionTokens != 5 || c.Output != "You said: Say hello now" || c.FinishReason != "stop" {
+				t.Errorf("whole: %+v", c)
+			}
+			if string(c.Final["object"]) != `"response"` || string(c.Final["status"]) != `"completed"` {
+				t.Errorf("response %s", jsonobj.Marshal(c.Final))
+			}
+			c, sw := respond(b, true)
+			if !c.UsageKnown || c.PromptTokens != 5 || c.CompletionTokens != 5 || c.Output != "You said: Say hello now" || c.Final == nil {
+				t.Errorf("stream: %+v\n%s", c, sw.String())
+			}
+			for _, ev := range []string{"event: response.created", "event: response.output_item.added", "event: response.output_text.delta", "event: response.output_item.done"} {
+				if !strings.Contains(sw.String(), ev) {
+					t.Errorf("stream without %s:\n%s", ev, sw.String())
+				}
+			}
+			// Function calls, and their outputs in the next request.
+			tools := `"tools":[{"type":"function","name":"lookup","parameters":{"type":"object","properties":{"query":{"type":"string"}}}}]`
+			b = body(t, `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"weather"}]}],`+tools+`,"tool_choice":"required"}`)
+			for _, stream := range []bool{false, true} {
+				c, sw := respond(b, stream)
+				if c.FinishReason != "tool_calls" || !c.UsageKnown {
+					t.Errorf("stream %v: %+v\n%s", stream, c, sw.String())
+				}
+				var output []map[string]any
+				var resp map[string]json.RawMessage = c.Final
+				if stream {
+					_ = json.Unmarshal(c.Final["response"], &resp)
+				}
+				_ = json.Unmarshal(resp["output"], &output)
+				if len(output) != 1 || output[0]["type"] != "function_call" || output[0]["name"] != "lookup" || output[0]["arguments"] != `{"query":"weather"}` {
+					t.Errorf("stream %v: output %v", stream, output)
+				}
+			}
+			b = body(t, `{"model":"m","input":[{"role":"user","content":"weather"},{"type":"function_call","call_id":"call_1","name":"lookup","arguments":"{\"query\":\"weather\"}"},{"type":"function_call_output","call_id":"call_1","output":"sunny"}],`+tools+`}`)
+			if typ == "anthropic" {
+				b["input"] = json.RawMessage(`[{"role":"user","content":"weather"},{"type":"function_call","call_id":"toolu_1","name":"lookup","arguments":"{\"query\":\"weather\"}"},{"type":"function_call_output","call_id":"toolu_1","output":"sunny"}]`)
+			}
+			c, _ = respond(b, false)
+			if !strings.Contains(c.Output, "sunny") {
+				t.Errorf("after the output: %+v", c)
+			}
+		})
 	}
 }

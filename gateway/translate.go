@@ -133,10 +133,10 @@ type chatTool struct {
 	Type     string `json:"type"`
 	Function struct {
 		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
 	} `json:"function"`
-	CacheControl json.RawMessage `json:"cache_control"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 func chatTools(raw json.RawMessage) ([]chatTool, error) {

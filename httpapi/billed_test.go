@@ -34,7 +34,7 @@ func billedCatalog(t testing.TB, base string, firstByte, whole time.Duration) *p
 var upstreamTypes = []string{"openai", "anthropic", "gemini"}
 
 // billedCatalogOf is billedCatalog for a provider of type typ: one of
-// another type than openai serves chat completions and presets only.
+// another type than openai serves no embeddings.
 func billedCatalogOf(t testing.TB, typ, base string, firstByte, whole time.Duration) *provider.Catalog {
 	t.Helper()
 	if typ != "openai" {
@@ -75,12 +75,12 @@ type billedCall struct {
 func billedCalls(withStreams bool) []billedCall { return billedCallsOf("openai", withStreams) }
 
 // billedCallsOf are the calls of billedCalls that a provider of type typ
-// serves: chat completions and presets, for a type other than openai.
+// serves: all but embeddings, for a type other than openai.
 func billedCallsOf(typ string, withStreams bool) []billedCall {
 	if typ != "openai" {
 		var calls []billedCall
 		for _, c := range billedCallsOf("openai", withStreams) {
-			if c.name == "chat" || c.name == "preset" {
+			if c.name != "embeddings" {
 				calls = append(calls, c)
 			}
 		}

@@ -196,24 +196,66 @@ func TestNativeFallback(t *testing.T) {
 	}
 }
 
-// TestNativeAPIsRefused: the Responses API and embeddings are refused for
-// a provider of another type than openai, naming it; so is a parameter
-// the type cannot honour, and nothing is charged.
-func TestNativeAPIsRefused(t *testing.T) {
+// TestNativeResponsesAPI: the Responses API reaches a provider of
+// another type, translated, whole and streamed, each call charged what
+// its reported usage costs; a parameter the type cannot honour is a 400
+// naming it, and nothing is charged for it.
+func TestNativeResponsesAPI(t *testing.T) {
 	t.Parallel()
 	for _, typ := range []string{"anthropic", "gemini"} {
 		e := newUpstreamEnv(t, func(u *fakeUpstream) { u.native = typ }, nil, func(base string) *provider.Catalog { return nativeCatalog(t, typ, base) })
-		msg := e.postModel("/api/v1/responses", e.key, map[string]any{"model": "acme/chat", "input": "hi"}, nil).want(t, http.StatusBadRequest).errorMessage(t)
-		if !strings.Contains(msg, typ) || !strings.Contains(msg, "Responses") {
-			t.Errorf("%s responses: %q", typ, msg)
+		var sum gatehouse.Money
+		for i, stream := range []bool{false, true} {
+			res := e.postModel("/api/v1/responses", e.key, map[string]any{"model": "acme/chat", "instructions": "Be brief.", "input": "Say hello", "stream": stream}, nil).want(t, http.StatusOK)
+			reported := map[string]func() []standin.Usage{"anthropic": e.up.anthropic.Reported, "gemini": e.up.gemini.Reported}[typ]()
+			want := reportedCost(reported[i])
+			var cost float64
+			if !stream {
+				var r struct {
+					Object string `json:"object"`
+					Output []struct {
+						Content []struct {
+							Text string `json:"text"`
+						} `json:"content"`
+					} `json:"output"`
+					Usage struct {
+						Cost float64 `json:"cost"`
+					} `json:"usage"`
+				}
+				res.decode(t, &r)
+				if r.Object != "response" || len(r.Output) != 1 || r.Output[0].Content[0].Text != "You said: Say hello" {
+					t.Errorf("%s: response %s", typ, res.Body)
+				}
+				cost = r.Usage.Cost
+			} else {
+				for _, line := range strings.Split(string(res.Body), "\n") {
+					var ev struct {
+						Type     string `json:"type"`
+						Response struct {
+							Usage struct {
+								Cost float64 `json:"cost"`
+							} `json:"usage"`
+						} `json:"response"`
+					}
+					if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && ev.Type == "response.completed" {
+						cost = ev.Response.Usage.Cost
+					}
+				}
+			}
+			if cost != usdFloat(want) {
+				t.Errorf("%s stream %v: cost %v, want %v\n%s", typ, stream, cost, usdFloat(want), res.Body)
+			}
+			sum += want
 		}
-		msg = e.chat(e.key, chatBody("acme/chat", "logprobs", true)).want(t, http.StatusBadRequest).errorMessage(t)
+		if m := e.money(e.hash); m.Usage != sum {
+			t.Errorf("%s: key usage %s, want %s", typ, m.Usage, sum)
+		}
+		msg := e.chat(e.key, chatBody("acme/chat", "logprobs", true)).want(t, http.StatusBadRequest).errorMessage(t)
 		if !strings.Contains(msg, "logprobs") {
 			t.Errorf("%s logprobs: %q", typ, msg)
 		}
-		if n := len(e.up.requests()); n != 0 {
+		if n := len(e.up.requests()); n != 2 {
 			t.Errorf("%s: the provider received %d calls", typ, n)
 		}
-		e.wantNothingCharged(e.hash)
 	}
 }

@@ -268,7 +268,7 @@ func (l *loader) provider(n *yaml.Node, what string) *Provider {
 		}
 	}
 	if p.Responses && !p.OpenAICompatible() {
-		l.errorf(deref(n), "responses", "is for OpenAI-compatible providers: a provider of type %s serves chat completions only (Gatehouse translates them); leave responses out", p.Type)
+		l.errorf(deref(n), "responses", "is for OpenAI-compatible providers: Gatehouse serves the Responses API from a provider of type %s by translating it to its API, without this setting; leave responses out", p.Type)
 	}
 	if firstByte != nil && p.FirstByteTimeout > p.Timeout {
 		l.errorf(firstByte, "first_byte_timeout", "is %s, longer than the provider's timeout of %s, which bounds the whole call: shorten it, or lengthen timeout", p.FirstByteTimeout, p.Timeout)

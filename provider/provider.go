@@ -25,8 +25,10 @@ type Provider struct {
 	APIKeyEnv string
 	APIKey    string
 	BYOK      bool // usage through it counts as BYOK usage
-	// Responses says the provider serves the OpenAI Responses API too, at
-	// BaseURL + /responses: only then does POST /responses reach it.
+	// Responses says an OpenAI-compatible provider serves the OpenAI
+	// Responses API too, at BaseURL + /responses: only then does POST
+	// /responses reach it. A provider of another type is always reached,
+	// its answers translated from its own API.
 	Responses bool
 	// Timeout bounds a whole call, from sending the request to the last
 	// byte of the answer; FirstByteTimeout bounds the wait for the answer
