@@ -53,7 +53,8 @@ func (e *LineError) Error() string {
 //
 //	providers:
 //	  - id: local                      # [a-z0-9-]+, unique
-//	    base_url: http://127.0.0.1:11434/v1   # absolute http(s) URL of an OpenAI-compatible API
+//	    type: openai                   # optional, default openai: the API it speaks (ProviderTypes)
+//	    base_url: http://127.0.0.1:11434/v1   # absolute http(s) URL of the API (DefaultBaseURLs for the other types)
 //	    api_key_env: LOCAL_API_KEY     # optional: the variable holding the provider's key; if named it must be set
 //	    byok: false                    # optional, default false: usage counts as byok_usage
 //	    responses: false               # optional, default false: it serves the OpenAI Responses API too (POST /responses)
