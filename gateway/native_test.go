@@ -96,15 +96,6 @@ func chunksOf(t *testing.T, s string) []map[string]any {
 	return out
 }
 
-func finalUsage(t *testing.T, c provider.Completion) map[string]any {
-	t.Helper()
-	var u map[string]any
-	if err := json.Unmarshal(c.Final["usage"], &u); err != nil {
-		t.Fatalf("usage %s: %v", c.Final["usage"], err)
-	}
-	return u
-}
-
 func TestNativeTextWholeAndStreamed(t *testing.T) {
 	for _, typ := range []string{"anthropic", "gemini"} {
 		t.Run(typ, func(t *testing.T) {

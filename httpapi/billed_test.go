@@ -70,12 +70,9 @@ type billedCall struct {
 	stream     bool
 }
 
-// billedCalls are the calls every ending is tried with: chat completions,
-// Responses and a preset, whole and streamed, and embeddings.
-func billedCalls(withStreams bool) []billedCall { return billedCallsOf("openai", withStreams) }
-
-// billedCallsOf are the calls of billedCalls that a provider of type typ
-// serves: all but embeddings, for a type other than openai.
+// billedCallsOf are the calls every ending is tried with, at a provider
+// of type typ: chat completions, Responses and a preset, whole and
+// streamed, and embeddings (which only the openai type serves).
 func billedCallsOf(typ string, withStreams bool) []billedCall {
 	if typ != "openai" {
 		var calls []billedCall
