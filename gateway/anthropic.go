@@ -274,7 +274,10 @@ func anthropicMessages(raw json.RawMessage, out *anthropicRequest) error {
 				if p.Type != "text" {
 					return gatehouse.FieldError(fmt.Sprintf("%s.content[%d]", where, j), "a system prompt takes text only")
 				}
-				out.System = append(out.System, anthropicBlock{Type: "text", Text: p.Text, CacheControl: p.CacheControl})
+				if err := anthropicCacheControl(p.CacheControl, fmt.Sprintf("%s.content[%d].cache_control", where, j)); err != nil {
+					return err
+				}
+				out.System = append(out.System, anthropicBlock{Type: "text", Text: p.Text, CacheControl: nonNull(p.CacheControl)})
 			}
 		case "user":
 			blocks, err := anthropicBlocks(ps, where)
@@ -336,8 +339,11 @@ func anthropicBlocks(ps []chatPart, where string) ([]anthropicBlock, error) {
 	for j, p := range ps {
 		switch p.Type {
 		case "text":
+			if err := anthropicCacheControl(p.CacheControl, fmt.Sprintf("%s.content[%d].cache_control", where, j)); err != nil {
+				return nil, err
+			}
 			if p.Text != "" {
-				blocks = append(blocks, anthropicBlock{Type: "text", Text: p.Text, CacheControl: p.CacheControl})
+				blocks = append(blocks, anthropicBlock{Type: "text", Text: p.Text, CacheControl: nonNull(p.CacheControl)})
 			}
 		case "image_url":
 			u := p.ImageURL.URL
@@ -351,6 +357,28 @@ func anthropicBlocks(ps []chatPart, where string) ([]anthropicBlock, error) {
 		}
 	}
 	return blocks, nil
+}
+
+// anthropicCacheControl refuses a cache write Gatehouse would price
+// wrong: Anthropic bills a one-hour cache write at twice the prompt price,
+// a five-minute one (the default) at 1.25 times, and a model has one
+// cache_write_price, that of the five-minute writes.
+func anthropicCacheControl(cc json.RawMessage, where string) error {
+	var c struct {
+		TTL string `json:"ttl"`
+	}
+	if len(cc) > 0 && json.Unmarshal(cc, &c) == nil && c.TTL == "1h" {
+		return gatehouse.FieldError(where+".ttl", "1h is not accepted for Anthropic's models: one-hour cache writes are billed at twice the prompt price, and a model's cache_write_price is that of five-minute writes; leave ttl out (5m)")
+	}
+	return nil
+}
+
+// nonNull is a value, nil for JSON null.
+func nonNull(v json.RawMessage) json.RawMessage {
+	if string(v) == "null" {
+		return nil
+	}
+	return v
 }
 
 // The Messages API's answer.

@@ -341,6 +341,7 @@ func TestNativeRefusals(t *testing.T) {
 		{anthropic{}, `{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"n":2}`, "n"},
 		{anthropic{}, `{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"frobnicate":1}`, "frobnicate"},
 		{anthropic{}, `{"messages":[{"role":"function","content":"x"}],"max_tokens":5}`, "messages[0].role"},
+		{anthropic{}, `{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral","ttl":"1h"}}]}],"max_tokens":5}`, "messages[0].content[0].cache_control.ttl"},
 		{anthropic{}, `{"messages":[{"role":"assistant","content":"x","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"[1]"}}]}],"max_tokens":5}`, "messages[0].tool_calls[0].function.arguments"},
 		{gemini{}, `{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"logprobs":true}`, "logprobs"},
 		{gemini{}, `{"messages":[{"role":"tool","tool_call_id":"nope","content":"x"}],"max_tokens":5}`, "messages[0].tool_call_id"},
@@ -361,12 +362,12 @@ func TestNativeRefusals(t *testing.T) {
 
 // TestNativeRequestShapes: the translated requests, read back.
 func TestNativeRequestShapes(t *testing.T) {
-	req := `{"model":"x","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"look","cache_control":{"type":"ephemeral","ttl":"1h"}},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},{"role":"assistant","content":"ok","reasoning_details":[{"type":"reasoning.text","text":"hm","signature":"sig","format":"anthropic-claude-v1","index":0}]},{"role":"user","content":"again"}],"max_tokens":50,"stop":"END","user":"u1","parallel_tool_calls":false,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}},"seed":3}`
+	req := `{"model":"x","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"look","cache_control":{"type":"ephemeral","ttl":"5m"}},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},{"role":"assistant","content":"ok","reasoning_details":[{"type":"reasoning.text","text":"hm","signature":"sig","format":"anthropic-claude-v1","index":0}]},{"role":"user","content":"again"}],"max_tokens":50,"stop":"END","user":"u1","parallel_tool_calls":false,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}},"seed":3}`
 	out, err := (anthropic{}).request("/chat/completions", &provider.Model{ID: "claude"}, []byte(req))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"model":"claude","max_tokens":50,"system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":[{"type":"text","text":"look","cache_control":{"type":"ephemeral","ttl":"1h"}},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]},{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"ok"}]},{"role":"user","content":[{"type":"text","text":"again"}]}],"stop_sequences":["END"],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true},"metadata":{"user_id":"u1"}}`
+	want := `{"model":"claude","max_tokens":50,"system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":[{"type":"text","text":"look","cache_control":{"type":"ephemeral","ttl":"5m"}},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]},{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"ok"}]},{"role":"user","content":[{"type":"text","text":"again"}]}],"stop_sequences":["END"],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true},"metadata":{"user_id":"u1"}}`
 	if string(out) != want {
 		t.Errorf("anthropic:\n%s\nwant\n%s", out, want)
 	}
