@@ -228,25 +228,32 @@ func TestProviderReceivedUsageExact(t *testing.T) {
 // charged what was reserved.
 func TestProviderReceivedClientLeft(t *testing.T) {
 	t.Parallel()
-	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.delay = 500 * time.Millisecond }, nil, func(base string) *provider.Catalog {
-		return billedCatalog(t, base, time.Minute, time.Minute)
-	})
-	for _, stream := range []bool{false, true} {
-		data, _ := json.Marshal(chatBody("acme/chat", "stream", stream))
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		req := httptest.NewRequest("POST", "/api/v1/chat/completions", bytes.NewReader(data)).WithContext(ctx)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+e.key)
-		e.handler.ServeHTTP(httptest.NewRecorder(), req)
-		cancel()
-	}
-	statuses := e.waitLedger(2)
-	slices.Sort(statuses)
-	if fmt.Sprint(statuses) != "[completed partial]" {
-		t.Errorf("ledger %v: want the whole answer charged its usage, the stream its reservation", statuses)
-	}
-	if got := len(e.up.requests()); got != 2 {
-		t.Errorf("the provider received %d calls", got)
+	for _, typ := range upstreamTypes {
+		e := newUpstreamEnv(t, func(u *fakeUpstream) {
+			u.delay = 500 * time.Millisecond
+			if typ != "openai" {
+				u.native = typ
+			}
+		}, nil, func(base string) *provider.Catalog {
+			return billedCatalogOf(t, typ, base, time.Minute, time.Minute)
+		})
+		for _, stream := range []bool{false, true} {
+			data, _ := json.Marshal(chatBody("acme/chat", "stream", stream))
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			req := httptest.NewRequest("POST", "/api/v1/chat/completions", bytes.NewReader(data)).WithContext(ctx)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			e.handler.ServeHTTP(httptest.NewRecorder(), req)
+			cancel()
+		}
+		statuses := e.waitLedger(2)
+		slices.Sort(statuses)
+		if fmt.Sprint(statuses) != "[completed partial]" {
+			t.Errorf("%s: ledger %v: want the whole answer charged its usage, the stream its reservation", typ, statuses)
+		}
+		if got := len(e.up.requests()); got != 2 {
+			t.Errorf("%s: the provider received %d calls", typ, got)
+		}
 	}
 }
 
