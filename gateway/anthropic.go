@@ -118,93 +118,70 @@ func (anthropic) request(path string, m *provider.Model, body []byte) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	obj, err := jsonobj.Unmarshal(body)
+	req, err := readChat(body)
 	if err != nil {
-		return nil, gatehouse.Errorf(gatehouse.EINVALID, "the request is not a JSON object")
+		return nil, err
 	}
-	out := anthropicRequest{Model: m.ID}
-	parallel := true
-	for k, v := range obj {
-		switch {
-		case k == "model" || k == "messages" || k == "tool_choice" || k == "reasoning" || k == "reasoning_effort" || anthropicDropped[k]:
-		case k == "max_tokens":
-			if json.Unmarshal(v, &out.MaxTokens) != nil || out.MaxTokens < 1 {
-				return nil, gatehouse.FieldError("max_tokens", "must be a positive integer")
-			}
-		case k == "stream":
-			if json.Unmarshal(v, &out.Stream) != nil {
-				return nil, gatehouse.FieldError("stream", "must be a boolean")
-			}
-		case k == "temperature" || k == "top_p" || k == "top_k":
-			n, err := number(v, k)
-			if err != nil {
-				return nil, err
-			}
-			switch k {
-			case "temperature":
-				out.Temperature = n
-			case "top_p":
-				out.TopP = n
-			default:
-				out.TopK = n
-			}
-		case k == "stop":
-			if out.StopSequences, err = stopSequences(v); err != nil {
-				return nil, err
-			}
-		case k == "tools":
-			tools, err := chatTools(v)
-			if err != nil {
-				return nil, err
-			}
-			for _, t := range tools {
-				schema := t.Function.Parameters
-				if len(schema) == 0 || string(schema) == "null" {
-					schema = json.RawMessage(`{"type":"object","properties":{}}`)
-				}
-				out.Tools = append(out.Tools, anthropicTool{Name: t.Function.Name, Description: t.Function.Description,
-					InputSchema: schema, CacheControl: t.CacheControl})
-			}
-		case k == "parallel_tool_calls":
-			if json.Unmarshal(v, &parallel) != nil {
-				return nil, gatehouse.FieldError(k, "must be a boolean")
-			}
-		case k == "user":
-			var u string
-			if json.Unmarshal(v, &u) != nil {
-				return nil, gatehouse.FieldError(k, "must be a string")
-			}
-			out.Metadata = &anthropicMetadata{UserID: u}
-		case k == "n":
-			if string(v) != "1" {
+	for _, k := range req.keys {
+		switch k {
+		case "model", "messages", "max_tokens", "stream", "temperature", "top_p", "top_k", "stop", "tools",
+			"tool_choice", "parallel_tool_calls", "user", "reasoning", "reasoning_effort":
+		case "n":
+			if s := string(req.N); s != "1" && s != "null" {
 				return nil, gatehouse.FieldError(k, "must be 1: Anthropic's Messages API makes one completion")
 			}
-		case k == "response_format":
+		case "response_format":
 			var f struct {
 				Type string `json:"type"`
 			}
-			if json.Unmarshal(v, &f) != nil || f.Type != "text" {
+			if given(req.ResponseFormat) != nil && (json.Unmarshal(req.ResponseFormat, &f) != nil || f.Type != "text") {
 				return nil, gatehouse.FieldError(k, "is not supported by Anthropic's Messages API (provider type anthropic): leave it out, or describe the JSON wanted in the prompt or as a tool")
 			}
-		case k == "logprobs" || k == "top_logprobs":
-			if string(v) != "false" && string(v) != "null" {
+		case "logprobs", "top_logprobs":
+			if v := string(map[string]json.RawMessage{"logprobs": req.Logprobs, "top_logprobs": req.TopLogprobs}[k]); v != "false" && v != "null" && v != "0" {
 				return nil, gatehouse.FieldError(k, "is not supported by Anthropic's Messages API (provider type anthropic), which gives no log probabilities")
 			}
 		default:
-			return nil, gatehouse.FieldError(k, "is not supported by Anthropic's Messages API (provider type anthropic)")
+			if !anthropicDropped[k] {
+				return nil, gatehouse.FieldError(k, "is not supported by Anthropic's Messages API (provider type anthropic)")
+			}
 		}
 	}
-	if err := anthropicMessages(obj["messages"], &out); err != nil {
+	if err := numbers(map[string]json.RawMessage{"temperature": req.Temperature, "top_p": req.TopP, "top_k": req.TopK}); err != nil {
 		return nil, err
 	}
-	if raw, ok := obj["tool_choice"]; ok && string(raw) != "null" {
+	out := anthropicRequest{Model: m.ID, MaxTokens: req.MaxTokens, Stream: req.Stream,
+		Temperature: given(req.Temperature), TopP: given(req.TopP), TopK: given(req.TopK)}
+	if out.MaxTokens < 1 {
+		return nil, gatehouse.FieldError("max_tokens", "is required by Anthropic's Messages API: a positive integer")
+	}
+	if given(req.Stop) != nil {
+		if out.StopSequences, err = stopSequences(req.Stop); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range req.Tools {
+		schema := t.Function.Parameters
+		if given(schema) == nil {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out.Tools = append(out.Tools, anthropicTool{Name: t.Function.Name, Description: t.Function.Description,
+			InputSchema: schema, CacheControl: nonNull(t.CacheControl)})
+	}
+	if req.User != nil {
+		out.Metadata = &anthropicMetadata{UserID: *req.User}
+	}
+	if err := anthropicMessages(req.Messages, &out); err != nil {
+		return nil, err
+	}
+	if raw := given(req.ToolChoice); raw != nil {
 		mode, name, err := toolChoice(raw)
 		if err != nil {
 			return nil, err
 		}
 		out.ToolChoice = &anthropicChoice{Type: map[string]string{"auto": "auto", "none": "none", "required": "any", "function": "tool"}[mode], Name: name}
 	}
-	if !parallel && len(out.Tools) > 0 {
+	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(out.Tools) > 0 {
 		if out.ToolChoice == nil {
 			out.ToolChoice = &anthropicChoice{Type: "auto"}
 		}
@@ -212,7 +189,7 @@ func (anthropic) request(path string, m *provider.Model, body []byte) ([]byte, e
 			out.ToolChoice.DisableParallelToolUse = true
 		}
 	}
-	r, err := readReasoning(obj)
+	r, err := readReasoning(req.Reasoning, req.ReasoningEffort)
 	if err != nil {
 		return nil, err
 	}
@@ -232,9 +209,6 @@ func (anthropic) request(path string, m *provider.Model, body []byte) ([]byte, e
 		}
 		out.Thinking = &anthropicThinking{Type: "enabled", BudgetTokens: b}
 	}
-	if out.MaxTokens == 0 {
-		return nil, gatehouse.FieldError("max_tokens", "is required by Anthropic's Messages API")
-	}
 	return json.Marshal(out)
 }
 
@@ -247,11 +221,7 @@ func unsupportedAPI(typ, path string) error {
 // messages become the system prompt, tool results user turns of
 // tool_result blocks, assistant tool calls tool_use blocks; consecutive
 // turns of one role are one turn, as the API would combine them.
-func anthropicMessages(raw json.RawMessage, out *anthropicRequest) error {
-	var msgs []chatMessage
-	if err := json.Unmarshal(raw, &msgs); err != nil {
-		return gatehouse.FieldError("messages", "must be an array of messages")
-	}
+func anthropicMessages(msgs []chatMessage, out *anthropicRequest) error {
 	add := func(role string, blocks []anthropicBlock) {
 		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
 			out.Messages[n-1].Content = append(out.Messages[n-1].Content, blocks...)

@@ -134,79 +134,75 @@ func (gemini) request(path string, m *provider.Model, body []byte) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	obj, err := jsonobj.Unmarshal(body)
+	req, err := readChat(body)
 	if err != nil {
-		return nil, gatehouse.Errorf(gatehouse.EINVALID, "the request is not a JSON object")
+		return nil, err
 	}
-	var out geminiRequest
-	cfg := &out.GenerationConfig
-	numbers := map[string]*json.RawMessage{"temperature": &cfg.Temperature, "top_p": &cfg.TopP, "top_k": &cfg.TopK,
-		"seed": &cfg.Seed, "presence_penalty": &cfg.PresencePenalty, "frequency_penalty": &cfg.FrequencyPenalty}
-	for k, v := range obj {
-		switch {
-		case k == "model" || k == "messages" || k == "tool_choice" || k == "reasoning" || k == "reasoning_effort" || geminiDropped[k]:
-		case numbers[k] != nil:
-			n, err := number(v, k)
-			if err != nil {
-				return nil, err
-			}
-			*numbers[k] = n
-		case k == "max_tokens":
-			if json.Unmarshal(v, &cfg.MaxOutputTokens) != nil || cfg.MaxOutputTokens < 1 {
-				return nil, gatehouse.FieldError("max_tokens", "must be a positive integer")
-			}
-		case k == "stop":
-			if cfg.StopSequences, err = stopSequences(v); err != nil {
-				return nil, err
-			}
-		case k == "tools":
-			tools, err := chatTools(v)
-			if err != nil {
-				return nil, err
-			}
-			decls := make([]geminiFunction, len(tools))
-			for i, t := range tools {
-				if len(t.CacheControl) > 0 && string(t.CacheControl) != "null" {
-					return nil, geminiNoCacheControl(fmt.Sprintf("tools[%d].cache_control", i))
-				}
-				decls[i] = geminiFunction{Name: t.Function.Name, Description: t.Function.Description, ParametersJSONSchema: t.Function.Parameters}
-			}
-			out.Tools = []geminiTool{{FunctionDeclarations: decls}}
-		case k == "n":
-			if string(v) != "1" {
+	for _, k := range req.keys {
+		switch k {
+		case "model", "messages", "max_tokens", "temperature", "top_p", "top_k", "seed", "presence_penalty",
+			"frequency_penalty", "stop", "tools", "tool_choice", "reasoning", "reasoning_effort", "response_format":
+		case "n":
+			if s := string(req.N); s != "1" && s != "null" {
 				return nil, gatehouse.FieldError(k, "must be 1")
 			}
-		case k == "response_format":
-			var f struct {
-				Type       string `json:"type"`
-				JSONSchema struct {
-					Schema json.RawMessage `json:"schema"`
-				} `json:"json_schema"`
-			}
-			if json.Unmarshal(v, &f) != nil {
-				return nil, gatehouse.FieldError(k, "must be an object with a type")
-			}
-			switch f.Type {
-			case "text":
-			case "json_object":
-				cfg.ResponseMimeType = "application/json"
-			case "json_schema":
-				cfg.ResponseMimeType, cfg.ResponseJSONSchema = "application/json", f.JSONSchema.Schema
-			default:
-				return nil, gatehouse.FieldError(k+".type", "must be text, json_object or json_schema")
-			}
-		case k == "logprobs" || k == "top_logprobs":
-			if string(v) != "false" && string(v) != "null" {
+		case "logprobs", "top_logprobs":
+			if v := string(map[string]json.RawMessage{"logprobs": req.Logprobs, "top_logprobs": req.TopLogprobs}[k]); v != "false" && v != "null" && v != "0" {
 				return nil, gatehouse.FieldError(k, "is not supported through the Gemini API (provider type gemini): Gatehouse does not translate its log probabilities")
 			}
 		default:
-			return nil, gatehouse.FieldError(k, "is not supported by the Gemini API (provider type gemini)")
+			if !geminiDropped[k] {
+				return nil, gatehouse.FieldError(k, "is not supported by the Gemini API (provider type gemini)")
+			}
 		}
 	}
-	if err := geminiMessages(obj["messages"], &out); err != nil {
+	if err := numbers(map[string]json.RawMessage{"temperature": req.Temperature, "top_p": req.TopP, "top_k": req.TopK,
+		"seed": req.Seed, "presence_penalty": req.PresencePenalty, "frequency_penalty": req.FrequencyPenalty}); err != nil {
 		return nil, err
 	}
-	if raw, ok := obj["tool_choice"]; ok && string(raw) != "null" {
+	var out geminiRequest
+	cfg := &out.GenerationConfig
+	cfg.MaxOutputTokens, cfg.Temperature, cfg.TopP, cfg.TopK = req.MaxTokens, given(req.Temperature), given(req.TopP), given(req.TopK)
+	cfg.Seed, cfg.PresencePenalty, cfg.FrequencyPenalty = given(req.Seed), given(req.PresencePenalty), given(req.FrequencyPenalty)
+	if given(req.Stop) != nil {
+		if cfg.StopSequences, err = stopSequences(req.Stop); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.Tools) > 0 {
+		decls := make([]geminiFunction, len(req.Tools))
+		for i, t := range req.Tools {
+			if given(t.CacheControl) != nil {
+				return nil, geminiNoCacheControl(fmt.Sprintf("tools[%d].cache_control", i))
+			}
+			decls[i] = geminiFunction{Name: t.Function.Name, Description: t.Function.Description, ParametersJSONSchema: given(t.Function.Parameters)}
+		}
+		out.Tools = []geminiTool{{FunctionDeclarations: decls}}
+	}
+	if raw := given(req.ResponseFormat); raw != nil {
+		var f struct {
+			Type       string `json:"type"`
+			JSONSchema struct {
+				Schema json.RawMessage `json:"schema"`
+			} `json:"json_schema"`
+		}
+		if json.Unmarshal(raw, &f) != nil {
+			return nil, gatehouse.FieldError("response_format", "must be an object with a type")
+		}
+		switch f.Type {
+		case "text":
+		case "json_object":
+			cfg.ResponseMimeType = "application/json"
+		case "json_schema":
+			cfg.ResponseMimeType, cfg.ResponseJSONSchema = "application/json", f.JSONSchema.Schema
+		default:
+			return nil, gatehouse.FieldError("response_format.type", "must be text, json_object or json_schema")
+		}
+	}
+	if err := geminiMessages(req.Messages, &out); err != nil {
+		return nil, err
+	}
+	if raw := given(req.ToolChoice); raw != nil {
 		mode, name, err := toolChoice(raw)
 		if err != nil {
 			return nil, err
@@ -217,7 +213,7 @@ func (gemini) request(path string, m *provider.Model, body []byte) ([]byte, erro
 			out.ToolConfig.FunctionCallingConfig.AllowedFunctionNames = []string{name}
 		}
 	}
-	r, err := readReasoning(obj)
+	r, err := readReasoning(req.Reasoning, req.ReasoningEffort)
 	if err != nil {
 		return nil, err
 	}
@@ -241,11 +237,7 @@ func geminiNoCacheControl(field string) error {
 // geminiMessages translates the chat messages: system and developer
 // messages become the system instruction, assistant turns the model's,
 // tool results functionResponse parts (named by the call they answer).
-func geminiMessages(raw json.RawMessage, out *geminiRequest) error {
-	var msgs []chatMessage
-	if err := json.Unmarshal(raw, &msgs); err != nil {
-		return gatehouse.FieldError("messages", "must be an array of messages")
-	}
+func geminiMessages(msgs []chatMessage, out *geminiRequest) error {
 	names := map[string]string{} // tool call id: function name
 	add := func(role string, ps []geminiPart) {
 		if n := len(out.Contents); n > 0 && out.Contents[n-1].Role == role {

@@ -19,6 +19,81 @@ import (
 // request they translate, and writing the OpenAI answers, chunks and
 // errors they translate into.
 
+// chatRequest is an OpenAI chat request as the dialects read it: decoded
+// once, its keys listed apart so that a dialect refuses those it does not
+// know. The body is Gatehouse's own encoding of the request it checked
+// (exact names, each once), so encoding/json's folding of names finds
+// nothing to fold.
+type chatRequest struct {
+	Messages          []chatMessage   `json:"messages"`
+	MaxTokens         int64           `json:"max_tokens"`
+	Stream            bool            `json:"stream"`
+	Temperature       json.RawMessage `json:"temperature"`
+	TopP              json.RawMessage `json:"top_p"`
+	TopK              json.RawMessage `json:"top_k"`
+	Seed              json.RawMessage `json:"seed"`
+	PresencePenalty   json.RawMessage `json:"presence_penalty"`
+	FrequencyPenalty  json.RawMessage `json:"frequency_penalty"`
+	Stop              json.RawMessage `json:"stop"`
+	Tools             []chatTool      `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	User              *string         `json:"user"`
+	N                 json.RawMessage `json:"n"`
+	ResponseFormat    json.RawMessage `json:"response_format"`
+	Logprobs          json.RawMessage `json:"logprobs"`
+	TopLogprobs       json.RawMessage `json:"top_logprobs"`
+	Reasoning         json.RawMessage `json:"reasoning"`
+	ReasoningEffort   json.RawMessage `json:"reasoning_effort"`
+	// keys are the request's keys, in order.
+	keys []string
+}
+
+// readChat reads a chat request: a JSON object whose values have the
+// types of chatRequest's fields (a value of another type is a 400 naming
+// it).
+func readChat(body []byte) (*chatRequest, error) {
+	var r chatRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, gatehouse.FieldError(te.Field, "has the wrong type: a %s is not accepted here", te.Value)
+		}
+		return nil, gatehouse.Errorf(gatehouse.EINVALID, "the request is not a JSON object")
+	}
+	ms, _ := jsonobj.Members(body) // valid JSON, as Unmarshal found
+	r.keys = make([]string, len(ms))
+	for i, m := range ms {
+		r.keys[i] = m.Key
+	}
+	for i, t := range r.Tools {
+		if t.Type != "function" || t.Function.Name == "" {
+			return nil, gatehouse.FieldError(fmt.Sprintf("tools[%d]", i), `must be {"type": "function", "function": {"name": ..., "parameters": ...}}`)
+		}
+	}
+	return &r, nil
+}
+
+// given returns a parameter's value, nil when it is absent or null.
+func given(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 || string(v) == "null" {
+		return nil
+	}
+	return v
+}
+
+// numbers checks that the parameters named are numbers (or absent).
+func numbers(params map[string]json.RawMessage) error {
+	for name, v := range params {
+		if given(v) != nil {
+			if _, err := number(v, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // chatMessage is a message of an OpenAI chat request, as Gatehouse checked
 // it (httpapi's chatbody: known fields only, each spelt once).
 type chatMessage struct {
@@ -139,19 +214,6 @@ type chatTool struct {
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
-func chatTools(raw json.RawMessage) ([]chatTool, error) {
-	var tools []chatTool
-	if err := json.Unmarshal(raw, &tools); err != nil {
-		return nil, gatehouse.FieldError("tools", "must be an array of function tools")
-	}
-	for i, t := range tools {
-		if t.Type != "function" || t.Function.Name == "" {
-			return nil, gatehouse.FieldError(fmt.Sprintf("tools[%d]", i), `must be {"type": "function", "function": {"name": ..., "parameters": ...}}`)
-		}
-	}
-	return tools, nil
-}
-
 // toolChoice reads OpenAI's tool_choice: its mode (auto, none, required),
 // or the function it names (mode "function").
 func toolChoice(raw json.RawMessage) (mode, name string, err error) {
@@ -187,22 +249,19 @@ type reasoningConfig struct {
 
 // readReasoning reads reasoning and reasoning_effort; nil when neither is
 // given.
-func readReasoning(obj map[string]json.RawMessage) (*reasoningConfig, error) {
+func readReasoning(reasoning, effort json.RawMessage) (*reasoningConfig, error) {
 	var r reasoningConfig
-	given := false
-	if raw, ok := obj["reasoning"]; ok && string(raw) != "null" {
+	if raw := given(reasoning); raw != nil {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, gatehouse.FieldError("reasoning", "must be an object: {\"effort\": \"high\"} or {\"max_tokens\": 2048}")
 		}
-		given = true
 	}
-	if raw, ok := obj["reasoning_effort"]; ok && string(raw) != "null" {
+	if raw := given(effort); raw != nil {
 		if err := json.Unmarshal(raw, &r.Effort); err != nil {
 			return nil, gatehouse.FieldError("reasoning_effort", "must be a string")
 		}
-		given = true
 	}
-	if !given {
+	if given(reasoning) == nil && given(effort) == nil {
 		return nil, nil
 	}
 	r.off = r.Enabled != nil && !*r.Enabled || r.Effort == "none"
