@@ -307,6 +307,11 @@ func (s *Server) SetEgressPolicy(p *egress.Policy) { s.destinations.Egress = p }
 // trace publisher), for the web console to change them the same way.
 func (s *Server) Destinations() *gatehouse.Destinations { return s.destinations }
 
+// Router returns the router of the model calls: the catalog, and the
+// endpoints' health this instance measured (for the console's providers
+// page).
+func (s *Server) Router() *provider.Router { return s.router }
+
 // TrustProxies names the reverse proxies whose X-Forwarded-For and
 // Forwarded headers say who the client is. Call it before serving; with
 // none (the default) those headers are ignored, since a client could forge
