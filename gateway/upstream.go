@@ -9,6 +9,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -295,6 +296,10 @@ func upstreamError(p *provider.Provider, d dialect, resp *http.Response) *provid
 // (see tooLarge).
 func readWhole(r io.Reader, rewrite func(map[string]json.RawMessage), read func(map[string]json.RawMessage) provider.Completion) (provider.Completion, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxResponseBytes+1))
+	var tl *errTooLarge
+	if errors.As(err, &tl) { // a dialect's, with the usage it translated
+		return tooLarge(bytes.NewReader(fmt.Appendf(nil, `{"usage":%s}`, cmp.Or(string(tl.usage), "null"))), read)
+	}
 	if err != nil {
 		return provider.Completion{}, fmt.Errorf("the answer could not be read: %w", err)
 	}

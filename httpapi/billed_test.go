@@ -26,7 +26,28 @@ import (
 // (chat completions, Responses, presets) and an embedding model, with the
 // first-byte and whole-call timeouts given.
 func billedCatalog(t testing.TB, base string, firstByte, whole time.Duration) *provider.Catalog {
+	return billedCatalogOf(t, "openai", base, firstByte, whole)
+}
+
+// upstreamTypes are the provider types the money rules are tried on: each
+// speaks its own API (fakeUpstream's native).
+var upstreamTypes = []string{"openai", "anthropic", "gemini"}
+
+// billedCatalogOf is billedCatalog for a provider of type typ: one of
+// another type than openai serves no embeddings.
+func billedCatalogOf(t testing.TB, typ, base string, firstByte, whole time.Duration) *provider.Catalog {
 	t.Helper()
+	if typ != "openai" {
+		c, err := provider.NewCatalog([]*provider.Provider{
+			{ID: "acme", Type: typ, BaseURL: base, APIKey: "sk-native", Timeout: whole, FirstByteTimeout: firstByte, Models: []*provider.Model{
+				{ID: "chat", Name: "Acme Chat", PromptPrice: chatPromptPrice, CompletionPrice: chatCompletionPrice,
+					MaxCompletionTokens: chatMaxTokens, ContextLength: 8192}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
 	c, err := provider.NewCatalog([]*provider.Provider{
 		{ID: "acme", BaseURL: base + "/v1", Timeout: whole, FirstByteTimeout: firstByte, Responses: true, Models: []*provider.Model{
 			{ID: "chat", Name: "Acme Chat", PromptPrice: chatPromptPrice, CompletionPrice: chatCompletionPrice,
@@ -49,9 +70,19 @@ type billedCall struct {
 	stream     bool
 }
 
-// billedCalls are the calls every ending is tried with: chat completions,
-// Responses and a preset, whole and streamed, and embeddings.
-func billedCalls(withStreams bool) []billedCall {
+// billedCallsOf are the calls every ending is tried with, at a provider
+// of type typ: chat completions, Responses and a preset, whole and
+// streamed, and embeddings (which only the openai type serves).
+func billedCallsOf(typ string, withStreams bool) []billedCall {
+	if typ != "openai" {
+		var calls []billedCall
+		for _, c := range billedCallsOf("openai", withStreams) {
+			if c.name != "embeddings" {
+				calls = append(calls, c)
+			}
+		}
+		return calls
+	}
 	user := []any{map[string]any{"role": "user", "content": "Say hello"}}
 	var calls []billedCall
 	for _, stream := range []bool{false, true} {
@@ -97,33 +128,41 @@ func TestProviderReceivedIsCharged(t *testing.T) {
 		{name: "connection cut after the request", configure: func(u *fakeUpstream) { u.cut = true },
 			firstByte: time.Minute, whole: time.Minute, streams: true, status: 502, streamStatus: 502},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			e := newUpstreamEnv(t, c.configure, map[string]any{"limit": 10}, func(base string) *provider.Catalog {
-				return billedCatalog(t, base, c.firstByte, c.whole)
-			}, withHealth(neverOpen()))
-			e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat", "temperature": 0.5,
-				"messages": []any{map[string]any{"role": "system", "content": "Be brief."}}}, "")
-			calls := billedCalls(c.streams)
-			for _, call := range calls {
-				want := c.status
-				if call.stream {
-					want = c.streamStatus
-				}
-				res := e.postModel(call.path, e.key, call.body, nil)
-				if res.Status != want {
-					t.Errorf("%s stream %v: status %d, want %d: %.300s", call.name, call.stream, res.Status, want, res.Body)
-					continue
-				}
-				if want >= 400 {
-					got := res.apiError(t)
-					if got.Metadata["generation_id"] == nil || got.Metadata["cost"] == nil || !strings.Contains(got.Message, "so it was charged $") {
-						t.Errorf("%s stream %v: the error does not say what was charged: %+v", call.name, call.stream, got)
+		for _, typ := range upstreamTypes {
+			t.Run(typ+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				e := newUpstreamEnv(t, func(u *fakeUpstream) {
+					u.native = map[string]string{"openai": ""}[typ]
+					if typ != "openai" {
+						u.native = typ
+					}
+					c.configure(u)
+				}, map[string]any{"limit": 10}, func(base string) *provider.Catalog {
+					return billedCatalogOf(t, typ, base, c.firstByte, c.whole)
+				}, withHealth(neverOpen()))
+				e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat", "temperature": 0.5,
+					"messages": []any{map[string]any{"role": "system", "content": "Be brief."}}}, "")
+				calls := billedCallsOf(typ, c.streams)
+				for _, call := range calls {
+					want := c.status
+					if call.stream {
+						want = c.streamStatus
+					}
+					res := e.postModel(call.path, e.key, call.body, nil)
+					if res.Status != want {
+						t.Errorf("%s stream %v: status %d, want %d: %.300s", call.name, call.stream, res.Status, want, res.Body)
+						continue
+					}
+					if want >= 400 {
+						got := res.apiError(t)
+						if got.Metadata["generation_id"] == nil || got.Metadata["cost"] == nil || !strings.Contains(got.Message, "so it was charged $") {
+							t.Errorf("%s stream %v: the error does not say what was charged: %+v", call.name, call.stream, got)
+						}
 					}
 				}
-			}
-			e.wantEveryReceivedCallPaid(len(calls), c.usage)
-		})
+				e.wantEveryReceivedCallPaid(len(calls), c.usage)
+			})
+		}
 	}
 }
 
@@ -189,25 +228,32 @@ func TestProviderReceivedUsageExact(t *testing.T) {
 // charged what was reserved.
 func TestProviderReceivedClientLeft(t *testing.T) {
 	t.Parallel()
-	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.delay = 500 * time.Millisecond }, nil, func(base string) *provider.Catalog {
-		return billedCatalog(t, base, time.Minute, time.Minute)
-	})
-	for _, stream := range []bool{false, true} {
-		data, _ := json.Marshal(chatBody("acme/chat", "stream", stream))
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		req := httptest.NewRequest("POST", "/api/v1/chat/completions", bytes.NewReader(data)).WithContext(ctx)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+e.key)
-		e.handler.ServeHTTP(httptest.NewRecorder(), req)
-		cancel()
-	}
-	statuses := e.waitLedger(2)
-	slices.Sort(statuses)
-	if fmt.Sprint(statuses) != "[completed partial]" {
-		t.Errorf("ledger %v: want the whole answer charged its usage, the stream its reservation", statuses)
-	}
-	if got := len(e.up.requests()); got != 2 {
-		t.Errorf("the provider received %d calls", got)
+	for _, typ := range upstreamTypes {
+		e := newUpstreamEnv(t, func(u *fakeUpstream) {
+			u.delay = 500 * time.Millisecond
+			if typ != "openai" {
+				u.native = typ
+			}
+		}, nil, func(base string) *provider.Catalog {
+			return billedCatalogOf(t, typ, base, time.Minute, time.Minute)
+		})
+		for _, stream := range []bool{false, true} {
+			data, _ := json.Marshal(chatBody("acme/chat", "stream", stream))
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			req := httptest.NewRequest("POST", "/api/v1/chat/completions", bytes.NewReader(data)).WithContext(ctx)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			e.handler.ServeHTTP(httptest.NewRecorder(), req)
+			cancel()
+		}
+		statuses := e.waitLedger(2)
+		slices.Sort(statuses)
+		if fmt.Sprint(statuses) != "[completed partial]" {
+			t.Errorf("%s: ledger %v: want the whole answer charged its usage, the stream its reservation", typ, statuses)
+		}
+		if got := len(e.up.requests()); got != 2 {
+			t.Errorf("%s: the provider received %d calls", typ, got)
+		}
 	}
 }
 
@@ -230,30 +276,47 @@ func (e *chatEnv) waitLedger(n int) []string {
 // nothing, on every endpoint.
 func TestProviderRefusalIsFree(t *testing.T) {
 	t.Parallel()
-	e := newUpstreamEnv(t, func(u *fakeUpstream) { u.status, u.errBody = 503, `{"error":{"message":"overloaded"}}` }, nil,
-		func(base string) *provider.Catalog { return billedCatalog(t, base, time.Minute, time.Minute) }, withHealth(neverOpen()))
-	e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat"}, "")
-	calls := billedCalls(true)
-	for _, call := range calls {
-		if res := e.postModel(call.path, e.key, call.body, nil); res.Status != 503 {
-			t.Errorf("%s stream %v: status %d", call.name, call.stream, res.Status)
+	for _, typ := range upstreamTypes {
+		// Each type's own overloaded answer, and another provider's shape.
+		for _, errBody := range []string{`{"error":{"message":"overloaded"}}`, map[string]string{
+			"openai":    `{"error":{"message":"overloaded","type":"server_error"}}`,
+			"anthropic": `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			"gemini":    `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`}[typ]} {
+			e := newUpstreamEnv(t, func(u *fakeUpstream) {
+				u.status, u.errBody = 503, errBody
+				if typ != "openai" {
+					u.native = typ
+				}
+			}, nil, func(base string) *provider.Catalog { return billedCatalogOf(t, typ, base, time.Minute, time.Minute) }, withHealth(neverOpen()))
+			e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat"}, "")
+			calls := billedCallsOf(typ, true)
+			for _, call := range calls {
+				res := e.postModel(call.path, e.key, call.body, nil)
+				if res.Status != 503 {
+					t.Errorf("%s: %s stream %v: status %d", typ, call.name, call.stream, res.Status)
+					continue
+				}
+				if got := res.apiError(t); !strings.Contains(strings.ToLower(got.Message), "overloaded") {
+					t.Errorf("%s: %s: message %q", typ, call.name, got.Message)
+				}
+			}
+			if got := len(e.up.requests()); got != len(calls) {
+				t.Errorf("%s: the provider received %d calls, want %d", typ, got, len(calls))
+			}
+			e.wantNothingCharged(e.hash)
 		}
-	}
-	if got := len(e.up.requests()); got != len(calls) {
-		t.Errorf("the provider received %d calls, want %d", got, len(calls))
-	}
-	e.wantNothingCharged(e.hash)
 
-	gone := httptest.NewServer(http.NotFoundHandler())
-	gone.Close()
-	e = newUpstreamEnv(t, nil, nil, func(string) *provider.Catalog { return billedCatalog(t, gone.URL, time.Minute, time.Minute) }, withHealth(neverOpen()))
-	e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat"}, "")
-	for _, call := range calls {
-		if res := e.postModel(call.path, e.key, call.body, nil); res.Status != 502 {
-			t.Errorf("unreachable: %s stream %v: status %d", call.name, call.stream, res.Status)
+		gone := httptest.NewServer(http.NotFoundHandler())
+		gone.Close()
+		e := newUpstreamEnv(t, nil, nil, func(string) *provider.Catalog { return billedCatalogOf(t, typ, gone.URL, time.Minute, time.Minute) }, withHealth(neverOpen()))
+		e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat"}, "")
+		for _, call := range billedCallsOf(typ, true) {
+			if res := e.postModel(call.path, e.key, call.body, nil); res.Status != 502 {
+				t.Errorf("%s unreachable: %s stream %v: status %d", typ, call.name, call.stream, res.Status)
+			}
 		}
+		e.wantNothingCharged(e.hash)
 	}
-	e.wantNothingCharged(e.hash)
 }
 
 // neverOpen is a health record whose circuits never open: the tests that

@@ -15,6 +15,7 @@ import (
 	"gatehouse"
 	"gatehouse/gateway"
 	"gatehouse/httpapi"
+	"gatehouse/internal/standin"
 	"gatehouse/provider"
 )
 
@@ -56,6 +57,12 @@ type fakeUpstream struct {
 	// when set, answers 500 while it returns true.
 	retryAfter string
 	failWhile  func() bool
+	// native, when set, is the provider type the upstream speaks
+	// (anthropic, gemini): its answers are those of that API's stand-in
+	// (internal/standin), after the ways to fail above.
+	native    string
+	anthropic standin.Anthropic
+	gemini    standin.Gemini
 
 	mu       sync.Mutex
 	bodies   []map[string]any // the requests received
@@ -96,7 +103,9 @@ func (u *fakeUpstream) callerLeft() { u.once.Do(func() { close(u.canceled) }) }
 func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
 	embeddings, responses := r.URL.Path == "/v1/embeddings", r.URL.Path == "/v1/responses"
-	if (r.URL.Path != "/v1/chat/completions" && !embeddings && !responses) || json.NewDecoder(r.Body).Decode(&body) != nil {
+	path := map[string]bool{"": r.URL.Path == "/v1/chat/completions" || embeddings || responses,
+		"anthropic": r.URL.Path == "/v1/messages", "gemini": strings.HasPrefix(r.URL.Path, "/v1beta/models/")}[u.native]
+	if !path || json.NewDecoder(r.Body).Decode(&body) != nil {
 		http.Error(w, `{"error":{"message":"bad request to the fake upstream"}}`, http.StatusTeapot)
 		return
 	}
@@ -122,7 +131,7 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if u.misbehave(w, r, body) {
 		return
 	}
-	if streamed, _ := body["stream"].(bool); u.pad > 0 && !streamed {
+	if u.pad > 0 && !u.streamed(r, body) {
 		pw := &padWriter{ResponseWriter: w, pad: u.pad}
 		defer pw.finish()
 		w = pw
@@ -142,6 +151,10 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(u.status)
 		io.WriteString(w, u.errBody)
+		return
+	}
+	if u.native != "" {
+		u.serveNative(w, r, body)
 		return
 	}
 	if embeddings {
@@ -201,7 +214,7 @@ func (u *fakeUpstream) misbehave(w http.ResponseWriter, r *http.Request, body ma
 		}
 		return true
 	case u.stall > 0:
-		if stream, _ := body["stream"].(bool); stream {
+		if u.streamed(r, body) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, ": PROCESSING\n\n")
 		} else {
@@ -217,6 +230,42 @@ func (u *fakeUpstream) misbehave(w http.ResponseWriter, r *http.Request, body ma
 		return true
 	}
 	return false
+}
+
+// streamed reports whether a request asks for a stream: its stream
+// field, or for Gemini its method.
+func (u *fakeUpstream) streamed(r *http.Request, body map[string]any) bool {
+	if u.native == "gemini" {
+		return strings.HasSuffix(r.URL.Path, ":streamGenerateContent")
+	}
+	stream, _ := body["stream"].(bool)
+	return stream
+}
+
+// serveNative answers as the stand-in of the upstream's native API.
+func (u *fakeUpstream) serveNative(w http.ResponseWriter, r *http.Request, body map[string]any) {
+	b, _ := json.Marshal(body)
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	var h http.Handler = &u.anthropic
+	if u.native == "gemini" {
+		h = &u.gemini
+	}
+	if !u.noUsage || u.streamed(r, body) {
+		h.ServeHTTP(w, r)
+		return
+	}
+	// The whole answer, without its usage.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	var answer map[string]any
+	if json.Unmarshal(rec.Body.Bytes(), &answer) == nil {
+		delete(answer, "usage")
+		delete(answer, "usageMetadata")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rec.Code)
+	json.NewEncoder(w).Encode(answer)
 }
 
 // padWriter holds a whole answer back, and sends it with a first member

@@ -53,7 +53,8 @@ func (e *LineError) Error() string {
 //
 //	providers:
 //	  - id: local                      # [a-z0-9-]+, unique
-//	    base_url: http://127.0.0.1:11434/v1   # absolute http(s) URL of an OpenAI-compatible API
+//	    type: openai                   # optional, default openai: the API it speaks (ProviderTypes)
+//	    base_url: http://127.0.0.1:11434/v1   # absolute http(s) URL of the API (DefaultBaseURLs for the other types)
 //	    api_key_env: LOCAL_API_KEY     # optional: the variable holding the provider's key; if named it must be set
 //	    byok: false                    # optional, default false: usage counts as byok_usage
 //	    responses: false               # optional, default false: it serves the OpenAI Responses API too (POST /responses)
@@ -266,6 +267,9 @@ func (l *loader) provider(n *yaml.Node, what string) *Provider {
 		if p.BaseURL = DefaultBaseURLs[p.Type]; p.BaseURL == "" {
 			l.errorf(deref(n), "base_url", "is required in %s (a provider of type openai, the default, has none)", what)
 		}
+	}
+	if p.Responses && !p.OpenAICompatible() {
+		l.errorf(deref(n), "responses", "is for OpenAI-compatible providers: Gatehouse serves the Responses API from a provider of type %s by translating it to its API, without this setting; leave responses out", p.Type)
 	}
 	if firstByte != nil && p.FirstByteTimeout > p.Timeout {
 		l.errorf(firstByte, "first_byte_timeout", "is %s, longer than the provider's timeout of %s, which bounds the whole call: shorten it, or lengthen timeout", p.FirstByteTimeout, p.Timeout)

@@ -25,8 +25,10 @@ type Provider struct {
 	APIKeyEnv string
 	APIKey    string
 	BYOK      bool // usage through it counts as BYOK usage
-	// Responses says the provider serves the OpenAI Responses API too, at
-	// BaseURL + /responses: only then does POST /responses reach it.
+	// Responses says an OpenAI-compatible provider serves the OpenAI
+	// Responses API too, at BaseURL + /responses: only then does POST
+	// /responses reach it. A provider of another type is always reached,
+	// its answers translated from its own API.
 	Responses bool
 	// Timeout bounds a whole call, from sending the request to the last
 	// byte of the answer; FirstByteTimeout bounds the wait for the answer
@@ -41,8 +43,11 @@ type Provider struct {
 // ProviderTypes are the APIs a provider may speak (Provider.Type), and
 // DefaultBaseURLs the base URL of each that has a default.
 var (
-	ProviderTypes   = []string{"openai"}
-	DefaultBaseURLs = map[string]string{}
+	ProviderTypes   = []string{"openai", "anthropic", "gemini"}
+	DefaultBaseURLs = map[string]string{
+		"anthropic": "https://api.anthropic.com",
+		"gemini":    "https://generativelanguage.googleapis.com",
+	}
 )
 
 // DefaultProviderTimeout is how long a whole call to a provider may take
@@ -54,6 +59,11 @@ const (
 	DefaultProviderTimeout  = 30 * time.Minute
 	DefaultFirstByteTimeout = 10 * time.Minute
 )
+
+// OpenAICompatible reports whether the provider speaks OpenAI's API (type
+// openai, the default), which Gatehouse forwards as it is; the others'
+// chat completions are translated (see gateway's dialects).
+func (p *Provider) OpenAICompatible() bool { return p.Type == "" || p.Type == "openai" }
 
 // CallTimeout returns how long a whole call to the provider may take.
 func (p *Provider) CallTimeout() time.Duration {

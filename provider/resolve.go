@@ -235,7 +235,9 @@ func (a API) serves(m *Model, p *Provider, name string) error {
 	case a != Embeddings && m.Embeds():
 		// It completes nothing, and has no completion price to charge.
 		return gatehouse.FieldError("model", "%q is an embedding model; POST /api/v1/embeddings serves it", name)
-	case a == Responses && !p.Responses:
+	case a == Embeddings && !p.OpenAICompatible():
+		return gatehouse.FieldError("model", "%q is served by provider %s, which speaks the %s API: Gatehouse serves embeddings from OpenAI-compatible providers only", name, p.ID, p.Type)
+	case a == Responses && p.OpenAICompatible() && !p.Responses:
 		return gatehouse.FieldError("model", "%q is served by provider %s, which does not offer the Responses API (its entry in the providers file does not say responses: true); call the model with POST /api/v1/chat/completions", name, p.ID)
 	}
 	return nil

@@ -19,7 +19,12 @@
 // numbers or, with encoding_format base64, as OpenAI's base64 of
 // little-endian float32s; prompt_tokens the words of the texts, or the
 // number of token ids) and
-// GET /v1/models, and logs one line per request. Its first log line names
+// GET /v1/models, and logs one line per request. It speaks two native
+// APIs too, strictly, as internal/standin describes: Anthropic's Messages
+// API (POST /v1/messages, any x-api-key) and the Gemini API (POST
+// /v1beta/models/{model}:generateContent and :streamGenerateContent, any
+// x-goog-api-key), for providers of type anthropic and gemini whose
+// base_url is fakellm's address without /v1. Its first log line names
 // the address it listens on, so that --addr 127.0.0.1:0 takes any free port.
 // For the tests of routing, it fails on command (see failure.go).
 package main
@@ -44,6 +49,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"gatehouse/internal/standin"
 )
 
 func main() {
@@ -94,6 +101,8 @@ func newHandler(logger *log.Logger) http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", c.wrap(chatCompletions))
 	mux.HandleFunc("POST /v1/embeddings", c.wrap(embeddings))
 	mux.HandleFunc("POST /v1/responses", c.wrap(responses))
+	mux.Handle("POST /v1/messages", &standin.Anthropic{})
+	mux.Handle("POST /v1beta/models/", &standin.Gemini{})
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 			map[string]any{"id": "echo", "object": "model", "created": 0, "owned_by": "fakellm"}}})
