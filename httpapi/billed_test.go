@@ -50,7 +50,8 @@ type billedCall struct {
 }
 
 // billedCalls are the calls every ending is tried with: chat completions,
-// Responses and a preset, whole and streamed, and embeddings.
+// Responses, a preset and the Messages API, whole and streamed, and
+// embeddings.
 func billedCalls(withStreams bool) []billedCall {
 	user := []any{map[string]any{"role": "user", "content": "Say hello"}}
 	var calls []billedCall
@@ -62,6 +63,7 @@ func billedCalls(withStreams bool) []billedCall {
 			billedCall{"chat", "/api/v1/chat/completions", map[string]any{"model": "acme/chat", "messages": user, "stream": stream}, stream},
 			billedCall{"responses", "/api/v1/responses", map[string]any{"model": "acme/chat", "input": "Say hello", "stream": stream}, stream},
 			billedCall{"preset", "/api/v1/chat/completions", map[string]any{"model": "@preset/brief", "messages": user, "stream": stream}, stream},
+			billedCall{"messages", "/api/v1/messages", map[string]any{"model": "acme/chat", "max_tokens": 100, "messages": user, "stream": stream}, stream},
 		)
 	}
 	return append(calls, billedCall{"embeddings", "/api/v1/embeddings", map[string]any{"model": "acme/embed", "input": "hello"}, false})
@@ -115,7 +117,16 @@ func TestProviderReceivedIsCharged(t *testing.T) {
 					t.Errorf("%s stream %v: status %d, want %d: %.300s", call.name, call.stream, res.Status, want, res.Body)
 					continue
 				}
-				if want >= 400 {
+				if want == 200 && call.name == "messages" {
+					evs := events(t, res.Body)
+					if last := evs[len(evs)-1]; last.name != "error" || !strings.Contains(fmt.Sprint(last.data["error"]), "it was charged $") {
+						t.Errorf("messages stream: the stream that broke off ends %v", last)
+					}
+				} else if want >= 400 && call.name == "messages" {
+					if got := res.anthropicError(t); !strings.Contains(got.Error.Message, "so it was charged $") {
+						t.Errorf("%s stream %v: the error does not say what was charged: %+v", call.name, call.stream, got)
+					}
+				} else if want >= 400 {
 					got := res.apiError(t)
 					if got.Metadata["generation_id"] == nil || got.Metadata["cost"] == nil || !strings.Contains(got.Message, "so it was charged $") {
 						t.Errorf("%s stream %v: the error does not say what was charged: %+v", call.name, call.stream, got)

@@ -241,7 +241,7 @@ func TestMessagesTools(t *testing.T) {
 	}
 	sent := e.up.requests()[len(e.up.requests())-1]
 	wantSent := map[string]any{
-		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "weather", "description": "The weather", "parameters": schema}}},
+		"tools":       []any{map[string]any{"type": "function", "function": map[string]any{"name": "weather", "description": "The weather", "parameters": schema}}},
 		"tool_choice": "required", "parallel_tool_calls": false,
 		"messages": []any{
 			map[string]any{"role": "system", "content": "Use tools."},
