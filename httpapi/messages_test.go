@@ -248,7 +248,7 @@ func TestMessagesTools(t *testing.T) {
 			map[string]any{"role": "user", "content": "Weather in Oslo?"},
 			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Checking."}},
 				"tool_calls": []any{map[string]any{"id": "toolu_1", "type": "function", "function": map[string]any{"name": "weather", "arguments": `{"city":"Oslo"}`}}}},
-			map[string]any{"role": "tool", "tool_call_id": "toolu_1", "content": []any{map[string]any{"type": "text", "text": "snow"}}},
+			map[string]any{"role": "tool", "tool_call_id": "toolu_1", "content": "snow"},
 			map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "And Paris?"}}},
 		}}
 	for k, v := range wantSent {

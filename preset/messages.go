@@ -446,6 +446,10 @@ func toolResult(field string, block map[string]json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if text != nil && isNull(cache) {
+			msg["content"] = *text
+			return msg, nil
+		}
 		if text != nil {
 			blocks = []map[string]json.RawMessage{{"type": json.RawMessage(`"text"`), "text": mustJSON(*text)}}
 		}
