@@ -137,11 +137,8 @@ func pick(obj map[string]json.RawMessage, names ...string) map[string]json.RawMe
 // unprefixed turns readMembers' ".name" field (of a top-level read) into
 // "name".
 func unprefixed(err error) error {
-	var e *gatehouse.Error
-	if ge, ok := err.(*gatehouse.Error); ok {
-		e = ge
-	}
-	if e == nil {
+	e, ok := err.(*gatehouse.Error)
+	if !ok {
 		return err
 	}
 	e.Message = strings.TrimPrefix(e.Message, ".")

@@ -252,6 +252,9 @@ func (s *MessagesStream) Chunk(obj map[string]json.RawMessage) []byte {
 
 // toolCall returns the events of a chunk's piece of a tool call: a new
 // call opens a tool_use block, its arguments are input_json_delta events.
+// Providers stream parallel calls one after the other; a piece of an
+// earlier call that comes after a later one began (no provider seen does
+// this) is a delta of the earlier call's block, which the SDKs add to it.
 func (s *MessagesStream) toolCall(b []byte, c chatToolCall) []byte {
 	index, seen := s.tools[c.Index]
 	if !seen {
