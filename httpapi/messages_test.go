@@ -427,3 +427,24 @@ func TestMessagesRefusals(t *testing.T) {
 		t.Errorf("rate limited: %+v", got)
 	}
 }
+
+// TestMessagesPreset: a preset (one saved from a Messages body) applies to
+// a Messages request as to a chat completion: its model, system prompt and
+// settings, the request's own fields winning.
+func TestMessagesPreset(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, nil, nil)
+	e.savePreset(e.mgmt, "messages", "brief", map[string]any{"model": "acme/chat", "system": "Be brief.",
+		"temperature": 0.5, "top_k": 3, "max_tokens": 100}, "")
+	var got struct {
+		Model string `json:"model"`
+	}
+	e.messages(e.key, map[string]any{"model": "@preset/brief", "max_tokens": 20, "top_k": 7,
+		"messages": []any{map[string]any{"role": "user", "content": "Say hello"}}}).want(t, http.StatusOK).decode(t, &got)
+	sent := e.up.requests()[0]
+	want := map[string]any{"model": "chat", "max_tokens": 20.0, "max_completion_tokens": 20.0, "temperature": 0.5, "top_k": 7.0,
+		"messages": []any{map[string]any{"role": "system", "content": "Be brief."}, map[string]any{"role": "user", "content": "Say hello"}}}
+	if got.Model != "acme/chat" || !jsonEqual(sent, want) {
+		t.Errorf("model %q; the provider was sent %v, want %v", got.Model, sent, want)
+	}
+}
