@@ -1,12 +1,15 @@
 package preset
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 )
 
 // Anthropic's Messages API as Gatehouse's clients speak it
@@ -42,8 +45,8 @@ var refusedMessagesFields = map[string]string{
 // MessagesToChat translates a Messages request body (a JSON object, with no
 // key given twice anywhere in it) into a Chat Completions request body.
 func MessagesToChat(raw []byte) ([]byte, error) {
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &body); err != nil || body == nil {
+	body, err := jsonobj.Unmarshal(raw) // validates raw: its parts are read by the scanner alone
+	if err != nil {
 		return nil, gatehouse.Errorf(gatehouse.EINVALID, "request body must be a JSON object")
 	}
 	for _, k := range sortedKeys(body) {
@@ -63,10 +66,11 @@ func MessagesToChat(raw []byte) ([]byte, error) {
 	if err := firstError(messagesScalars(b, body), messagesUser(b, body["metadata"])); err != nil {
 		return nil, err
 	}
-	if err := messagesTools(b, toolList(body["tools"]), body["tool_choice"]); err != nil {
+	tools, err := toolList(body["tools"])
+	if err != nil {
 		return nil, err
 	}
-	if err := checkMessagesTools(body["tools"]); err != nil {
+	if err := messagesTools(b, tools, body["tool_choice"]); err != nil {
 		return nil, err
 	}
 	if err := messagesReasoning(b, body["thinking"], body["output_config"]); err != nil {
@@ -169,29 +173,29 @@ func messagesUser(b *configBuilder, raw json.RawMessage) error {
 }
 
 // toolList reads the tools of a request for messagesTools: an array of
-// objects, else nil (checkMessagesTools says what is wrong).
-func toolList(raw json.RawMessage) []map[string]json.RawMessage {
-	var tools []map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &tools)
-	return tools
-}
-
-// checkMessagesTools refuses tools that are not an array of objects, and
-// custom tools without their input_schema, which Anthropic requires.
-func checkMessagesTools(raw json.RawMessage) error {
+// objects, custom tools with their input_schema, which Anthropic requires
+// (messagesTools refuses the other kinds).
+func toolList(raw json.RawMessage) ([]map[string]json.RawMessage, error) {
 	if isNull(raw) {
-		return nil
+		return nil, nil
 	}
-	var tools []json.RawMessage
-	if json.Unmarshal(raw, &tools) != nil {
-		return gatehouse.FieldError("tools", "must be an array of tools")
+	list, ok := elements(raw)
+	if !ok {
+		return nil, gatehouse.FieldError("tools", "must be an array of tools")
 	}
-	for i, t := range toolList(raw) {
-		if isNull(t["input_schema"]) {
-			return gatehouse.FieldError(fmt.Sprintf("tools[%d].input_schema", i), "is required: the JSON Schema of the tool's input")
+	tools := make([]map[string]json.RawMessage, len(list))
+	for i, item := range list {
+		field := "tools[" + strconv.Itoa(i) + "]"
+		t, err := readObject(field, item)
+		if err != nil {
+			return nil, err
 		}
+		if kind, _ := typeOf(field, t); (kind == "" || kind == "custom") && isNull(t["input_schema"]) {
+			return nil, gatehouse.FieldError(field+".input_schema", "is required: the JSON Schema of the tool's input")
+		}
+		tools[i] = t
 	}
-	return nil
+	return tools, nil
 }
 
 // messagesReasoning reads thinking and output_config (its effort and
@@ -228,12 +232,11 @@ func messagesSystemMessage(raw json.RawMessage) ([]any, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, ok := stringOf(raw); ok {
 		return []any{map[string]any{"role": "system", "content": s}}, nil
 	}
-	var blocks []json.RawMessage
-	if json.Unmarshal(raw, &blocks) != nil {
+	blocks, ok := elements(raw)
+	if !ok {
 		return nil, gatehouse.FieldError("system", "must be a string or an array of text blocks")
 	}
 	parts := make([]any, 0, len(blocks))
@@ -313,11 +316,11 @@ func cacheControl(field string, raw json.RawMessage) (map[string]string, error) 
 // Anthropic requires them first), its other blocks a user message; an
 // assistant turn's text, tool calls and thinking one assistant message.
 func chatTurns(raw json.RawMessage) ([]any, error) {
-	var list []json.RawMessage
 	if isNull(raw) {
 		return nil, gatehouse.FieldError("messages", "is required")
 	}
-	if json.Unmarshal(raw, &list) != nil || len(list) == 0 {
+	list, ok := elements(raw)
+	if !ok || len(list) == 0 {
 		return nil, gatehouse.FieldError("messages", "must be a non-empty array of messages")
 	}
 	var out []any
@@ -355,12 +358,11 @@ func contentBlocks(field string, raw json.RawMessage) (text *string, blocks []ma
 	if isNull(raw) {
 		return nil, nil, gatehouse.FieldError(field, "is required")
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, ok := stringOf(raw); ok {
 		return &s, nil, nil
 	}
-	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) != nil {
+	list, ok := elements(raw)
+	if !ok {
 		return nil, nil, gatehouse.FieldError(field, "must be a string or an array of content blocks")
 	}
 	for j, item := range list {
@@ -587,4 +589,20 @@ func thinkingDetail(field, kind string, block map[string]json.RawMessage) (any, 
 		d["signature"] = signature
 	}
 	return d, nil
+}
+
+// elements returns the elements of a JSON array, or false if raw is not
+// one. raw is part of a body that was validated.
+func elements(raw json.RawMessage) ([]json.RawMessage, bool) {
+	return jsonobj.Elements(raw)
+}
+
+// stringOf returns the string raw holds, or false if it holds none.
+func stringOf(raw json.RawMessage) (string, bool) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '"' {
+		return "", false
+	}
+	var s string
+	return s, json.Unmarshal(t, &s) == nil
 }

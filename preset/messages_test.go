@@ -159,7 +159,16 @@ func TestMessagesStream(t *testing.T) {
 		`{"delta":{"stop_reason":"max_tokens","stop_sequence":null},"type":"message_delta","usage":{"input_tokens":5,"output_tokens":7,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"cost":0.01}}`,
 		`{"type":"message_stop"}`,
 	}
-	if d := cmp.Diff(want, got); d != "" {
+	parse := func(list []string) []any {
+		out := make([]any, len(list))
+		for i, s := range list {
+			if err := json.Unmarshal([]byte(s), &out[i]); err != nil {
+				t.Fatalf("event %d is not JSON: %s", i, s)
+			}
+		}
+		return out
+	}
+	if d := cmp.Diff(parse(want), parse(got)); d != "" {
 		t.Errorf("events (-want +got):\n%s", d)
 	}
 }

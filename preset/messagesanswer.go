@@ -3,6 +3,8 @@ package preset
 import (
 	"encoding/json"
 	"strconv"
+
+	"gatehouse/internal/jsonobj"
 )
 
 // Chat Completions answers told as Anthropic's Messages API tells them: a
@@ -210,8 +212,15 @@ func (s *MessagesStream) closeBlock(b []byte) []byte {
 	return event(b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": s.index})
 }
 
-func (s *MessagesStream) delta(b []byte, index int, d map[string]string) []byte {
-	return event(b, "content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": d})
+// delta appends a content_block_delta event whose delta is of the kind
+// given, its text under the name given: written by hand, as a stream has
+// one for each of its chunks.
+func (s *MessagesStream) delta(b []byte, index int, kind, name, text string) []byte {
+	b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(append(append(b, `,"delta":{"type":"`...), kind...), `","`...)
+	b = jsonobj.AppendString(append(append(b, name...), `":`...), text)
+	return append(b, "}}\n\n"...)
 }
 
 // Chunk returns the events of one chat completion chunk.
@@ -225,10 +234,10 @@ func (s *MessagesStream) Chunk(obj map[string]json.RawMessage) []byte {
 				b = s.begin(b, "thinking", map[string]string{"type": "thinking", "thinking": "", "signature": ""})
 			}
 			if text != "" {
-				b = s.delta(b, s.index, map[string]string{"type": "thinking_delta", "thinking": text})
+				b = s.delta(b, s.index, "thinking_delta", "thinking", text)
 			}
 			if signature != "" {
-				b = s.delta(b, s.index, map[string]string{"type": "signature_delta", "signature": signature})
+				b = s.delta(b, s.index, "signature_delta", "signature", signature)
 			}
 		}
 		for _, data := range encrypted {
@@ -238,7 +247,7 @@ func (s *MessagesStream) Chunk(obj map[string]json.RawMessage) []byte {
 			if s.open != "text" {
 				b = s.begin(b, "text", map[string]string{"type": "text", "text": ""})
 			}
-			b = s.delta(b, s.index, map[string]string{"type": "text_delta", "text": *d.Content})
+			b = s.delta(b, s.index, "text_delta", "text", *d.Content)
 		}
 		for _, c := range d.ToolCalls {
 			b = s.toolCall(b, c)
@@ -266,7 +275,7 @@ func (s *MessagesStream) toolCall(b []byte, c chatToolCall) []byte {
 		index, s.tools[c.Index] = s.index, s.index
 	}
 	if c.Function.Arguments != "" {
-		b = s.delta(b, index, map[string]string{"type": "input_json_delta", "partial_json": c.Function.Arguments})
+		b = s.delta(b, index, "input_json_delta", "partial_json", c.Function.Arguments)
 	}
 	return b
 }
