@@ -166,9 +166,17 @@ func messagesUser(b *configBuilder, raw json.RawMessage) error {
 	if err := readMembers("metadata", obj, map[string]member{"user_id": {&user, "a string"}}); err != nil {
 		return err
 	}
-	if user != nil && *user != "" {
-		b.set("user", *user)
+	if user == nil || *user == "" {
+		return nil // as the chat path takes an empty user
 	}
+	if err := gatehouse.CheckExternalUser(*user); err != nil {
+		if e, ok := err.(*gatehouse.Error); ok { // named as the request names it
+			e.Message = "metadata.user_id" + strings.TrimPrefix(e.Message, "user")
+			e.Metadata = map[string]any{"field": "metadata.user_id"}
+		}
+		return err
+	}
+	b.set("user", *user)
 	return nil
 }
 

@@ -71,6 +71,7 @@ func TestMessagesToChatRefusals(t *testing.T) {
 		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "tools": {}}`, "tools: must be an array"},
 		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "mcp_servers": []}`, "mcp_servers: is not supported"},
 		{`{"model": "m", "max_tokens": 5.5, "messages": [{"role": "user", "content": "x"}]}`, "max_tokens: must be an integer"},
+		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "metadata": {"user_id": " "}}`, "metadata.user_id: must not be empty"},
 	} {
 		_, err := preset.MessagesToChat([]byte(c.body))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
