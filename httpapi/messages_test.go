@@ -448,3 +448,22 @@ func TestMessagesPreset(t *testing.T) {
 		t.Errorf("model %q; the provider was sent %v, want %v", got.Model, sent, want)
 	}
 }
+
+// TestMessagesGuardrails: the key's guardrails govern a Messages call as
+// a chat completion: their model list refuses it (permission_error), and
+// nothing reaches the provider.
+func TestMessagesGuardrails(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, nil, nil)
+	e.configureDefault(map[string]any{"allowed_models": []any{"acme/chat"}})
+	refused := e.messages(e.key, map[string]any{"model": "acme/exact", "max_tokens": 10,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}}).want(t, http.StatusForbidden).anthropicError(t)
+	if refused.Error.Type != "permission_error" || !strings.HasPrefix(refused.Error.Message, "Request blocked: ") {
+		t.Errorf("refused %+v", refused.Error)
+	}
+	if n := len(e.up.requests()); n != 0 {
+		t.Errorf("the provider received %d calls", n)
+	}
+	e.messages(e.key, map[string]any{"model": "acme/chat", "max_tokens": 10,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}}).want(t, http.StatusOK)
+}
