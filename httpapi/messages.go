@@ -146,22 +146,21 @@ func (m *messagesWriter) Start() {
 
 func (m *messagesWriter) Write(b []byte) (int, error) {
 	m.line = append(m.line, b...)
+	start := 0
 	for {
-		i := bytes.IndexByte(m.line, '\n')
+		i := bytes.IndexByte(m.line[start:], '\n')
 		if i < 0 {
 			break
 		}
-		out := m.translate(bytes.TrimSuffix(m.line[:i], []byte("\r")))
-		m.line = m.line[i+1:]
+		out := m.translate(bytes.TrimSuffix(m.line[start:start+i], []byte("\r")))
+		start += i + 1
 		if len(out) > 0 {
 			if _, err := m.sw.Write(out); err != nil {
 				return 0, err
 			}
 		}
 	}
-	if len(m.line) == 0 {
-		m.line = m.line[:0:0]
-	}
+	m.line = m.line[:copy(m.line, m.line[start:])] // what remains of a line, kept at the buffer's start
 	return len(b), nil
 }
 
