@@ -188,13 +188,17 @@ func (s *Server) logRequest(ctx context.Context, level slog.Level, attrs []slog.
 
 // serve adapts a handlerFunc: an error is rendered as the JSON error body,
 // and internal errors are kept for the log line.
-func (s *Server) serve(h handlerFunc) http.HandlerFunc {
+func (s *Server) serve(h handlerFunc) http.HandlerFunc { return s.serveAs(h, writeError) }
+
+// serveAs is serve with the errors rendered by write: the shape of
+// another API's errors (see writeMessagesError).
+func (s *Server) serveAs(h handlerFunc, write func(http.ResponseWriter, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			if rec, ok := w.(*recorder); ok && logsError(err) {
 				rec.err = err
 			}
-			writeError(w, err)
+			write(w, err)
 		}
 	}
 }
