@@ -29,7 +29,7 @@ const run = (files) => spawnSync(process.execPath, ["--test", "--test-concurrenc
 
 // Suites of other official clients against the gateway: outside the
 // @openrouter/sdk coverage table, run after it.
-const CLIENT_TEST_FILES = ["openai.test.mjs", "native.test.mjs", "aisdk.test.mjs", "langchain.test.mjs", "routing.test.mjs"];
+const CLIENT_TEST_FILES = ["openai.test.mjs", "native.test.mjs", "anthropic.test.mjs", "aisdk.test.mjs", "langchain.test.mjs", "routing.test.mjs"];
 
 let status = 0;
 try {

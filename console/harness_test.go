@@ -49,6 +49,8 @@ type env struct {
 	org    *gatehouse.Organization
 	mgmt   string // the plaintext of org's management key
 	logs   *syncBuffer
+	// fakeLLM is the base URL of the model provider's stand-in.
+	fakeLLM string
 }
 
 // clock is the time of the env, which tests move.
@@ -131,7 +133,7 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	data := e.dataPlane(db, logger)
 	api := httpapi.NewHandler(store, ratelimit.Unlimited{}, logger, prometheus.NewRegistry(), c.Now, data)
 	api.TrustProxies(o.proxies)
-	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns(c.Now), logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations(), Metrics: o.metrics})
+	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns(c.Now), logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations(), Router: api.Router(), Metrics: o.metrics})
 	web.Routes(api.Handle)
 	api.HandleNotFound(web.NotFound())
 	srv := httptest.NewServer(api)
@@ -151,6 +153,7 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 // on SQLite: a ledger behind the request path, admission in memory.
 func (e *env) dataPlane(db *sqlite.DB, logger *slog.Logger) httpapi.DataPlane {
 	base := startFakeLLM(e.t)
+	e.fakeLLM = base
 	catalog, err := provider.NewCatalog([]*provider.Provider{{ID: "fake", BaseURL: base + "/v1", Timeout: 30 * time.Second,
 		Models: []*provider.Model{
 			{ID: "echo", Name: "Echo", PromptPrice: gatehouse.USD(1000), CompletionPrice: gatehouse.USD(2000), MaxCompletionTokens: 100},

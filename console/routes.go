@@ -76,6 +76,7 @@ func (s *Server) register() {
 
 	s.admin("GET /audit", s.auditLog)
 	s.page("GET /activity", s.activity)
+	s.page("GET /providers", s.providers)
 
 	s.page("GET /auth", s.authorizePage)
 	s.page("POST /auth", s.authorize)
@@ -92,6 +93,7 @@ var nav = []navItem{
 	{path: "/", label: "Overview"},
 	{path: "/keys", label: "Keys"},
 	{path: "/activity", label: "Activity"},
+	{path: "/providers", label: "Providers"},
 	{path: "/workspaces", label: "Workspaces", adminOnly: true},
 	{path: "/guardrails", label: "Guardrails", adminOnly: true},
 	{path: "/destinations", label: "Destinations", adminOnly: true},

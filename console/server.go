@@ -10,6 +10,7 @@ import (
 	"gatehouse"
 	"gatehouse/egress"
 	"gatehouse/forwarded"
+	"gatehouse/provider"
 	"gatehouse/sso"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,10 @@ type Options struct {
 	// SSO signs members in through their organization's identity
 	// providers; nil: one over the store, with the console's clock.
 	SSO *sso.RelyingParty
+	// Router is the model catalog and the endpoints' health that the API
+	// routes model calls with (httpapi.Server.Router), shown on the
+	// providers page; nil shows no providers.
+	Router *provider.Router
 	// Metrics registers the console's metrics (sign-in attempts and
 	// lock-outs); nil registers none.
 	Metrics prometheus.Registerer

@@ -20,6 +20,7 @@ import (
 	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -130,14 +131,33 @@ func (c *Client) exchange(ctx context.Context, p *provider.Provider, m *provider
 	x.ctx, x.cancel = context.WithCancelCause(whole)
 	cancel := x.cancel
 	x.cancel = func(cause error) { cancel(cause); cancelWhole() }
+	// The first-byte timeout counts from the request's last byte written
+	// (the connection is bounded by the dialer and the whole call's
+	// timeout): a busy machine's slow connect neither eats into the
+	// provider's time to answer nor gives up on a request it never sent.
+	var (
+		mu       sync.Mutex
+		answer   *time.Timer
+		returned bool // post returned: a write reported later starts no timer
+	)
 	traced := httptrace.WithClientTrace(x.ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
-		if i.Err == nil {
-			x.delivered.Store(true)
+		if i.Err != nil {
+			return
 		}
+		x.delivered.Store(true)
+		mu.Lock()
+		if !returned {
+			answer = time.AfterFunc(m.AnswerTimeout(p), func() { cancel(errAnswerTimeout) })
+		}
+		mu.Unlock()
 	}})
-	answer := time.AfterFunc(m.AnswerTimeout(p), func() { cancel(errAnswerTimeout) })
 	resp, err := c.post(traced, p, m, apiKey, path, stream, body)
-	answer.Stop()
+	mu.Lock()
+	returned = true
+	if answer != nil {
+		answer.Stop()
+	}
+	mu.Unlock()
 	if err != nil {
 		x.cancel(context.Canceled)
 		var ue *provider.UpstreamError

@@ -36,8 +36,14 @@ func (s *Server) management(h authHandler) http.HandlerFunc {
 // applies per key; a request whose credential is refused is limited per
 // client IP instead.
 func (s *Server) authenticated(h authHandler) http.HandlerFunc {
-	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		key, authErr := s.authenticate(r)
+	return s.serve(s.withKey(h, s.authenticate))
+}
+
+// withKey runs h for the caller that authenticate names (see
+// authenticated).
+func (s *Server) withKey(h authHandler, authenticate func(*http.Request) (*gatehouse.Key, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		key, authErr := authenticate(r)
 		var bucket string
 		if authErr == nil {
 			bucket = "key:" + key.Hash
@@ -61,7 +67,7 @@ func (s *Server) authenticated(h authHandler) http.HandlerFunc {
 		// The stores record the caller of every change in the audit log.
 		r = r.WithContext(gatehouse.WithActor(r.Context(), gatehouse.Actor{KeyHash: key.Hash, UserID: key.CreatorUserID}))
 		return h(w, r, &principal{key: key})
-	})
+	}
 }
 
 // public serves an operation that needs no credential, limited per client IP.
@@ -80,7 +86,12 @@ func (s *Server) authenticate(r *http.Request) (*gatehouse.Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := s.store.FindKeyByHash(r.Context(), gatehouse.HashKey(token))
+	return s.keyOf(r.Context(), token)
+}
+
+// keyOf returns the active key whose plaintext is token.
+func (s *Server) keyOf(ctx context.Context, token string) (*gatehouse.Key, error) {
+	key, err := s.store.FindKeyByHash(ctx, gatehouse.HashKey(token))
 	switch {
 	case gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND:
 		return nil, gatehouse.Errorf(gatehouse.EUNAUTHORIZED, "invalid API key")

@@ -181,6 +181,8 @@ func matrixOps(ids matrixIDs) []matrixOp {
 			"model": "acme/chat", "messages": []map[string]any{{"role": "user", "content": "hi"}}}),
 		op("POST /api/v1/responses", anyKey, http.StatusForbidden, "", map[string]any{
 			"model": "acme/chat", "input": "hi"}),
+		op("POST /api/v1/messages", anyKey, http.StatusForbidden, "", map[string]any{
+			"model": "acme/chat", "max_tokens": 10, "messages": []map[string]any{{"role": "user", "content": "hi"}}}),
 		op("POST /api/v1/embeddings", anyKey, http.StatusForbidden, "", map[string]any{
 			"model": "acme/embed", "input": "hi"}),
 		op("GET /api/v1/embeddings/models", openRead, ok, "", nil),

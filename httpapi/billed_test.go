@@ -98,6 +98,22 @@ func billedCallsOf(typ string, withStreams bool) []billedCall {
 	return append(calls, billedCall{"embeddings", "/api/v1/embeddings", map[string]any{"model": "acme/embed", "input": "hello"}, false})
 }
 
+// messagesCalls are the Messages API's calls every ending is tried with,
+// whole and streamed: translated to the provider's type like a chat
+// completion.
+func messagesCalls(withStreams bool) []billedCall {
+	user := []any{map[string]any{"role": "user", "content": "Say hello"}}
+	var calls []billedCall
+	for _, stream := range []bool{false, true} {
+		if stream && !withStreams {
+			continue
+		}
+		calls = append(calls, billedCall{"messages", "/api/v1/messages",
+			map[string]any{"model": "acme/chat", "max_tokens": 100, "messages": user, "stream": stream}, stream})
+	}
+	return calls
+}
+
 // TestProviderReceivedIsCharged tries each way a call can fail after the
 // provider received it, on every endpoint, whole and streamed: the
 // provider stand-in counts the calls it received, and the key's usage
@@ -142,7 +158,7 @@ func TestProviderReceivedIsCharged(t *testing.T) {
 				}, withHealth(neverOpen()))
 				e.savePreset(e.mgmt, "chat/completions", "brief", map[string]any{"model": "acme/chat", "temperature": 0.5,
 					"messages": []any{map[string]any{"role": "system", "content": "Be brief."}}}, "")
-				calls := billedCallsOf(typ, c.streams)
+				calls := append(billedCallsOf(typ, c.streams), messagesCalls(c.streams)...)
 				for _, call := range calls {
 					want := c.status
 					if call.stream {
@@ -153,7 +169,16 @@ func TestProviderReceivedIsCharged(t *testing.T) {
 						t.Errorf("%s stream %v: status %d, want %d: %.300s", call.name, call.stream, res.Status, want, res.Body)
 						continue
 					}
-					if want >= 400 {
+					if want == 200 && call.name == "messages" {
+						evs := events(t, res.Body)
+						if last := evs[len(evs)-1]; last.name != "error" || !strings.Contains(fmt.Sprint(last.data["error"]), "it was charged $") {
+							t.Errorf("messages stream: the stream that broke off ends %v", last)
+						}
+					} else if want >= 400 && call.name == "messages" {
+						if got := res.anthropicError(t); !strings.Contains(got.Error.Message, "so it was charged $") {
+							t.Errorf("%s stream %v: the error does not say what was charged: %+v", call.name, call.stream, got)
+						}
+					} else if want >= 400 {
 						got := res.apiError(t)
 						if got.Metadata["generation_id"] == nil || got.Metadata["cost"] == nil || !strings.Contains(got.Message, "so it was charged $") {
 							t.Errorf("%s stream %v: the error does not say what was charged: %+v", call.name, call.stream, got)

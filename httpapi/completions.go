@@ -195,6 +195,34 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
+	return s.completeChat(w, r, p, req, body, raw, func(e provider.Endpoint) chatAnswer {
+		form := &chatForm{fp: &fingerprints{own: fingerprint(e.Provider, e.Model)}, model: e.Model, now: s.now}
+		return chatAnswer{form: form, rewrite: func(gen *gatehouse.Generation, obj map[string]json.RawMessage) {
+			obj["id"], _ = json.Marshal(gen.ID)
+			obj["model"], _ = json.Marshal(e.Model.Slug())
+			obj["provider"], _ = json.Marshal(e.Provider.ID)
+			normalizeAnswer(obj)
+			form.fp.stamp(obj)
+		}}
+	})
+}
+
+// chatAnswer is how the answer of a chat completion made at one endpoint
+// reaches its client: its form, what each answer object or chunk is
+// rewritten to, and, for an API that tells the answer in another shape
+// (the Messages API), the translation a stream is written through (nil:
+// none) and, since that ends its stream its own way, no [DONE].
+type chatAnswer struct {
+	form      answerForm
+	rewrite   func(gen *gatehouse.Generation, obj map[string]json.RawMessage)
+	translate func(sw *streamWriter, gen *gatehouse.Generation) provider.StreamWriter
+}
+
+// completeChat serves a chat completion request, read and checked: the
+// preset it names applied, then metered and made (see serveModel), its
+// answer told as answer says for the endpoint that serves it.
+func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, p *principal, req chatRequest,
+	body map[string]json.RawMessage, raw []byte, answer func(provider.Endpoint) chatAnswer) error {
 	req, body, raw, ps, err := s.usePreset(r.Context(), p.key, req, body, raw)
 	if err != nil {
 		return err
@@ -221,19 +249,21 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, p *prin
 			if err := meter.CheckReasoningBudget(body["reasoning"], e.Model.CompletionCap(capTokens)); err != nil {
 				return attempt{}, err
 			}
-			form := &chatForm{fp: &fingerprints{own: fingerprint(e.Provider, e.Model)}, model: e.Model, now: s.now}
-			return attempt{form: form, send: func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error) {
+			a := answer(e)
+			return attempt{form: a.form, send: func(ctx context.Context, m *meter.Metering, sw *streamWriter) (provider.Completion, error) {
 				gen := m.Generation
-				return s.forward(ctx, m, provider.CompletionCall{
+				var out provider.StreamWriter = sw
+				if a.translate != nil {
+					out = a.translate(sw, gen)
+				}
+				done, err := s.forward(ctx, m, provider.CompletionCall{
 					Provider: e.Provider, Model: e.Model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
-					Rewrite: func(obj map[string]json.RawMessage) {
-						obj["id"], _ = json.Marshal(gen.ID)
-						obj["model"], _ = json.Marshal(e.Model.Slug())
-						obj["provider"], _ = json.Marshal(e.Provider.ID)
-						normalizeAnswer(obj)
-						form.fp.stamp(obj)
-					},
-				}, sw, s.data.Upstream.Complete)
+					Rewrite: func(obj map[string]json.RawMessage) { a.rewrite(gen, obj) },
+				}, sw, out, s.data.Upstream.Complete)
+				if a.translate != nil {
+					done.Done = false
+				}
+				return done, err
 			}}, nil
 		},
 	})

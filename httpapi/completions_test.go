@@ -43,6 +43,7 @@ type fakeUpstream struct {
 	reasoning        string         // reasoning text of the answer (the first chunk's, streamed)
 	tokenDetails     map[string]any // replaces the usage's token details, when set
 	noFinal          bool           // Responses streams end without their final event
+	toolArgs         string         // non-empty: chat answers call the tool "weather" with these arguments
 	// refuse answers a request whose bearer token is a key of it with the
 	// key's status and an error that quotes the token, as some providers do.
 	refuse map[string]int
@@ -191,8 +192,14 @@ func (u *fakeUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if u.reasoning != "" {
 		message["reasoning"] = u.reasoning
 	}
+	finish := u.finishReason
+	if u.toolArgs != "" {
+		message["content"], finish = nil, "tool_calls"
+		message["tool_calls"] = []any{map[string]any{"id": "call_up", "type": "function",
+			"function": map[string]any{"name": "weather", "arguments": u.toolArgs}}}
+	}
 	answer := map[string]any{"id": u.answerID, "object": "chat.completion", "created": 1700000000, "model": body["model"],
-		"choices": []any{map[string]any{"index": 0, "finish_reason": u.finishReason, "message": message}}}
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": message}}}
 	if u.fingerprint != "" {
 		answer["system_fingerprint"] = u.fingerprint
 	}
@@ -349,7 +356,15 @@ func (u *fakeUpstream) stream(w http.ResponseWriter, r *http.Request, body, usag
 			return
 		}
 	}
-	chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"content": "lo"}, "finish_reason": u.finishReason}}, nil)
+	if u.toolArgs != "" { // a tool call after the text, its arguments in two pieces
+		half := len(u.toolArgs) / 2
+		chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_up",
+			"type": "function", "function": map[string]any{"name": "weather", "arguments": u.toolArgs[:half]}}}}}}, nil)
+		chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"tool_calls": []any{map[string]any{"index": 0,
+			"function": map[string]any{"arguments": u.toolArgs[half:]}}}}, "finish_reason": "tool_calls"}}, nil)
+	} else {
+		chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"content": "lo"}, "finish_reason": u.finishReason}}, nil)
+	}
 	opts, _ := body["stream_options"].(map[string]any)
 	if include, _ := opts["include_usage"].(bool); include && !u.noUsage {
 		chunk([]any{}, map[string]any{"usage": usage})

@@ -123,6 +123,12 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 // writeError renders err as the JSON error body. Internal errors show only
 // "internal error"; the caller logs the detail.
 func writeError(w http.ResponseWriter, err error) {
+	status, body := errorOf(err)
+	_ = writeJSON(w, status, body)
+}
+
+// errorOf returns the status and body of an error's answer.
+func errorOf(err error) (int, errorBody) {
 	var ue *provider.UpstreamError
 	if errors.As(err, &ue) {
 		// A provider's failure, passed through with its status, in
@@ -138,8 +144,7 @@ func writeError(w http.ResponseWriter, err error) {
 			msg += fmt.Sprintf(" (the provider received the request, so it was charged $%s: see generation %s)", ue.Charged, ue.GenerationID)
 		}
 		status := upstreamStatus(ue)
-		_ = writeJSON(w, status, errorBody{Error: errorDetail{Code: status, Message: msg, Metadata: meta}})
-		return
+		return status, errorBody{Error: errorDetail{Code: status, Message: msg, Metadata: meta}}
 	}
 	status := errorStatus(err)
 	body := errorBody{Error: errorDetail{Code: status, Message: gatehouse.ErrorMessage(err)}}
@@ -150,7 +155,7 @@ func writeError(w http.ResponseWriter, err error) {
 	if status == http.StatusInternalServerError {
 		body.Error.Message = "internal error"
 	}
-	_ = writeJSON(w, status, body)
+	return status, body
 }
 
 // decode reads a JSON object from the request body into dst, which must be

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"gatehouse"
@@ -21,7 +22,8 @@ func generationID(r *http.Request) (string, error) {
 	if err := singleValues(r.URL.Query(), "id"); err != nil {
 		return "", err
 	}
-	id := r.URL.Query().Get("id")
+	// A Messages answer's id is the generation's with Anthropic's prefix.
+	id := strings.TrimPrefix(r.URL.Query().Get("id"), "msg_")
 	switch {
 	case id == "":
 		return "", gatehouse.FieldError("id", "is required: the id of a completion, such as gen-…")

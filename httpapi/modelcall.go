@@ -314,12 +314,13 @@ func (s *Server) settleAndSend(w http.ResponseWriter, r *http.Request, m *meter.
 
 // forward makes a call with the provider's own key, or with the
 // workspace's BYOK keys that the metering chose (see withKeys); send is
-// the upstream's method for the endpoint.
-func (s *Server) forward(ctx context.Context, m *meter.Metering, call provider.CompletionCall, sw *streamWriter,
+// the upstream's method for the endpoint. A stream goes to out: sw, or a
+// translation written to sw.
+func (s *Server) forward(ctx context.Context, m *meter.Metering, call provider.CompletionCall, sw *streamWriter, out provider.StreamWriter,
 	send func(context.Context, provider.CompletionCall, provider.StreamWriter) (provider.Completion, error)) (provider.Completion, error) {
 	return s.withKeys(ctx, m, provider.Endpoint{Provider: call.Provider, Model: call.Model}, func(ctx context.Context, key gatehouse.Secret) (provider.Completion, error) {
 		call.APIKey = key
-		return send(ctx, call, sw)
+		return send(ctx, call, out)
 	}, func() bool { return sw.started })
 }
 

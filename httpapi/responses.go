@@ -71,7 +71,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, p *princ
 				return s.forward(ctx, m, provider.CompletionCall{
 					Provider: e.Provider, Model: e.Model, Body: body, MaxTokens: m.MaxTokens, Stream: req.Stream,
 					Rewrite: func(obj map[string]json.RawMessage) { form.rewrite(obj, gen.ID) },
-				}, sw, s.data.Upstream.Respond)
+				}, sw, sw, s.data.Upstream.Respond)
 			}}, nil
 		},
 	})

@@ -121,6 +121,7 @@ func (s *Server) routes(metrics http.Handler) {
 
 	m.HandleFunc("POST "+v1+"/chat/completions", s.authenticated(s.chatCompletions))
 	m.HandleFunc("POST "+v1+"/responses", s.authenticated(s.createResponse))
+	m.HandleFunc("POST "+v1+"/messages", s.messagesRoute(s.createMessage))
 	m.HandleFunc("POST "+v1+"/embeddings", s.authenticated(s.createEmbeddings))
 	m.HandleFunc("GET "+v1+"/embeddings/models", s.public(s.listEmbeddingModels))
 	m.HandleFunc("GET "+v1+"/models", s.public(s.listModels))

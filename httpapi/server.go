@@ -188,13 +188,17 @@ func (s *Server) logRequest(ctx context.Context, level slog.Level, attrs []slog.
 
 // serve adapts a handlerFunc: an error is rendered as the JSON error body,
 // and internal errors are kept for the log line.
-func (s *Server) serve(h handlerFunc) http.HandlerFunc {
+func (s *Server) serve(h handlerFunc) http.HandlerFunc { return s.serveAs(h, writeError) }
+
+// serveAs is serve with the errors rendered by write: the shape of
+// another API's errors (see writeMessagesError).
+func (s *Server) serveAs(h handlerFunc, write func(http.ResponseWriter, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			if rec, ok := w.(*recorder); ok && logsError(err) {
 				rec.err = err
 			}
-			writeError(w, err)
+			write(w, err)
 		}
 	}
 }
@@ -306,6 +310,11 @@ func (s *Server) SetEgressPolicy(p *egress.Policy) { s.destinations.Egress = p }
 // Destinations is how the API changes destinations (its egress policy, its
 // trace publisher), for the web console to change them the same way.
 func (s *Server) Destinations() *gatehouse.Destinations { return s.destinations }
+
+// Router returns the router of the model calls: the catalog, and the
+// endpoints' health this instance measured (for the console's providers
+// page).
+func (s *Server) Router() *provider.Router { return s.router }
 
 // TrustProxies names the reverse proxies whose X-Forwarded-For and
 // Forwarded headers say who the client is. Call it before serving; with

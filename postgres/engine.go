@@ -112,6 +112,8 @@ func (dialect) Catalog() string {
 // scan marks them dead on its first pass and skips them after (0.5 ms).
 func (dialect) BeforeAdmission() string { return "SET LOCAL enable_bitmapscan = off" }
 
+func (dialect) DeletesInWith() bool { return true }
+
 func (dialect) AfterCopy() string {
 	return `DO $$ DECLARE c record; BEGIN
 		FOR c IN SELECT table_name, column_name FROM information_schema.columns

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"gatehouse"
+	"gatehouse/internal/jsonobj"
 	"slices"
 	"strings"
 )
@@ -48,10 +49,12 @@ func readMembers(field string, obj map[string]json.RawMessage, members map[strin
 	return nil
 }
 
-// readObject reads raw, which must be a JSON object.
+// readObject reads raw, which must be a JSON object (read as
+// json.Unmarshal reads one into a map, by a scanner that does not allocate
+// what it skips).
 func readObject(field string, raw json.RawMessage) (map[string]json.RawMessage, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+	obj, err := jsonobj.Unmarshal(raw)
+	if err != nil {
 		return nil, gatehouse.FieldError(field, "must be an object")
 	}
 	return obj, nil

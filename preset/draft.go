@@ -1,6 +1,7 @@
 package preset
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"gatehouse"
@@ -500,8 +501,8 @@ func readStop(field string, raw json.RawMessage) (any, error) {
 }
 
 func isNull(raw json.RawMessage) bool {
-	s := strings.TrimSpace(string(raw))
-	return s == "" || s == "null"
+	s := bytes.TrimSpace(raw)
+	return len(s) == 0 || string(s) == "null"
 }
 
 // isEmptyList reports whether raw is absent, null or [].

@@ -96,6 +96,9 @@ func (dialect) AfterCopy() string { return "" }
 
 func (dialect) BeforeAdmission() string { return "" }
 
+// DeletesInWith is false: SQLite's WITH clauses hold no DELETE.
+func (dialect) DeletesInWith() bool { return false }
+
 // sqlRunner is what a querier runs statements on: *sql.Tx, *sql.DB, or a
 // preparedQuerier.
 type sqlRunner interface {

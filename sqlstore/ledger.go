@@ -30,6 +30,7 @@ type Ledger struct {
 	waited    int    // ops in queue that someone waits for: holds and unheld settles
 	syncing   int    // Sync calls waiting
 	lingered  bool   // the queue has waited settleLinger for company
+	writing   bool   // the writer has a batch in flight
 	submitted uint64 // ops queued, ever
 	done      uint64 // ops written (or failed), ever
 	flushed   chan struct{}
@@ -271,11 +272,14 @@ const settleLinger = 2 * time.Millisecond
 // steal takes up to max queued settles and releases (none while a hold
 // or an unheld settle is queued: those that someone waits for go first)
 // for a transaction that writes them with its own work; it must then call
-// settled.
+// settled. None is taken while the writer has a batch in flight: a settle
+// may end a hold of that batch, which a concurrent transaction (on
+// PostgreSQL) would not yet see, ending nothing, and leave the hold open
+// once it commits.
 func (l *Ledger) steal(max int) []ledgerOp {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.waited > 0 {
+	if l.waited > 0 || l.writing {
 		return nil
 	}
 	n := min(len(l.queue), max)
@@ -338,6 +342,7 @@ func (l *Ledger) run() {
 			}
 		}
 		closed := l.closed
+		l.writing = n > 0
 		l.mu.Unlock()
 		if n == 0 {
 			if closed {
@@ -347,6 +352,9 @@ func (l *Ledger) run() {
 			continue
 		}
 		l.write(batch)
+		l.mu.Lock()
+		l.writing = false
+		l.mu.Unlock()
 		l.finished(n)
 	}
 }

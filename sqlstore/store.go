@@ -102,6 +102,10 @@ type Dialect interface {
 	// BeforeAdmission is the statement that starts a batch of admissions,
 	// or "": settings of the engine's planner for its sums of what is held.
 	BeforeAdmission() string
+	// DeletesInWith reports whether a WITH clause may hold a DELETE ...
+	// RETURNING whose rows the main query reads (PostgreSQL): the ledger
+	// then ends a batch's holds in one statement instead of three.
+	DeletesInWith() bool
 	// AfterCopy is the statement that makes a database that Copy filled
 	// continue from the copied rows (its sequences past the copied ids),
 	// or "".

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"gatehouse/meter"
 	"maps"
+	"math/bits"
 	"slices"
+	"strings"
 	"time"
 
 	"gatehouse"
@@ -198,52 +200,96 @@ const keyByHash = `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`
 // ledger entry, so that its settle charges it (as a reservation written
 // before the deletion is: it outlives its key); a lease of a deleted key
 // is left out, and so is a budget deleted meanwhile: there is nothing left
-// to hold against.
+// to hold against. The reservations' keys are looked up by the insert
+// itself (a round trip less for every batch of the ledger).
 func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) error {
-	var hashes, guardrails []string
+	var guardrails []string
 	for _, r := range rs {
-		hashes = append(hashes, r.KeyHash)
 		for _, b := range r.Budgets {
 			guardrails = append(guardrails, b.GuardrailID)
 		}
 	}
-	keys, err := tx.existing(ctx, `SELECT hash, organization_id FROM api_keys`, "hash", hashes)
+	written, err := tx.insertReservations(ctx, rs)
 	if err != nil {
 		return err
 	}
-	var orphans []*gatehouse.Reservation
+	var kept []*gatehouse.Reservation
 	for _, r := range rs {
-		if _, ok := keys[r.KeyHash]; !ok && !r.Lease && r.Generation != nil && r.Generation.OrganizationID != "" {
-			orphans = append(orphans, r)
+		if written[r.ID] && (len(r.Budgets) > 0 || len(r.Chain) > 0) {
+			kept = append(kept, r)
 		}
 	}
-	if len(orphans) > 0 {
-		var ids []string
-		for _, r := range orphans {
-			ids = append(ids, r.Generation.OrganizationID)
-		}
-		orgs, err := tx.existing(ctx, `SELECT id, id FROM organizations`, "id", ids)
-		if err != nil {
-			return err
-		}
-		for _, r := range orphans {
-			if org, ok := orgs[r.Generation.OrganizationID]; ok {
-				keys[r.KeyHash] = org
-			}
-		}
+	if len(kept) == 0 {
+		return nil
 	}
 	live, err := tx.existing(ctx, `SELECT id, id FROM budgets`, "id", guardrails)
 	if err != nil {
 		return err
 	}
-	return tx.writeHolds(ctx, rs, keys, live)
+	return tx.writeHoldRows(ctx, kept, live)
 }
+
+// insertReservations writes the reservations whose keys exist, each under
+// its key's organization, or (a call whose key was deleted while it ran,
+// not a lease) under its ledger entry's organization if that exists; it
+// returns the ids written.
+func (tx *Tx) insertReservations(ctx context.Context, rs []*gatehouse.Reservation) (map[string]bool, error) {
+	written := make(map[string]bool, len(rs))
+	for len(rs) > 0 {
+		n := 1 << (bits.Len(uint(min(len(rs), 512))) - 1) // a few statement texts, as insertRows
+		var values strings.Builder
+		var args []any
+		for i, r := range rs[:n] {
+			if i > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString(reservationValues)
+			g := r.Generation
+			if g == nil {
+				g = &gatehouse.Generation{}
+			}
+			var orphanOrg any
+			if !r.Lease && g.OrganizationID != "" {
+				orphanOrg = g.OrganizationID
+			}
+			args = append(args, r.ID, r.KeyHash, int64(r.Amount), r.BYOK, ms(tx.now), ms(r.ExpiresAt),
+				nullIfEmpty(g.ID), nullIfEmpty(g.WorkspaceID), nullIfEmpty(g.Model), nullIfEmpty(g.Provider), g.Streamed,
+				nullIfEmpty(tx.instance), r.Lease, nullIfEmpty(r.LeaseID), orphanOrg)
+		}
+		rows, err := tx.Query(ctx, `INSERT INTO reservations (`+reservationColumns+`)
+			SELECT v.column1, COALESCE(k.organization_id, o.id), v.column2, v.column3, v.column4, v.column5, v.column6,
+				v.column7, v.column8, v.column9, v.column10, v.column11, v.column12, v.column13, v.column14
+			FROM (VALUES `+values.String()+`) AS v
+			LEFT JOIN api_keys k ON k.hash = v.column2
+			LEFT JOIN organizations o ON k.hash IS NULL AND o.id = v.column15
+			WHERE k.hash IS NOT NULL OR o.id IS NOT NULL
+			RETURNING id`, args...)
+		ids, err := collect(rows, err, scanString)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			written[id] = true
+		}
+		rs = rs[n:]
+	}
+	return written, nil
+}
+
+// reservationValues is a row of insertReservations' VALUES, typed (a
+// parameter in a VALUES list has no type of its own on PostgreSQL): id,
+// key hash, amount, byok, created, expires, generation id, workspace,
+// model, provider, streamed, instance, lease, lease id, and the
+// organization of a call whose key may be gone.
+const reservationValues = `(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BOOLEAN), CAST(? AS BIGINT), CAST(? AS BIGINT),
+	CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT), CAST(? AS TEXT))`
 
 // writeHolds writes reservations whose keys' organizations (orgs, by key
 // hash) and live budgets (live, by id) are known; the others are left
 // out.
 func (tx *Tx) writeHolds(ctx context.Context, rs []*gatehouse.Reservation, keys, live map[string]string) error {
-	var res, budgets, holds [][]any
+	var res [][]any
+	var kept []*gatehouse.Reservation
 	for _, r := range rs {
 		org, ok := keys[r.KeyHash]
 		if !ok {
@@ -256,6 +302,21 @@ func (tx *Tx) writeHolds(ctx context.Context, rs []*gatehouse.Reservation, keys,
 		res = append(res, []any{r.ID, org, r.KeyHash, int64(r.Amount), r.BYOK, ms(tx.now), ms(r.ExpiresAt),
 			nullIfEmpty(g.ID), nullIfEmpty(g.WorkspaceID), nullIfEmpty(g.Model), nullIfEmpty(g.Provider), g.Streamed,
 			nullIfEmpty(tx.instance), r.Lease, nullIfEmpty(r.LeaseID)})
+		kept = append(kept, r)
+	}
+	for chunk := range slices.Chunk(res, 500) {
+		if _, err := tx.insertRows(ctx, "reservations", reservationColumns, chunk, ""); err != nil {
+			return err
+		}
+	}
+	return tx.writeHoldRows(ctx, kept, live)
+}
+
+// writeHoldRows writes what written reservations hold against: their live
+// budgets (live, by id) and the chains of keys they were minted from.
+func (tx *Tx) writeHoldRows(ctx context.Context, rs []*gatehouse.Reservation, live map[string]string) error {
+	var budgets, holds [][]any
+	for _, r := range rs {
 		for _, b := range sortedBudgets(r.Budgets) {
 			if _, ok := live[b.GuardrailID]; ok {
 				budgets = append(budgets, []any{r.ID, b.GuardrailID, b.Subject})
@@ -269,7 +330,6 @@ func (tx *Tx) writeHolds(ctx context.Context, rs []*gatehouse.Reservation, keys,
 		table, columns string
 		rows           [][]any
 	}{
-		{"reservations", reservationColumns, res},
 		{"reservation_budgets", "reservation_id, guardrail_id, subject", budgets},
 		{"reservation_holds", "reservation_id, key_hash, depth", holds},
 	} {
@@ -481,6 +541,9 @@ func (tx *Tx) endHolds(ctx context.Context, ids []string) (*ended, error) {
 	if len(ids) == 0 {
 		return e, nil
 	}
+	if tx.d.DeletesInWith() {
+		return tx.endHoldsInOne(ctx, ids, e)
+	}
 	cond, args := tx.in("reservation_id", ids)
 	rows, err := tx.Query(ctx, `SELECT reservation_id, key_hash FROM reservation_holds WHERE `+cond+` ORDER BY depth`, args...)
 	if e.holds, err = collect(rows, err, scanPair); err != nil {
@@ -507,6 +570,45 @@ func (tx *Tx) endHolds(ctx context.Context, ids []string) (*ended, error) {
 		e.done[d[0]], e.keyOf[d[0]] = true, d[1]
 		if d[2] != "" {
 			e.leaseOf[d[0]] = d[2]
+		}
+	}
+	return e, nil
+}
+
+// endHoldsInOne is endHolds in one statement: the reservations deleted,
+// with the chains and budgets they held against (which the statement
+// reads as they were before the delete, its cascade included).
+func (tx *Tx) endHoldsInOne(ctx context.Context, ids []string, e *ended) (*ended, error) {
+	cond, args := tx.in("id", ids)
+	rows, err := tx.Query(ctx, `WITH d AS (DELETE FROM reservations WHERE `+cond+` RETURNING id, key_hash, COALESCE(lease_id, '') AS lease_id)
+		SELECT 0, id, key_hash, lease_id, 0 FROM d
+		UNION ALL SELECT 1, h.reservation_id, h.key_hash, '', h.depth FROM reservation_holds h JOIN d ON d.id = h.reservation_id
+		UNION ALL SELECT 2, b.reservation_id, b.guardrail_id, b.subject, 0 FROM reservation_budgets b JOIN d ON d.id = b.reservation_id`, args...)
+	type row struct {
+		kind    int
+		a, b, c string
+		depth   int
+	}
+	got, err := collect(rows, err, func(s Scanner) (row, error) {
+		var r row
+		return r, s.Scan(&r.kind, &r.a, &r.b, &r.c, &r.depth)
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The holds parent first, as endHolds reads them.
+	slices.SortStableFunc(got, func(x, y row) int { return cmp.Compare(x.depth, y.depth) })
+	for _, r := range got {
+		switch r.kind {
+		case 0:
+			e.done[r.a], e.keyOf[r.a] = true, r.b
+			if r.c != "" {
+				e.leaseOf[r.a] = r.c
+			}
+		case 1:
+			e.holds = append(e.holds, [2]string{r.a, r.b})
+		case 2:
+			e.budgets = append(e.budgets, [3]string{r.a, r.b, r.c})
 		}
 	}
 	return e, nil
@@ -549,15 +651,40 @@ func chargeTo[K comparable](m map[K]*charge, k K, g *gatehouse.Generation) {
 }
 
 // addCharge adds a charge to the counters of the row of table that where
-// selects with its args, locking it. ErrNoRows when there is none.
+// selects with its args, in one statement (it was a locking read and an
+// update: a round trip less for every key and budget a ledger batch
+// charges). Each period's spend grows when the row's period is the
+// current one, starts again at the charge when the row's is older, and is
+// left alone when the row's is newer (another instance's clock ahead), as
+// gatehouse.Counter.Add does; the periods' starts are computed here, the
+// same for every row. ErrNoRows when there is no row.
 func (tx *Tx) addCharge(ctx context.Context, table, where string, c *charge, args ...any) error {
-	u, b, err := scanCounters(tx.QueryRow(ctx, `SELECT `+counterColumns+` FROM `+table+` WHERE `+where+tx.d.ForUpdate(), args...))
-	if err != nil {
-		return err
+	var set strings.Builder
+	var vals []any
+	for _, part := range []struct {
+		prefix string
+		amount gatehouse.Money
+	}{{"usage", c.usage}, {"byok", c.byok}} {
+		p, a := part.prefix, int64(part.amount)
+		if set.Len() > 0 {
+			set.WriteString(", ")
+		}
+		set.WriteString(p + `_total = ` + p + `_total + ?`)
+		vals = append(vals, a)
+		for _, period := range []struct {
+			name     string
+			interval gatehouse.Interval
+		}{{"day", gatehouse.Daily}, {"week", gatehouse.Weekly}, {"month", gatehouse.Monthly}} {
+			col, start := p+"_"+period.name, ms(period.interval.Start(tx.now))
+			set.WriteString(`, ` + col + ` = CASE WHEN ` + col + `_start = ? THEN ` + col + ` + ? WHEN ` + col + `_start > ? THEN ` + col + ` ELSE ? END`)
+			set.WriteString(`, ` + col + `_start = CASE WHEN ` + col + `_start > ? THEN ` + col + `_start ELSE ? END`)
+			vals = append(vals, start, a, start, a, start, start)
+		}
 	}
-	u, b = u.Add(tx.now, c.usage), b.Add(tx.now, c.byok)
-	_, err = tx.Exec(ctx, `UPDATE `+table+` SET `+counterAssignments("usage")+`, `+counterAssignments("byok")+` WHERE `+where,
-		append(append(counterArgs(u), counterArgs(b)...), args...)...)
+	n, err := tx.Exec(ctx, `UPDATE `+table+` SET `+set.String()+` WHERE `+where, append(vals, args...)...)
+	if err == nil && n == 0 {
+		return ErrNoRows
+	}
 	return err
 }
 

@@ -299,8 +299,11 @@ func drop(tb testing.TB, server, name string) {
 	}
 }
 
+// dropDatabase drops a test's database. The drop waits for a checkpoint,
+// which on a machine busy with other tests' writes (CI runs the container
+// tests beside these) took more than 30 s once: it is given 3 minutes.
 func dropDatabase(server, name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, server)
 	if err != nil {
