@@ -203,7 +203,9 @@ func (e *chatEnv) wantEveryReceivedCallPaid(n int, usage bool) {
 	var statuses []string
 	var costs []gatehouse.Money
 	held := 1
-	for deadline := time.Now().Add(10 * time.Second); (len(statuses) < n || held != 0) && time.Now().Before(deadline); {
+	// A generous deadline: these tests run many calls in parallel, on a
+	// machine that may be busy.
+	for deadline := time.Now().Add(30 * time.Second); (len(statuses) < n || held != 0) && time.Now().Before(deadline); {
 		e.settled()
 		statuses, costs, held = e.ledger(e.hash)
 		if len(statuses) < n || held != 0 {
@@ -262,9 +264,17 @@ func TestProviderReceivedClientLeft(t *testing.T) {
 		}, nil, func(base string) *provider.Catalog {
 			return billedCatalogOf(t, typ, base, time.Minute, time.Minute)
 		})
-		for _, stream := range []bool{false, true} {
+		for i, stream := range []bool{false, true} {
 			data, _ := json.Marshal(chatBody("acme/chat", "stream", stream))
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			// The client leaves once the provider has the request (and
+			// delays its answer), however long that took.
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				for len(e.up.requests()) <= i && ctx.Err() == nil {
+					time.Sleep(5 * time.Millisecond)
+				}
+				cancel()
+			}()
 			req := httptest.NewRequest("POST", "/api/v1/chat/completions", bytes.NewReader(data)).WithContext(ctx)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer "+e.key)
