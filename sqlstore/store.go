@@ -140,6 +140,9 @@ type Store struct {
 	// policies remembers guardrails (ProviderBYOKKeys).
 	byokKeys  sync.Map // workspace id + " " + provider -> *byokEntry
 	byokCount atomic.Int64
+	// keyMarks remember where the pages of the keys API ended
+	// (keylist.go).
+	keyMarks keyMarks
 }
 
 // SetSyncMetering makes the metering writes (admission, the ledger) commit
@@ -297,18 +300,49 @@ func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, a
 // findCountedPage is findPage counting the rows of counted, a FROM clause
 // (with the same arguments) that has as many rows as from but reads fewer
 // pages: from without a join that only adds columns to each row.
+//
+// The page is found in counted too, by the last term of order (a unique
+// column: the row's key) alone, and only its rows are read whole: the rows
+// the offset skips are skipped in the index that holds counted's filter
+// and order (each list has one, and a test of its plan), never read from
+// the table (the last page of a million rows: a walk of the index, not a
+// million reads of the table's pages).
 func findCountedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
 	var total int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+counted, args...).Scan(&total); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM `+from+` ORDER BY `+order+` LIMIT ? OFFSET ?`,
-		append(args[:len(args):len(args)], page.Limit, page.Offset)...)
+	query, qargs := PageQuery(columns, from, counted, order, args, page)
+	rows, err := tx.Query(ctx, query, qargs...)
 	items, err := collect(rows, err, scan)
 	if err != nil {
 		return nil, err
 	}
 	return &listing[T]{items, total}, nil
+}
+
+// PageQuery is the query of one page of findCountedPage, and its
+// arguments: the keys of the page's rows are found in counted (skipping the
+// offset in its index), then each of those rows in from by its key.
+func PageQuery(columns, from, counted, order string, args []any, page gatehouse.Page) (string, []any) {
+	terms := strings.Split(order, ",")
+	key := strings.TrimSuffix(strings.TrimSpace(terms[len(terms)-1]), " DESC")
+	qargs := make([]any, 0, 2*len(args)+2)
+	qargs = append(append(append(qargs, args...), page.Limit, page.Offset), args...)
+	return pageOf(columns, from, key, `SELECT `+key+` AS page_key FROM `+counted+` ORDER BY `+order+` LIMIT ? OFFSET ?`, order), qargs
+}
+
+// pageOf is the query of the rows of from whose keys the query keys
+// returns (as page_key), in order. The keys come first (CROSS JOIN: SQLite
+// keeps the order of the tables), each row then found by its key, never
+// by walking from's index and testing keys: a page's rows are read, no
+// others.
+func pageOf(columns, from, key, keys, order string) string {
+	join := " WHERE "
+	if strings.Contains(from, "WHERE") {
+		join = " AND "
+	}
+	return `SELECT ` + columns + ` FROM (` + keys + `) page CROSS JOIN ` + from + join + key + ` = page.page_key ORDER BY ` + order
 }
 
 // placeholders returns "?, ?, ..." for n values.
