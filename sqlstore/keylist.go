@@ -122,9 +122,9 @@ func KeyPageQuery(orgID string, workspaceID string, includeDisabled bool, c *Key
 	if c != nil {
 		inner, innerArgs = where+` AND (created_at, hash) > (?, ?)`, append(innerArgs, c.createdAt, c.hash)
 	}
-	all := append(append(innerArgs, limit, skip), args...)
-	return pageOf(keyColumns, `api_keys WHERE `+where, `hash`, `SELECT hash AS page_key FROM api_keys WHERE `+inner+`
-		ORDER BY created_at, hash LIMIT ? OFFSET ?`, `created_at, hash`), all
+	all := append(innerArgs, limit, skip)
+	return pageOf(keyColumns, `api_keys`, `hash`, `SELECT hash AS page_key FROM api_keys WHERE `+inner+`
+		ORDER BY created_at, hash LIMIT ? OFFSET ?`), all
 }
 
 // KeyCursorAt is a cursor for tests of KeyPageQuery's plans.

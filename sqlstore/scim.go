@@ -163,7 +163,7 @@ func (s *Store) FindSCIMUsers(ctx context.Context, orgID string, f gatehouse.SCI
 		if counted == "" {
 			counted = from
 		}
-		l, err := findCountedPage(ctx, tx, scimUserColumns, from, counted, `m.created_at, m.id`, args, scimPage(f.StartIndex, f.Count), scanSCIMUser)
+		l, err := findScopedPage(ctx, tx, scimUserColumns, from, counted, `m.created_at, m.id`, args, scimPage(f.StartIndex, f.Count), scanSCIMUser)
 		if err != nil {
 			return nil, err
 		}

@@ -292,7 +292,8 @@ func unpack[T any](l *listing[T], err error) ([]T, int, error) {
 
 // findPage returns one page of `SELECT columns FROM from` (from carries the
 // joins and the WHERE clause, filled in by args) ordered by order, with the
-// number of all matching rows, both in the snapshot of tx.
+// number of all matching rows, both in the snapshot of tx. The last term
+// of order is the row's key: unique in its table.
 func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
 	return findCountedPage(ctx, tx, columns, from, from, order, args, page, scan)
 }
@@ -301,18 +302,27 @@ func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, a
 // (with the same arguments) that has as many rows as from but reads fewer
 // pages: from without a join that only adds columns to each row.
 //
-// The page is found in counted too, by the last term of order (a unique
-// column: the row's key) alone, and only its rows are read whole: the rows
-// the offset skips are skipped in the index that holds counted's filter
-// and order (each list has one, and a test of its plan), never read from
-// the table (the last page of a million rows: a walk of the index, not a
-// million reads of the table's pages).
+// The page is found in counted too, by its key alone, and only its rows
+// are read whole: the rows the offset skips are skipped in the index that
+// holds counted's filter and order (each list has one, and a test of its
+// plan), never read from the table (the last page of a million rows: a
+// walk of the index, not a million reads of the table's pages).
 func findCountedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
+	return countAndPage(ctx, tx, columns, from, counted, order, false, args, page, scan)
+}
+
+// findScopedPage is findCountedPage for a list whose key is unique only
+// within the list's filter (a member's id, within the organization).
+func findScopedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
+	return countAndPage(ctx, tx, columns, from, counted, order, true, args, page, scan)
+}
+
+func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
 	var total int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+counted, args...).Scan(&total); err != nil {
 		return nil, err
 	}
-	query, qargs := PageQuery(columns, from, counted, order, args, page)
+	query, qargs := PageQuery(columns, from, counted, order, scoped, args, page)
 	rows, err := tx.Query(ctx, query, qargs...)
 	items, err := collect(rows, err, scan)
 	if err != nil {
@@ -323,26 +333,34 @@ func findCountedPage[T any](ctx context.Context, tx *Tx, columns, from, counted,
 
 // PageQuery is the query of one page of findCountedPage, and its
 // arguments: the keys of the page's rows are found in counted (skipping the
-// offset in its index), then each of those rows in from by its key.
-func PageQuery(columns, from, counted, order string, args []any, page gatehouse.Page) (string, []any) {
+// offset in its index), then each of those rows in from by its key (and
+// from's filter when scoped: the key is unique only within it).
+func PageQuery(columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page) (string, []any) {
 	terms := strings.Split(order, ",")
 	key := strings.TrimSuffix(strings.TrimSpace(terms[len(terms)-1]), " DESC")
-	qargs := make([]any, 0, 2*len(args)+2)
-	qargs = append(append(append(qargs, args...), page.Limit, page.Offset), args...)
-	return pageOf(columns, from, key, `SELECT `+key+` AS page_key FROM `+counted+` ORDER BY `+order+` LIMIT ? OFFSET ?`, order), qargs
+	qargs := append(append(make([]any, 0, 2*len(args)+2), args...), page.Limit, page.Offset)
+	if scoped {
+		qargs = append(qargs, args...)
+	} else if i := strings.LastIndex(from, "WHERE"); i >= 0 {
+		from = strings.TrimSpace(from[:i])
+	}
+	return pageOf(columns, from, key, `SELECT `+key+` AS page_key FROM `+counted+` ORDER BY `+order+` LIMIT ? OFFSET ?`), qargs
 }
 
 // pageOf is the query of the rows of from whose keys the query keys
-// returns (as page_key), in order. The keys come first (CROSS JOIN: SQLite
-// keeps the order of the tables), each row then found by its key, never
-// by walking from's index and testing keys: a page's rows are read, no
-// others.
-func pageOf(columns, from, key, keys, order string) string {
+// returns (as page_key), in its order. The keys come first (CROSS JOIN:
+// SQLite keeps the order of the tables), each row then found by its key,
+// never by walking from's index and testing keys: a page's rows are read,
+// no others. The rows are ordered by their rank among the keys (page_row),
+// which no index of from holds, so that no engine walks one to skip the
+// sort of a page.
+func pageOf(columns, from, key, keys string) string {
 	join := " WHERE "
 	if strings.Contains(from, "WHERE") {
 		join = " AND "
 	}
-	return `SELECT ` + columns + ` FROM (` + keys + `) page CROSS JOIN ` + from + join + key + ` = page.page_key ORDER BY ` + order
+	return `SELECT ` + columns + ` FROM (SELECT page_key, row_number() OVER () AS page_row FROM (` + keys + `) page_keys) page CROSS JOIN ` +
+		from + join + key + ` = page.page_key ORDER BY page.page_row`
 }
 
 // placeholders returns "?, ?, ..." for n values.

@@ -8,6 +8,7 @@ package plantest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,12 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
 	must(err)
 	_, _, err = s.SavePreset(ctx, org.ID, "", "plans", gatehouse.PresetDraft{Config: gatehouse.PresetConfig{"model": json.RawMessage(`"m/x"`)}})
 	must(err)
+	for i := range 3 {
+		m, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: fmt.Sprintf("m%d@example.com", i)})
+		must(err)
+		_, _, err = s.AddWorkspaceMembers(ctx, org.ID, ws.ID, []string{m.ID})
+		must(err)
+	}
 	since := time.UnixMilli(1)
 	page := gatehouse.Page{Offset: 100, Limit: 50}
 	log.Take()
