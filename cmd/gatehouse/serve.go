@@ -511,6 +511,7 @@ func openStoreWith(ctx context.Context, cfg Config, box *gatehouse.SecretBox, lo
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.DatabaseURL, err)
 	}
+	db.SetReadTimeout(cfg.DBTimeout) // as PostgreSQL's operation timeout
 	logger.Info("database opened", "engine", "sqlite", "path", cfg.DatabaseURL)
 	logSchema(logger, db.Schema())
 	return db, nil
