@@ -146,6 +146,11 @@ func writeError(w http.ResponseWriter, err error) {
 	var e *gatehouse.Error
 	if errors.As(err, &e) && status != http.StatusInternalServerError {
 		body.Error.Metadata = e.Metadata
+		// A refusal that says when to come back says it in the header
+		// too (a busy share of the database: gatehouse.Shares).
+		if secs, ok := e.Metadata["retry_after_seconds"].(int); ok && w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
 	}
 	if status == http.StatusInternalServerError {
 		body.Error.Message = "internal error"
