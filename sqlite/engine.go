@@ -90,7 +90,7 @@ func (dialect) Catalog() string {
 	return `SELECT t.name, (SELECT group_concat(name, ',' ORDER BY cid) FROM pragma_table_info(t.name)), '',
 			(SELECT coalesce(group_concat(DISTINCT "table"), '') FROM pragma_foreign_key_list(t.name))
 		FROM sqlite_schema t
-		WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND t.name <> 'schema_migrations'
+		WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND t.name NOT IN ('schema_migrations', 'list_counts')
 		ORDER BY t.rowid`
 }
 

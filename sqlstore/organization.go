@@ -141,7 +141,7 @@ func (s *Store) FindMembers(ctx context.Context, orgID string, page gatehouse.Pa
 
 func (tx *Tx) findMembers(ctx context.Context, orgID string, page gatehouse.Page) (*listing[*gatehouse.Member], error) {
 	const from = `members WHERE organization_id = ?`
-	return findScopedPage(ctx, tx, memberColumns, from, from, `created_at, id`, []any{orgID}, page, scanMember)
+	return findKeptCountPage(ctx, tx, "members", orgID, memberColumns, from, from, `created_at, id`, true, []any{orgID}, page, scanMember)
 }
 
 // FindMembersByRef returns the members whose id, or email whatever its

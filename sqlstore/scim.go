@@ -163,7 +163,11 @@ func (s *Store) FindSCIMUsers(ctx context.Context, orgID string, f gatehouse.SCI
 		if counted == "" {
 			counted = from
 		}
-		l, err := findScopedPage(ctx, tx, scimUserColumns, from, counted, `m.created_at, m.id`, args, scimPage(f.StartIndex, f.Count), scanSCIMUser)
+		list := []string{}
+		if counted != from { // unfiltered: the members' count is kept (migration 0031)
+			list = []string{"members", orgID}
+		}
+		l, err := countAndPage(ctx, tx, scimUserColumns, from, counted, `m.created_at, m.id`, true, args, scimPage(f.StartIndex, f.Count), scanSCIMUser, list...)
 		if err != nil {
 			return nil, err
 		}

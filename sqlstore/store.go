@@ -95,7 +95,8 @@ type Dialect interface {
 	// Catalog returns the query with which Copy reads the schema: a row
 	// (name, columns, boolean columns, parent tables) for every table that
 	// holds data (not the engine's own, nor schema_migrations, which each
-	// database keeps for itself), in a stable order; each list holds names
+	// database keeps for itself, nor list_counts, which the target's
+	// triggers fill as the rows are copied), in a stable order; each list holds names
 	// separated by commas, the columns in the table's order, the parents
 	// those that the table's foreign keys refer to.
 	Catalog() string
@@ -317,9 +318,21 @@ func findScopedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, 
 	return countAndPage(ctx, tx, columns, from, counted, order, true, args, page, scan)
 }
 
-func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
+// findKeptCountPage is findCountedPage for a list whose rows triggers
+// count (migration 0031): its count is list's of scope in list_counts.
+func findKeptCountPage[T any](ctx context.Context, tx *Tx, list, scope string, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
+	return countAndPage(ctx, tx, columns, from, counted, order, scoped, args, page, scan, list, scope)
+}
+
+// countAndPage reads a list's count (list_counts' for list and scope,
+// when list is given), then its page.
+func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error), list ...string) (*listing[T], error) {
 	var total int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+counted, args...).Scan(&total); err != nil {
+	count, countArgs := `SELECT count(*) FROM `+counted, args
+	if len(list) == 2 {
+		count, countArgs = `SELECT COALESCE(SUM(n), 0) FROM list_counts WHERE list = ? AND scope = ?`, []any{list[0], list[1]}
+	}
+	if err := tx.QueryRow(ctx, count, countArgs...).Scan(&total); err != nil {
 		return nil, err
 	}
 	query, qargs := PageQuery(columns, from, counted, order, scoped, args, page)

@@ -151,7 +151,19 @@ func insertSQL(t table, rows int) string {
 		strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
 }
 
+// recountLists counts again the lists whose counts triggers keep
+// (migration 0031_list_counts.sql), whose triggers dropIndexes dropped
+// while their tables were filled.
+const recountLists = `DELETE FROM list_counts;
+INSERT INTO list_counts SELECT 'members', organization_id, 0, count(*) FROM members GROUP BY organization_id;
+INSERT INTO list_counts SELECT 'audit_log', organization_id, 0, count(*) FROM audit_log GROUP BY organization_id;
+INSERT INTO list_counts SELECT 'key_assignments', organization_id, 0, count(*) FROM key_assignments GROUP BY organization_id;
+INSERT INTO list_counts SELECT 'member_assignments', organization_id, 0, count(*) FROM member_assignments GROUP BY organization_id;`
+
 func (b *sqliteBulk) finish(ctx context.Context) error {
+	if _, err := b.db.ExecContext(ctx, recountLists); err != nil {
+		return err
+	}
 	_, err := b.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 	return err
 }
