@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"gatehouse"
@@ -18,10 +17,10 @@ import (
 // what the first does.
 //
 // A mark holds while the organization's list of keys is what it was: the
-// organization's key_list_version, which triggers change with every key
-// made, deleted, disabled or enabled (on every process sharing the
-// database), is read in the page's snapshot, and the marks of another
-// version are never used.
+// organization's key_list_version (in list_counts, migration 0030), which
+// triggers grow with every key made, deleted, disabled or enabled (on
+// every process sharing the database), is read in the page's snapshot, and
+// the marks of another version are never used.
 
 // keyListMarks bounds what the marks hold: lists remembered, and marks in
 // each.
@@ -137,10 +136,8 @@ func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilte
 	defer wrap(&err, "FindKeys")
 	return view(ctx, s, func(tx *Tx) ([]*gatehouse.Key, error) {
 		var version int64
-		err := tx.QueryRow(ctx, `SELECT key_list_version FROM organizations WHERE id = ?`, orgID).Scan(&version)
-		if errors.Is(err, ErrNoRows) {
-			return []*gatehouse.Key{}, nil
-		} else if err != nil {
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(n), 0) FROM list_counts WHERE list = 'key_list_version' AND scope = ?`,
+			orgID).Scan(&version); err != nil {
 			return nil, err
 		}
 		l := keyList{org: orgID, includeDisabled: f.IncludeDisabled}

@@ -1,20 +1,12 @@
 -- The number of rows of the lists that grow to millions, kept by triggers
 -- (issue 30): an organization's members, its audit log, its key and member
 -- assignments. A list's total_count is read from here (sqlstore:
--- countedLists) instead of counting its rows, which at a million rows read
+-- findKeptCountPage) instead of counting its rows, which at a million rows read
 -- the table (PostgreSQL chose a sequential scan: 1.1 s) or its index whole.
 -- A list's count is the sum of its rows here (scope: the organization).
 -- The rows of a deleted organization stay, with nothing reading them.
--- On PostgreSQL a statement adds its rows' count to one of 16 blocks at
--- random, so that concurrent writes of one organization seldom wait on one
--- row; a bulk COPY counts once.
-CREATE TABLE list_counts (
-    list  TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    block INTEGER NOT NULL,
-    n     BIGINT NOT NULL,
-    PRIMARY KEY (list, scope, block)
-);
+-- On PostgreSQL a statement adds its rows' count to one of list_counts'
+-- blocks at random; a bulk COPY counts once.
 CREATE FUNCTION gatehouse_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO list_counts (list, scope, block, n)

@@ -19,18 +19,33 @@ CREATE INDEX invitations_usable ON invitations (organization_id, created_at, id,
 CREATE INDEX byok_keys_provider_list ON byok_keys (workspace_id, provider, created_at, id);
 CREATE INDEX audit_log_actors ON audit_log (organization_id, at, id, actor_key_hash, actor_user_id);
 
--- key_list_version changes whenever an organization's list of regular keys
--- does (a key made, deleted, disabled or enabled): where a page of the
+-- list_counts keeps numbers of rows of lists, by the list's name and scope
+-- (an organization), each the sum of its blocks (PostgreSQL spreads
+-- concurrent writes over blocks); Copy leaves it to the target's triggers.
+CREATE TABLE list_counts (
+    list  TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    block INTEGER NOT NULL,
+    n     INTEGER NOT NULL,
+    PRIMARY KEY (list, scope, block)
+) WITHOUT ROWID;
+
+-- key_list_version grows whenever an organization's list of regular keys
+-- changes (a key made, deleted, disabled or enabled): where a page of the
 -- keys API ended is remembered under it, and forgotten when it changes.
-ALTER TABLE organizations ADD COLUMN key_list_version INTEGER NOT NULL DEFAULT 0;
 CREATE TRIGGER api_keys_list_insert AFTER INSERT ON api_keys WHEN NEW.management = 0 BEGIN
-    UPDATE organizations SET key_list_version = key_list_version + 1 WHERE id = NEW.organization_id;
+    INSERT INTO list_counts (list, scope, block, n) VALUES ('key_list_version', NEW.organization_id, 0, 1)
+        ON CONFLICT (list, scope, block) DO UPDATE SET n = n + 1;
 END;
 CREATE TRIGGER api_keys_list_delete AFTER DELETE ON api_keys WHEN OLD.management = 0 BEGIN
-    UPDATE organizations SET key_list_version = key_list_version + 1 WHERE id = OLD.organization_id;
+    INSERT INTO list_counts (list, scope, block, n) VALUES ('key_list_version', OLD.organization_id, 0, 1)
+        ON CONFLICT (list, scope, block) DO UPDATE SET n = n + 1;
 END;
 CREATE TRIGGER api_keys_list_update AFTER UPDATE OF disabled, workspace_id, created_at, management, organization_id ON api_keys
 WHEN OLD.disabled IS NOT NEW.disabled OR OLD.workspace_id IS NOT NEW.workspace_id OR OLD.created_at IS NOT NEW.created_at
     OR OLD.management IS NOT NEW.management OR OLD.organization_id IS NOT NEW.organization_id BEGIN
-    UPDATE organizations SET key_list_version = key_list_version + 1 WHERE id IN (OLD.organization_id, NEW.organization_id);
+    INSERT INTO list_counts (list, scope, block, n) VALUES ('key_list_version', OLD.organization_id, 0, 1)
+        ON CONFLICT (list, scope, block) DO UPDATE SET n = n + 1;
+    INSERT INTO list_counts (list, scope, block, n) VALUES ('key_list_version', NEW.organization_id, 0, 1)
+        ON CONFLICT (list, scope, block) DO UPDATE SET n = n + 1;
 END;

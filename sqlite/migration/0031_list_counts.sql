@@ -1,17 +1,10 @@
 -- The number of rows of the lists that grow to millions, kept by triggers
 -- (issue 30): an organization's members, its audit log, its key and member
 -- assignments. A list's total_count is read from here (sqlstore:
--- countedLists) instead of counting its rows, which at a million rows read
+-- findKeptCountPage) instead of counting its rows, which at a million rows read
 -- the table (PostgreSQL chose a sequential scan: 1.1 s) or its index whole.
 -- A list's count is the sum of its rows here (scope: the organization).
 -- The rows of a deleted organization stay, with nothing reading them.
-CREATE TABLE list_counts (
-    list  TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    block INTEGER NOT NULL,
-    n     INTEGER NOT NULL,
-    PRIMARY KEY (list, scope, block)
-) WITHOUT ROWID;
 INSERT INTO list_counts SELECT 'members', organization_id, 0, count(*) FROM members GROUP BY organization_id;
 CREATE TRIGGER members_counted AFTER INSERT ON members BEGIN
     INSERT INTO list_counts (list, scope, block, n) VALUES ('members', NEW.organization_id, 0, 1)
