@@ -167,4 +167,3 @@ func ms(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 }
-
