@@ -16,7 +16,8 @@
 #
 # Settings: BENCH_KEYS (1000000: keys, and as many key assignments and
 # audit entries), BENCH_MEMBERS (100000), BENCH_RUNS (5 reads of each page),
-# BENCH_SECONDS (20 s of neighbours), BENCH_WORK (keep the seeded database
+# BENCH_SECONDS (20 s of neighbours), BENCH_PAGINATE (1; 0 skips the
+# official client's listing), BENCH_WORK (keep the seeded database
 # there, to measure it again without seeding; see bench/seeded.sh).
 set -euo pipefail
 
@@ -60,6 +61,8 @@ echo "($engine, $keys keys, $members members; $(nproc) CPUs, load average $(cut 
 echo
 "$work/depth" -url "http://127.0.0.1:$port" -key "$mgmt" -other "$neighbour" -keys "$keys" -members "$members" \
 	-runs "$runs" -seconds "$seconds"
-echo
-echo "The official client listing every key:"
-node "$(pwd)/compat/paginate-keys.mjs" "http://127.0.0.1:$port" "$mgmt" "$keys"
+if [[ ${BENCH_PAGINATE:-1} == 1 ]]; then
+	echo
+	echo "The official client listing every key:"
+	node "$(pwd)/compat/paginate-keys.mjs" "http://127.0.0.1:$port" "$mgmt" "$keys"
+fi
