@@ -60,12 +60,16 @@ func main() {
 		}{{"first", 0}, {"middle", l.total / 2}, {"last", max(0, l.total-100)}} {
 			path := fmt.Sprintf(l.path, at.offset)
 			var times []time.Duration
+			failed := 0
 			for range *runs {
 				d, status := c.get(path, *key)
 				if status != http.StatusOK {
-					log.Fatalf("GET %s: %d", path, status)
+					failed++
 				}
 				times = append(times, d)
+			}
+			if failed > 0 {
+				l.name += fmt.Sprintf(" (%d of %d not 200)", failed, *runs)
 			}
 			first := times[0]
 			slices.Sort(times)
