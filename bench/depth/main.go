@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -29,8 +30,8 @@ func main() {
 	base := flag.String("url", "http://127.0.0.1:8080", "the server")
 	key := flag.String("key", "", "management key of the seeded organization")
 	other := flag.String("other", "", "management key of another organization")
-	keys := flag.Int("keys", 1_000_000, "keys of the seeded organization (and key assignments, and audit entries)")
-	members := flag.Int("members", 1000, "members of the seeded organization")
+	keys := flag.Int("keys", 1_000_000, "keys of the seeded organization (the other lists' sizes are their total_count)")
+	members := flag.Int("members", 1000, "members of the seeded organization, unless the list says")
 	runs := flag.Int("runs", 5, "reads of each page")
 	conc := flag.Int("concurrency", 8, "heavy reads at once")
 	seconds := flag.Int("seconds", 20, "how long the neighbours run")
@@ -54,6 +55,9 @@ func main() {
 	fmt.Printf("| list | rows | page | first read | median of %d | slowest |\n|---|---|---|---|---|---|\n", *runs)
 	heaviest, heaviestTime := "", time.Duration(0)
 	for _, l := range lists {
+		if n, ok := c.total(fmt.Sprintf(l.path, 0), *key); ok {
+			l.total = n // the list's own total_count (the seed assigns a share of its keys)
+		}
 		for _, at := range []struct {
 			name   string
 			offset int
@@ -154,6 +158,27 @@ func (c *client) get(path, key string) (time.Duration, int) {
 		log.Fatalf("GET %s: %v", path, err)
 	}
 	return time.Since(start), res.StatusCode
+}
+
+// total returns the total_count of a list's page, if it has one.
+func (c *client) total(path, key string) (int, bool) {
+	req, err := http.NewRequest("GET", c.base+path, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := c.http.Do(req)
+	if err != nil {
+		log.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	var page struct {
+		TotalCount *int `json:"total_count"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&page); err != nil || page.TotalCount == nil {
+		return 0, false
+	}
+	return *page.TotalCount, true
 }
 
 // pct is the p-th percentile of sorted durations (100: the slowest).
