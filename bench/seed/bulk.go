@@ -178,9 +178,8 @@ func (b *sqliteBulk) exec(ctx context.Context, statement string) error {
 
 // dropIndexes drops the indexes that have a definition of their own (not
 // those SQLite makes for a table's constraints), and the table's triggers:
-// a row trigger (api_keys' key_list_version, migration 0030) runs once a
-// row, and made the bulk insert of keys five times slower. The triggers
-// keep marks of changes, which a fresh organization needs none of.
+// each runs once a row (migrations 0030 and 0031 keep versions and counts),
+// which finish makes good for the whole table (recountLists).
 func (b *sqliteBulk) dropIndexes(ctx context.Context, table string) ([]index, error) {
 	return dropAll(ctx, func() ([]index, error) {
 		rows, err := b.db.QueryContext(ctx, `SELECT upper(type), name, sql FROM sqlite_schema
