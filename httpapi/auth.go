@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -38,6 +40,15 @@ func (s *Server) management(h authHandler) http.HandlerFunc {
 // reads queue behind each other, never another organization's.
 func (s *Server) shared(h authHandler) authHandler {
 	return func(w http.ResponseWriter, r *http.Request, p *principal) error {
+		// The body is read first (as far as any handler reads one): a
+		// client slow to send it holds no share of the database meanwhile.
+		if r.Body != nil && r.Body != http.NoBody {
+			buf, err := io.ReadAll(io.LimitReader(r.Body, MaxCompletionBodyBytes+1))
+			if err != nil {
+				return gatehouse.WrapError(err, gatehouse.EINVALID, "could not read the request body")
+			}
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), r.Body))
+		}
 		release, err := s.shares.Enter(r.Context(), p.org())
 		if err != nil {
 			return err
