@@ -55,6 +55,10 @@ type Options struct {
 	// Metrics registers the console's metrics (sign-in attempts and
 	// lock-outs); nil registers none.
 	Metrics prometheus.Registerer
+	// Shares divides the database's connections among organizations, the
+	// API's (httpapi.Server.SetShares): each signed-in page runs in its
+	// organization's share; nil divides nothing.
+	Shares *gatehouse.Shares
 }
 
 // route is one registered route.

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"gatehouse"
@@ -46,6 +47,18 @@ func (s *Server) page(pattern string, h sessionHandler) {
 			}
 		}
 		r = r.WithContext(gatehouse.WithActor(r.Context(), sess.Actor()))
+		// The page runs in its organization's share of the database, as
+		// the API's operations do (Options.Shares).
+		release, err := s.opts.Shares.Enter(r.Context(), sess.OrganizationID)
+		if err != nil {
+			if e, ok := err.(*gatehouse.Error); ok {
+				if secs, ok := e.Metadata["retry_after_seconds"].(int); ok {
+					w.Header().Set("Retry-After", strconv.Itoa(secs))
+				}
+			}
+			return err
+		}
+		defer release()
 		return h(w, r, sess)
 	})
 }

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -22,14 +24,38 @@ func (p *principal) org() string { return p.key.OrganizationID }
 // authHandler is a handler for an authenticated caller.
 type authHandler func(w http.ResponseWriter, r *http.Request, p *principal) error
 
-// management serves an operation that requires a management key.
+// management serves an operation that requires a management key, in its
+// organization's share of the database (shared).
 func (s *Server) management(h authHandler) http.HandlerFunc {
 	return s.authenticated(func(w http.ResponseWriter, r *http.Request, p *principal) error {
 		if !p.key.Management {
 			return gatehouse.Errorf(gatehouse.EFORBIDDEN, "only management keys can perform this operation")
 		}
-		return h(w, r, p)
+		return s.shared(h)(w, r, p)
 	})
+}
+
+// shared runs h once the caller's organization has a slot of its share of
+// the database's connections (SetShares): one organization's many heavy
+// reads queue behind each other, never another organization's.
+func (s *Server) shared(h authHandler) authHandler {
+	return func(w http.ResponseWriter, r *http.Request, p *principal) error {
+		// The body is read first (as far as any handler reads one): a
+		// client slow to send it holds no share of the database meanwhile.
+		if r.Body != nil && r.Body != http.NoBody {
+			buf, err := io.ReadAll(io.LimitReader(r.Body, MaxCompletionBodyBytes+1))
+			if err != nil {
+				return gatehouse.WrapError(err, gatehouse.EINVALID, "could not read the request body")
+			}
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), r.Body))
+		}
+		release, err := s.shares.Enter(r.Context(), p.org())
+		if err != nil {
+			return err
+		}
+		defer release()
+		return h(w, r, p)
+	}
 }
 
 // authenticated serves an operation open to any valid key. The rate limit

@@ -124,7 +124,20 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 // "internal error"; the caller logs the detail.
 func writeError(w http.ResponseWriter, err error) {
 	status, body := errorOf(err)
+	retryAfter(w, err)
 	_ = writeJSON(w, status, body)
+}
+
+// retryAfter sets Retry-After for a refusal that says when to come back
+// (a busy share of the database: gatehouse.Shares), unless it is set.
+func retryAfter(w http.ResponseWriter, err error) {
+	var e *gatehouse.Error
+	if !errors.As(err, &e) || w.Header().Get("Retry-After") != "" {
+		return
+	}
+	if secs, ok := e.Metadata["retry_after_seconds"].(int); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
 }
 
 // errorOf returns the status and body of an error's answer.

@@ -188,6 +188,7 @@ func (m *messagesWriter) Flush() { m.sw.Flush() }
 // status Gatehouse answers it with.
 func writeMessagesError(w http.ResponseWriter, err error) {
 	status, body := errorOf(err)
+	retryAfter(w, err)
 	out := map[string]any{"type": "error", "error": map[string]string{"type": anthropicErrorType(status), "message": body.Error.Message}}
 	if id := w.Header().Get("X-Request-Id"); id != "" {
 		out["request_id"] = id

@@ -131,8 +131,8 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("GET "+v1+"/models/{author}/{slug}/endpoints", s.public(s.listEndpoints))
 	m.HandleFunc("GET "+v1+"/endpoints/zdr", s.public(s.listZDREndpoints))
 	m.HandleFunc("GET "+v1+"/providers", s.public(s.listProviders))
-	m.HandleFunc("GET "+v1+"/generation", s.authenticated(s.getGeneration))
-	m.HandleFunc("GET "+v1+"/generation/content", s.authenticated(s.getGenerationContent))
+	m.HandleFunc("GET "+v1+"/generation", s.authenticated(s.shared(s.getGeneration)))
+	m.HandleFunc("GET "+v1+"/generation/content", s.authenticated(s.shared(s.getGenerationContent)))
 	m.HandleFunc("POST "+v1+"/generation/feedback", s.management(s.submitFeedback))
 	m.HandleFunc("GET "+v1+"/generation/feedback", s.management(s.listFeedback()))
 

@@ -54,6 +54,9 @@ type Server struct {
 	analyticsTimeout time.Duration
 	analyticsSlots   chan struct{}
 	analyticsShares  sync.Map // organization id -> chan struct{}: its share of analyticsSlots
+	// shares divides the database's connections among organizations
+	// (SetShares); nil: no division.
+	shares *gatehouse.Shares
 	// metricsElsewhere: /metrics is served on another listener, so this
 	// one answers 404 for it.
 	metricsElsewhere bool
@@ -101,6 +104,11 @@ func NewHandler(store gatehouse.Store, limiter ratelimit.Limiter, logger *slog.L
 	s.routes(promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	return s
 }
+
+// SetShares makes every management operation, and the reads of
+// generations, run in their organization's share of the database's
+// connections (gatehouse.Shares). Call it before serving.
+func (s *Server) SetShares(sh *gatehouse.Shares) { s.shares = sh }
 
 // handlerFunc is a handler that returns its error instead of writing it, so
 // that no handler can forget to stop after an error.

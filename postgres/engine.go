@@ -96,7 +96,7 @@ func (dialect) Catalog() string {
 			FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '') a
 		CROSS JOIN LATERAL (SELECT string_agg(DISTINCT p.relname::text, ',') AS parents
 			FROM pg_constraint f JOIN pg_class p ON p.oid = f.confrelid WHERE f.conrelid = c.oid AND f.contype = 'f') k
-		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND c.relname <> 'schema_migrations'
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND c.relname NOT IN ('schema_migrations', 'list_counts')
 		ORDER BY c.oid`
 }
 

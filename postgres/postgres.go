@@ -123,6 +123,10 @@ func redact(err error) error {
 	return err
 }
 
+// ReadConns is the number of connections of the pool, which reads and
+// writes share.
+func (db *DB) ReadConns() int { return int(db.pool.Config().MaxConns) }
+
 // Close closes the pool.
 func (db *DB) Close() error {
 	db.pool.Close()

@@ -18,19 +18,23 @@ import (
 type engine struct{ db *DB }
 
 func (e engine) View(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	ctx, cancel := e.db.boundRead(ctx)
+	defer cancel()
 	sqlTx, err := e.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return mapErr(err)
 	}
 	defer sqlTx.Rollback() // read-only: ending it either way is the same
-	return mapErr(fn(querier{preparedQuerier{cache: e.db.stmts, tx: sqlTx}}))
+	return mapErr(fn(boundQuerier{querier{preparedQuerier{cache: e.db.stmts, tx: sqlTx}}, ctx}))
 }
 
 // Read runs fn on the read pool without an explicit transaction: one
 // statement is its own snapshot, and it saves the BEGIN and COMMIT round
 // trips on the hottest reads (a key, a guardrail).
 func (e engine) Read(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	return mapErr(fn(querier{preparedQuerier{cache: e.db.stmts}}))
+	ctx, cancel := e.db.boundRead(ctx)
+	defer cancel()
+	return mapErr(fn(boundQuerier{querier{preparedQuerier{cache: e.db.stmts}}, ctx}))
 }
 
 func (e engine) Update(ctx context.Context, fn func(q sqlstore.Querier) error) error {
@@ -86,7 +90,7 @@ func (dialect) Catalog() string {
 	return `SELECT t.name, (SELECT group_concat(name, ',' ORDER BY cid) FROM pragma_table_info(t.name)), '',
 			(SELECT coalesce(group_concat(DISTINCT "table"), '') FROM pragma_foreign_key_list(t.name))
 		FROM sqlite_schema t
-		WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND t.name <> 'schema_migrations'
+		WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND t.name NOT IN ('schema_migrations', 'list_counts')
 		ORDER BY t.rowid`
 }
 
@@ -149,4 +153,24 @@ func (u uninterrupted) QueryContext(ctx context.Context, query string, args ...a
 
 func (u uninterrupted) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	return u.p.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+}
+
+// boundQuerier runs every statement under the context of its operation
+// (bounded by the read timeout), whatever context the store passes: a
+// statement past the operation's deadline is interrupted.
+type boundQuerier struct {
+	q   sqlstore.Querier
+	ctx context.Context
+}
+
+func (b boundQuerier) Exec(_ context.Context, query string, args ...any) (int64, error) {
+	return b.q.Exec(b.ctx, query, args...)
+}
+
+func (b boundQuerier) Query(_ context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return b.q.Query(b.ctx, query, args...)
+}
+
+func (b boundQuerier) QueryRow(_ context.Context, query string, args ...any) sqlstore.Row {
+	return b.q.QueryRow(b.ctx, query, args...)
 }

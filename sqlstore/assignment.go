@@ -22,8 +22,11 @@ func (s *Store) FindKeyAssignments(ctx context.Context, orgID, guardrailID strin
 		// Counted without the keys: every assignment has its key (the
 		// foreign key cascades), and a count that looks each up reads a
 		// page of api_keys per assignment (120 ms for 9,000 at 1M keys).
-		return findCountedPage(ctx, tx, keyAssignmentColumns, `key_assignments a JOIN api_keys k ON k.hash = a.key_hash WHERE `+where,
-			`key_assignments a WHERE `+where, `a.created_at, a.id`, args, page, scanKeyAssignment)
+		from, counted := `key_assignments a JOIN api_keys k ON k.hash = a.key_hash WHERE `+where, `key_assignments a WHERE `+where
+		if guardrailID == "" { // the organization's: its count is kept (migration 0031)
+			return findKeptCountPage(ctx, tx, "key_assignments", orgID, keyAssignmentColumns, from, counted, `a.created_at, a.id`, false, args, page, scanKeyAssignment)
+		}
+		return findCountedPage(ctx, tx, keyAssignmentColumns, from, counted, `a.created_at, a.id`, args, page, scanKeyAssignment)
 	}))
 }
 
@@ -36,8 +39,11 @@ func (s *Store) FindMemberAssignments(ctx context.Context, orgID, guardrailID st
 		if err != nil {
 			return nil, err
 		}
-		return findPage(ctx, tx, memberAssignmentColumns, `member_assignments a WHERE `+where,
-			`a.created_at, a.id`, args, page, scanMemberAssignment)
+		from := `member_assignments a WHERE ` + where
+		if guardrailID == "" { // the organization's: its count is kept (migration 0031)
+			return findKeptCountPage(ctx, tx, "member_assignments", orgID, memberAssignmentColumns, from, from, `a.created_at, a.id`, false, args, page, scanMemberAssignment)
+		}
+		return findPage(ctx, tx, memberAssignmentColumns, from, `a.created_at, a.id`, args, page, scanMemberAssignment)
 	}))
 }
 

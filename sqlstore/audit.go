@@ -17,6 +17,11 @@ func (s *Store) FindAuditEntries(ctx context.Context, orgID string, f gatehouse.
 	defer wrap(&err, "FindAuditEntries")
 	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.AuditEntry], error) {
 		where, args := auditWhere(orgID, f)
+		if f.Since == nil && f.Until == nil && f.Actor == "" && f.Operation == "" && f.ResourceType == "" && f.ResourceID == "" {
+			// The whole log: its count is kept (migration 0031).
+			return findKeptCountPage(ctx, tx, "audit_log", orgID, auditColumns, `audit_log WHERE `+where, `audit_log WHERE `+where,
+				`at DESC, id DESC`, false, args, f.Page, scanAuditEntry)
+		}
 		return findPage(ctx, tx, auditColumns, `audit_log WHERE `+where, `at DESC, id DESC`, args, f.Page, scanAuditEntry)
 	}))
 }

@@ -154,7 +154,8 @@ func newApp(t *testing.T, s gatehouse.Store, org string) {
 }
 
 // dump returns the rows of every table of a SQLite file, printed and
-// sorted, but for SQLite's own tables and schema_migrations.
+// sorted, but for SQLite's own tables and schema_migrations (and of
+// list_counts, the counts it keeps).
 func dump(t *testing.T, path string) map[string][]string {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)
@@ -178,7 +179,13 @@ func dump(t *testing.T, path string) map[string][]string {
 	tables.Close()
 	out := map[string][]string{}
 	for _, name := range names {
-		rows, err := db.Query(`SELECT * FROM ` + name)
+		query := `SELECT * FROM ` + name
+		if name == "list_counts" {
+			// The counts (however spread over blocks), not the versions
+			// of the keys' lists: the copy's own inserts grew those.
+			query = `SELECT list, scope, SUM(n) FROM list_counts WHERE list <> 'key_list_version' GROUP BY list, scope`
+		}
+		rows, err := db.Query(query)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,31 +27,6 @@ func (s *Store) FindKey(ctx context.Context, orgID, hash string) (_ *gatehouse.K
 	return read(ctx, s, func(tx *Tx) (*gatehouse.Key, error) { return tx.findKey(ctx, orgID, hash) })
 }
 
-// FindKeys lists regular keys of the organization.
-func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter) (_ []*gatehouse.Key, err error) {
-	defer wrap(&err, "FindKeys")
-	return view(ctx, s, func(tx *Tx) ([]*gatehouse.Key, error) {
-		where, args := `organization_id = ? AND management = FALSE`, []any{orgID}
-		if f.WorkspaceID != "" {
-			w, err := tx.findWorkspace(ctx, orgID, f.WorkspaceID)
-			if err != nil {
-				return nil, err
-			}
-			where, args = `workspace_id = ?`, []any{w.ID}
-		}
-		if !f.IncludeDisabled {
-			where += ` AND disabled = FALSE`
-		}
-		limit := f.Limit
-		if limit <= 0 || limit > gatehouse.MaxKeysPerList {
-			limit = gatehouse.MaxKeysPerList
-		}
-		rows, err := tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+where+`
-			ORDER BY created_at, hash LIMIT ? OFFSET ?`, append(args, limit, f.Offset)...)
-		return collect(rows, err, scanKey)
-	})
-}
-
 // CreateKey creates a regular key.
 func (s *Store) CreateKey(ctx context.Context, orgID string, c gatehouse.KeyCreate) (_ *gatehouse.Key, _ string, err error) {
 	defer wrap(&err, "CreateKey")

@@ -140,8 +140,8 @@ func (s *Store) FindMembers(ctx context.Context, orgID string, page gatehouse.Pa
 }
 
 func (tx *Tx) findMembers(ctx context.Context, orgID string, page gatehouse.Page) (*listing[*gatehouse.Member], error) {
-	return findPage(ctx, tx, memberColumns, `members WHERE organization_id = ?`, `created_at, id`,
-		[]any{orgID}, page, scanMember)
+	const from = `members WHERE organization_id = ?`
+	return findKeptCountPage(ctx, tx, "members", orgID, memberColumns, from, from, `created_at, id`, true, []any{orgID}, page, scanMember)
 }
 
 // FindMembersByRef returns the members whose id, or email whatever its

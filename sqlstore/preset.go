@@ -114,8 +114,8 @@ func (s *Store) FindPresetVersions(ctx context.Context, orgID, workspaceRef, slu
 		if err != nil {
 			return nil, err
 		}
-		return findPage(ctx, tx, presetVersionColumns, `preset_versions WHERE preset_id = ?`,
-			`version`, []any{p.ID}, page, scanPresetVersion)
+		const from = `preset_versions WHERE preset_id = ?`
+		return findScopedPage(ctx, tx, presetVersionColumns, from, from, `version`, []any{p.ID}, page, scanPresetVersion)
 	}))
 }
 

@@ -144,6 +144,12 @@ func (s *Store) FindSCIMUsers(ctx context.Context, orgID string, f gatehouse.SCI
 		}
 	}
 	from, args := scimUserFrom, []any{orgID}
+	// Unfiltered, the users are counted and paged without their SCIM
+	// attributes: a member has one row of them at most (LEFT JOIN).
+	counted := `members m WHERE m.organization_id = ?`
+	if f.ID != "" || f.UserName != "" || f.ExternalID != "" {
+		counted = ""
+	}
 	if f.ID != "" {
 		from, args = from+` AND m.id = ?`, append(args, f.ID)
 	}
@@ -154,7 +160,14 @@ func (s *Store) FindSCIMUsers(ctx context.Context, orgID string, f gatehouse.SCI
 		from, args = from+` AND su.external_id = ?`, append(args, f.ExternalID)
 	}
 	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.SCIMUser], error) {
-		l, err := findPage(ctx, tx, scimUserColumns, from, `m.created_at, m.id`, args, scimPage(f.StartIndex, f.Count), scanSCIMUser)
+		if counted == "" {
+			counted = from
+		}
+		list := []string{}
+		if counted != from { // unfiltered: the members' count is kept (migration 0031)
+			list = []string{"members", orgID}
+		}
+		l, err := countAndPage(ctx, tx, scimUserColumns, from, counted, `m.created_at, m.id`, true, args, scimPage(f.StartIndex, f.Count), scanSCIMUser, list...)
 		if err != nil {
 			return nil, err
 		}

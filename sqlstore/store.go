@@ -95,7 +95,8 @@ type Dialect interface {
 	// Catalog returns the query with which Copy reads the schema: a row
 	// (name, columns, boolean columns, parent tables) for every table that
 	// holds data (not the engine's own, nor schema_migrations, which each
-	// database keeps for itself), in a stable order; each list holds names
+	// database keeps for itself, nor list_counts, which the target's
+	// triggers fill as the rows are copied), in a stable order; each list holds names
 	// separated by commas, the columns in the table's order, the parents
 	// those that the table's foreign keys refer to.
 	Catalog() string
@@ -144,6 +145,9 @@ type Store struct {
 	// policies remembers guardrails (ProviderBYOKKeys).
 	byokKeys  sync.Map // workspace id + " " + provider -> *byokEntry
 	byokCount atomic.Int64
+	// keyMarks remember where the pages of the keys API ended
+	// (keylist.go).
+	keyMarks keyMarks
 }
 
 // SetSyncMetering makes the metering writes (admission, the ledger) commit
@@ -293,7 +297,8 @@ func unpack[T any](l *listing[T], err error) ([]T, int, error) {
 
 // findPage returns one page of `SELECT columns FROM from` (from carries the
 // joins and the WHERE clause, filled in by args) ordered by order, with the
-// number of all matching rows, both in the snapshot of tx.
+// number of all matching rows, both in the snapshot of tx. The last term
+// of order is the row's key: unique in its table.
 func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
 	return findCountedPage(ctx, tx, columns, from, from, order, args, page, scan)
 }
@@ -301,18 +306,78 @@ func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, a
 // findCountedPage is findPage counting the rows of counted, a FROM clause
 // (with the same arguments) that has as many rows as from but reads fewer
 // pages: from without a join that only adds columns to each row.
+//
+// The page is found in counted too, by its key alone, and only its rows
+// are read whole: the rows the offset skips are skipped in the index that
+// holds counted's filter and order (each list has one, and a test of its
+// plan), never read from the table (the last page of a million rows: a
+// walk of the index, not a million reads of the table's pages).
 func findCountedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
+	return countAndPage(ctx, tx, columns, from, counted, order, false, args, page, scan)
+}
+
+// findScopedPage is findCountedPage for a list whose key is unique only
+// within the list's filter (a member's id, within the organization).
+func findScopedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
+	return countAndPage(ctx, tx, columns, from, counted, order, true, args, page, scan)
+}
+
+// findKeptCountPage is findCountedPage for a list whose rows triggers
+// count (migration 0031): its count is list's of scope in list_counts.
+func findKeptCountPage[T any](ctx context.Context, tx *Tx, list, scope string, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
+	return countAndPage(ctx, tx, columns, from, counted, order, scoped, args, page, scan, list, scope)
+}
+
+// countAndPage reads a list's count (list_counts' for list and scope,
+// when list is given), then its page.
+func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error), list ...string) (*listing[T], error) {
 	var total int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+counted, args...).Scan(&total); err != nil {
+	count, countArgs := `SELECT count(*) FROM `+counted, args
+	if len(list) == 2 {
+		count, countArgs = `SELECT COALESCE(SUM(n), 0) FROM list_counts WHERE list = ? AND scope = ?`, []any{list[0], list[1]}
+	}
+	if err := tx.QueryRow(ctx, count, countArgs...).Scan(&total); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM `+from+` ORDER BY `+order+` LIMIT ? OFFSET ?`,
-		append(args[:len(args):len(args)], page.Limit, page.Offset)...)
+	query, qargs := PageQuery(columns, from, counted, order, scoped, args, page)
+	rows, err := tx.Query(ctx, query, qargs...)
 	items, err := collect(rows, err, scan)
 	if err != nil {
 		return nil, err
 	}
 	return &listing[T]{items, total}, nil
+}
+
+// PageQuery is the query of one page of findCountedPage, and its
+// arguments: the keys of the page's rows are found in counted (skipping the
+// offset in its index), then each of those rows in from by its key (and
+// from's filter when scoped: the key is unique only within it).
+func PageQuery(columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page) (string, []any) {
+	terms := strings.Split(order, ",")
+	key := strings.TrimSuffix(strings.TrimSpace(terms[len(terms)-1]), " DESC")
+	qargs := append(append(make([]any, 0, 2*len(args)+2), args...), page.Limit, page.Offset)
+	if scoped {
+		qargs = append(qargs, args...)
+	} else if i := strings.LastIndex(from, "WHERE"); i >= 0 {
+		from = strings.TrimSpace(from[:i])
+	}
+	return pageOf(columns, from, key, `SELECT `+key+` AS page_key FROM `+counted+` ORDER BY `+order+` LIMIT ? OFFSET ?`), qargs
+}
+
+// pageOf is the query of the rows of from whose keys the query keys
+// returns (as page_key), in its order. The keys come first (CROSS JOIN:
+// SQLite keeps the order of the tables), each row then found by its key,
+// never by walking from's index and testing keys: a page's rows are read,
+// no others. The rows are ordered by their rank among the keys (page_row),
+// which no index of from holds, so that no engine walks one to skip the
+// sort of a page.
+func pageOf(columns, from, key, keys string) string {
+	join := " WHERE "
+	if strings.Contains(from, "WHERE") {
+		join = " AND "
+	}
+	return `SELECT ` + columns + ` FROM (SELECT page_key, row_number() OVER () AS page_row FROM (` + keys + `) page_keys) page CROSS JOIN ` +
+		from + join + key + ` = page.page_key ORDER BY page.page_row`
 }
 
 // placeholders returns "?, ?, ..." for n values.

@@ -177,7 +177,10 @@ func (s *Store) FindWorkspaceMembers(ctx context.Context, orgID, ref string, pag
 			return nil, err
 		}
 		if !w.IsDefault {
-			return findPage(ctx, tx, membershipColumns, membershipFrom, `wm.created_at, wm.id`, []any{w.ID}, page, scanMembership)
+			// Counted without the members: every membership has its
+			// member (the foreign key cascades).
+			return findCountedPage(ctx, tx, membershipColumns, membershipFrom, `workspace_members wm WHERE wm.workspace_id = ?`,
+				`wm.created_at, wm.id`, []any{w.ID}, page, scanMembership)
 		}
 		members, err := tx.findMembers(ctx, orgID, page)
 		if err != nil {

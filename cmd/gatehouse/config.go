@@ -41,6 +41,7 @@ type Config struct {
 	LogFormat         string
 	ShutdownTimeout   time.Duration
 	DBTimeout         time.Duration
+	DBShareWait       time.Duration
 	// AnalyticsTimeout bounds a read of the activity or analytics (408
 	// past it).
 	AnalyticsTimeout time.Duration
@@ -87,6 +88,7 @@ func DefaultConfig() Config {
 		LogFormat:        "auto",
 		ShutdownTimeout:  10 * time.Second,
 		DBTimeout:        5 * time.Second,
+		DBShareWait:      gatehouse.DefaultShareWait,
 		AnalyticsTimeout: httpapi.DefaultAnalyticsTimeout,
 		Egress:           &egress.Policy{},
 		MeteringCommit:   "async",
@@ -156,6 +158,13 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 			return fmt.Errorf("GATEHOUSE_DB_TIMEOUT=%q: want a positive duration such as 5s", v)
 		}
 		c.DBTimeout = d
+	}
+	if v := getenv("GATEHOUSE_DB_SHARE_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("GATEHOUSE_DB_SHARE_WAIT=%q: want a positive duration such as 2s", v)
+		}
+		c.DBShareWait = d
 	}
 	if v := getenv("GATEHOUSE_CONTENT_RETENTION"); v != "" {
 		d, err := gatehouse.ParseRetention(v)

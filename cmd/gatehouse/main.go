@@ -108,7 +108,8 @@ Environment (flags override):
   GATEHOUSE_PUBLIC_URL                URL where browsers reach the server, the base of console links
                                       (default http:// and the listen address, 0.0.0.0 read as 127.0.0.1)
   GATEHOUSE_DATABASE_URL              SQLite file path or postgres:// URL (default ./gatehouse.db); no other scheme
-  GATEHOUSE_DB_TIMEOUT                bound on each database operation (PostgreSQL; default 5s)
+  GATEHOUSE_DB_TIMEOUT                bound on each database operation (PostgreSQL; SQLite: each read; default 5s)
+  GATEHOUSE_DB_SHARE_WAIT             wait for an organization's share of the database's connections (default 2s)
   GATEHOUSE_REDIS_URL                 redis:// URL: rate limits shared by every instance
   GATEHOUSE_METERING_COMMIT           async (default) or sync: whether metering commits wait for the disk
   GATEHOUSE_PROVIDERS_FILE            YAML file of the providers and models to serve (default empty: no models)

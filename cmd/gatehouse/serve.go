@@ -218,6 +218,8 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler := httpapi.NewHandler(store, limiter, logger, registry, time.Now, data)
 	handler.TrustProxies(cfg.TrustedProxies)
 	handler.SetAnalyticsTimeout(cfg.AnalyticsTimeout)
+	shares := dbShares(store, cfg)
+	handler.SetShares(shares)
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
 	handler.SetPublicURL(cfg.PublicURL)
@@ -230,7 +232,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	}
 	handler.HandleService(scim.Prefix+"/", provisioning)
 	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now,
-		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations(), Router: handler.Router(), SSO: rp, Metrics: registry})
+		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations(), Router: handler.Router(), SSO: rp, Metrics: registry, Shares: shares})
 	web.Routes(handler.Handle)
 	handler.HandleNotFound(web.NotFound())
 	var metrics http.Handler
@@ -482,6 +484,19 @@ func migrateAlone(ctx context.Context, cfg Config) (func(), error) {
 	return release, err
 }
 
+// dbShares divides the connections of the store's database among
+// organizations (gatehouse.Shares).
+func dbShares(store gatehouse.Store, cfg Config) *gatehouse.Shares {
+	conns := 4
+	if c, ok := store.(*keycache.Cache); ok {
+		store = c.Store
+	}
+	if c, ok := store.(interface{ ReadConns() int }); ok {
+		conns = c.ReadConns()
+	}
+	return gatehouse.NewShares(conns, cfg.DBShareWait)
+}
+
 // openStoreWith opens the database with a given secret box, migrating it
 // to this binary's schema (existing: only a database Gatehouse made), and
 // logs what it applied.
@@ -511,6 +526,7 @@ func openStoreWith(ctx context.Context, cfg Config, box *gatehouse.SecretBox, lo
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.DatabaseURL, err)
 	}
+	db.SetReadTimeout(cfg.DBTimeout) // as PostgreSQL's operation timeout
 	logger.Info("database opened", "engine", "sqlite", "path", cfg.DatabaseURL)
 	logSchema(logger, db.Schema())
 	return db, nil

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Depth and neighbours (issue 30): reads at any depth of large lists, and
+# one organization's reads beside another's heavy ones, on a running
+# server over a seeded database:
+#
+#   1. the first, middle and last page of each large list of the API (keys,
+#      keys with the disabled ones, members, the organization's key
+#      assignments, the audit log), by bench/depth;
+#   2. another organization's read latency (p50, p99, slowest) while the
+#      seeded one runs 8 of the heaviest of those reads at once;
+#   3. the official client (@openrouter/sdk, compat/node_modules: run
+#      `npm ci` in compat/ first) listing every key, offset after offset
+#      (compat/paginate-keys.mjs).
+#
+#   bash bench/depth.sh [sqlite|postgres]
+#
+# Settings: BENCH_KEYS (1000000: keys, and as many key assignments and
+# audit entries), BENCH_MEMBERS (100000), BENCH_RUNS (5 reads of each page),
+# BENCH_SECONDS (20 s of neighbours), BENCH_PAGINATE (1; 0 skips the
+# official client's listing), BENCH_DB_TIMEOUT (the server's
+# GATEHOUSE_DB_TIMEOUT, 60s: a cold walk on a loaded machine may pass the
+# default 5 s), BENCH_WORK (keep the seeded database
+# there, to measure it again without seeding; see bench/seeded.sh).
+set -euo pipefail
+
+engine=${1:-sqlite}
+keys=${BENCH_KEYS:-1000000}
+members=${BENCH_MEMBERS:-100000}
+runs=${BENCH_RUNS:-5}
+seconds=${BENCH_SECONDS:-20}
+# shellcheck source=bench/seeded.sh
+source "$(dirname "$0")/seeded.sh"
+prepare depth depth
+go build -o "$work/loadgen" ./bench/loadgen
+
+if [[ -s $work/manifest.json ]]; then
+	echo "== measuring the database seeded in $work again" >&2
+else
+	echo "== seeding $keys keys (assigned, audited) and $members members ($engine)" >&2
+	start=$(date +%s)
+	"$work/gatehouse" bench-seed --database "$database" --keys "$keys" --members "$members" --audit \
+		--manifest "$work/manifest.json" 2>&1 | grep -v '^  ' >&2
+	echo "== seeded in $(($(date +%s) - start)) s" >&2
+fi
+mgmt=$(sed -n 's/.*"management_key": *"\([^"]*\)".*/\1/p' "$work/manifest.json")
+if [[ ! -s $work/neighbour ]]; then
+	org=$("$work/gatehouse" orgs create --name Neighbour --database "$database" | tail -1)
+	"$work/gatehouse" mgmt-keys create --org "$org" --database "$database" | tail -1 >"$work/neighbour"
+fi
+neighbour=$(cat "$work/neighbour")
+
+port=$((20000 + RANDOM % 20000))
+GATEHOUSE_DATABASE_URL=$database GATEHOUSE_ADDR=127.0.0.1:$port GATEHOUSE_SECRET_KEY=$(head -c 32 /dev/urandom | base64) \
+	GATEHOUSE_RATE_LIMIT_RPS=0 GATEHOUSE_DB_TIMEOUT=${BENCH_DB_TIMEOUT:-60s} GATEHOUSE_LOG_LEVEL=warn "$work/gatehouse" serve >"$work/serve.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; cleanup' EXIT
+"$work/loadgen" -wait -url "http://127.0.0.1:$port/healthz" -timeout 120s >/dev/null || {
+	tail -20 "$work/serve.log" >&2
+	exit 1
+}
+
+echo "($engine, $keys keys, $members members; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo
+"$work/depth" -url "http://127.0.0.1:$port" -key "$mgmt" -other "$neighbour" -keys "$keys" -members "$members" \
+	-runs "$runs" -seconds "$seconds"
+if [[ ${BENCH_PAGINATE:-1} == 1 ]]; then
+	echo
+	echo "The official client listing every key:"
+	node "$(pwd)/compat/paginate-keys.mjs" "http://127.0.0.1:$port" "$mgmt" "$keys"
+fi

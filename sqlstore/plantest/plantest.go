@@ -1,0 +1,103 @@
+// Package plantest runs every list of the store once, at a depth, and
+// returns the statements each ran: the engines' plan tests read their
+// plans (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN) and fail when
+// one would read the table for each row its offset skips, or count the
+// list's rows from the table.
+package plantest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"gatehouse"
+	"gatehouse/sqlstore"
+)
+
+// List is one list of the API or the console, and the statements that
+// its page ran: its count, if it has one, and its page.
+type List struct {
+	Name    string
+	Queries []sqlstore.LoggedQuery
+}
+
+// Lists makes an organization with a workspace besides its default, a
+// guardrail and a preset, runs each list of the store on it through log
+// (which s runs on) at offset 100, and returns each list's statements that
+// count or page (those naming OFFSET, or count(*)).
+func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
+	t.Helper()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	org, err := s.CreateOrganization(ctx, "Plans")
+	must(err)
+	ws, err := s.CreateWorkspace(ctx, org.ID, gatehouse.WorkspaceUpdate{Name: gatehouse.Val("Other"), Slug: gatehouse.Val("other")}, nil)
+	must(err)
+	g, err := s.CreateGuardrail(ctx, org.ID, gatehouse.GuardrailCreate{GuardrailUpdate: gatehouse.GuardrailUpdate{Name: gatehouse.Val("Plans")}})
+	must(err)
+	_, _, err = s.SavePreset(ctx, org.ID, "", "plans", gatehouse.PresetDraft{Config: gatehouse.PresetConfig{"model": json.RawMessage(`"m/x"`)}})
+	must(err)
+	for i := range 3 {
+		m, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: fmt.Sprintf("m%d@example.com", i)})
+		must(err)
+		_, _, err = s.AddWorkspaceMembers(ctx, org.ID, ws.ID, []string{m.ID})
+		must(err)
+	}
+	since := time.UnixMilli(1)
+	page := gatehouse.Page{Offset: 100, Limit: 50}
+	log.Take()
+	var lists []List
+	run := func(name string, err error) {
+		t.Helper()
+		must(err)
+		var qs []sqlstore.LoggedQuery
+		for _, q := range log.Take() {
+			if strings.Contains(q.Query, "OFFSET") || strings.Contains(q.Query, "count(*)") {
+				qs = append(qs, q)
+			}
+		}
+		if len(qs) == 0 {
+			t.Fatalf("%s: no statement counted or paged", name)
+		}
+		lists = append(lists, List{name, qs})
+	}
+	second := func(_ any, err error) error { return err }
+	third := func(_ any, _ int, err error) error { return err }
+	run("keys", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100})))
+	run("keys, all", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100, IncludeDisabled: true})))
+	run("keys of a workspace", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100, WorkspaceID: ws.ID})))
+	run("keys of a workspace, all", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100, WorkspaceID: ws.ID, IncludeDisabled: true})))
+	run("members", third(s.FindMembers(ctx, org.ID, page)))
+	run("workspaces", third(s.FindWorkspaces(ctx, org.ID, page)))
+	run("workspace members", third(s.FindWorkspaceMembers(ctx, org.ID, ws.ID, page)))
+	run("guardrails", third(s.FindGuardrails(ctx, org.ID, ws.ID, page)))
+	run("key assignments", third(s.FindKeyAssignments(ctx, org.ID, g.ID, page)))
+	run("key assignments, all", third(s.FindKeyAssignments(ctx, org.ID, "", page)))
+	run("member assignments", third(s.FindMemberAssignments(ctx, org.ID, g.ID, page)))
+	run("member assignments, all", third(s.FindMemberAssignments(ctx, org.ID, "", page)))
+	run("destinations", third(s.FindDestinations(ctx, org.ID, "", page)))
+	run("presets", third(s.FindPresets(ctx, org.ID, "", page)))
+	run("preset versions", third(s.FindPresetVersions(ctx, org.ID, "", "plans", page)))
+	run("byok keys", third(s.FindBYOKKeys(ctx, org.ID, gatehouse.BYOKKeyFilter{Page: page})))
+	run("byok keys of a provider", third(s.FindBYOKKeys(ctx, org.ID, gatehouse.BYOKKeyFilter{Provider: "openai", Page: page})))
+	run("invitations", third(s.FindInvitations(ctx, org.ID, page)))
+	run("credit grants", third(s.FindCreditGrants(ctx, org.ID, page)))
+	run("sso providers", third(s.FindSSOProviders(ctx, org.ID, page)))
+	run("group mappings", third(s.FindGroupMappings(ctx, org.ID, page)))
+	run("audit log", third(s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{Page: page})))
+	run("audit log, a range", third(s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{Since: &since, Page: page})))
+	run("audit log, an operation", third(s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{Operation: gatehouse.OpKeyCreate, Page: page})))
+	run("audit log, a resource type", third(s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{ResourceType: gatehouse.ResourceKey, Page: page})))
+	run("audit log, an actor", third(s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{Actor: "user_x", Page: page})))
+	run("scim users", third(s.FindSCIMUsers(ctx, org.ID, gatehouse.SCIMUserFilter{StartIndex: 101, Count: 50})))
+	run("scim groups", third(s.FindSCIMGroups(ctx, org.ID, gatehouse.SCIMGroupFilter{StartIndex: 101, Count: 50})))
+	return lists
+}
