@@ -40,10 +40,11 @@ func (s *Server) management(h authHandler) http.HandlerFunc {
 // reads queue behind each other, never another organization's.
 func (s *Server) shared(h authHandler) authHandler {
 	return func(w http.ResponseWriter, r *http.Request, p *principal) error {
-		// The body is read first (as far as any handler reads one): a
-		// client slow to send it holds no share of the database meanwhile.
+		// The body is read first (as far as a management handler reads
+		// one, MaxBodyBytes, and a byte more for it to refuse): a client
+		// slow to send it holds no share of the database meanwhile.
 		if r.Body != nil && r.Body != http.NoBody {
-			buf, err := io.ReadAll(io.LimitReader(r.Body, MaxCompletionBodyBytes+1))
+			buf, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 			if err != nil {
 				return gatehouse.WrapError(err, gatehouse.EINVALID, "could not read the request body")
 			}
