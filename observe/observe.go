@@ -124,6 +124,8 @@ type Publisher struct {
 	metrics    *metrics
 	client     *http.Client
 	ownsClient bool
+	sender     *sender
+	status     *statusBook
 	now        func() time.Time
 
 	mu     sync.RWMutex // guards closed against the send in Publish
@@ -167,6 +169,8 @@ func New(store DestinationLister, reg prometheus.Registerer, logger *slog.Logger
 		}
 		p.client, p.ownsClient = defaultClient(opts.Workers, policy), true
 	}
+	p.sender = newSender(p.client)
+	p.status = newStatusBook()
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.lanes = newScheduler(opts.MaxPendingPerDestination, opts.MaxInFlightPerDestination, p.dropped)
 	p.metrics = newMetrics(reg, func() float64 { return float64(len(p.events)) }, p.lanes.length)
@@ -286,15 +290,15 @@ func (p *Publisher) dispatch(ev *gatehouse.TraceEvent) {
 			p.warnUnreadable(d)
 			continue
 		}
-		export, ok := exporters[d.Type]
-		if !ok {
+		deliver := deliverer(d.Type)
+		if deliver == nil {
 			p.metrics.deliveries.WithLabelValues("skipped").Inc()
 			continue
 		}
 		if ids == nil {
 			ids = newSpanIDs()
 		}
-		dl := &delivery{dest: d, event: view(ev, d.PrivacyMode, ids), export: export}
+		dl := &delivery{dest: d, event: view(ev, d.PrivacyMode, ids), deliver: deliver}
 		if !p.lanes.add(dl) {
 			p.dropped(dl)
 		}

@@ -11,8 +11,7 @@ import (
 type delivery struct {
 	dest     *gatehouse.Destination
 	event    *event
-	export   exporter
-	req      *request // built at the first attempt, reused by retries
+	deliver  deliverFunc
 	attempts int
 	lane     *lane
 }
