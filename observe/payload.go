@@ -126,4 +126,3 @@ func inputJSON(in []byte) json.RawMessage {
 	s, _ := json.Marshal(string(in))
 	return s
 }
-

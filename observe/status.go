@@ -73,3 +73,7 @@ func redact(d *gatehouse.Destination, s string) string {
 	}
 	return s
 }
+
+// Status returns how deliveries to a destination have gone on this
+// instance since it started.
+func (p *Publisher) Status(destinationID string) DeliveryStatus { return p.status.get(destinationID) }

@@ -50,7 +50,9 @@ func (s *sender) tableMade(d *gatehouse.Destination, key string) bool {
 	return ok
 }
 
-func (s *sender) markTable(d *gatehouse.Destination, key string) { s.tables.Store(d.ID+"\x00"+key, true) }
+func (s *sender) markTable(d *gatehouse.Destination, key string) {
+	s.tables.Store(d.ID+"\x00"+key, true)
+}
 
 // clickHouseTable is the table a ClickHouse destination fills: a
 // ReplacingMergeTree keyed by the generation id, so that a generation sent
@@ -256,4 +258,3 @@ func describeS3(err error) string {
 	}
 	return describe(err)
 }
-
