@@ -101,7 +101,9 @@ func TestEveryTypeDeliversToItsStandIn(t *testing.T) {
 				_, err := fields(body, "id", "model", "total_cost", "prompt_tokens")
 				return err
 			}, nil},
-		{"datadog", func(u string) map[string]string { return map[string]string{"url": u, "apiKey": "dd-SECRET", "mlApp": "chatbot"} },
+		{"datadog", func(u string) map[string]string {
+			return map[string]string{"url": u, "apiKey": "dd-SECRET", "mlApp": "chatbot"}
+		},
 			func(r *http.Request, body []byte) error {
 				if err := expect(r, http.MethodPost, "/api/intake/llm-obs/v1/trace/spans", "application/json"); err != nil {
 					return err
@@ -218,7 +220,9 @@ func TestEveryTypeDeliversToItsStandIn(t *testing.T) {
 					t.Errorf("uuid = %v", lookup(m, "batch[0].uuid"))
 				}
 			}},
-		{"ramp", func(u string) map[string]string { return map[string]string{"baseUrl": u + "/developer/v1/ai-usage/openrouter", "apiKey": "rp-SECRET"} },
+		{"ramp", func(u string) map[string]string {
+			return map[string]string{"baseUrl": u + "/developer/v1/ai-usage/openrouter", "apiKey": "rp-SECRET"}
+		},
 			func(r *http.Request, body []byte) error {
 				if err := expect(r, http.MethodPost, "/developer/v1/ai-usage/openrouter", "application/json"); err != nil {
 					return err
@@ -240,7 +244,9 @@ func TestEveryTypeDeliversToItsStandIn(t *testing.T) {
 				t.Errorf("row %s (%v)", hits[1].Body, err)
 			}
 		}},
-		{"snowflake", func(u string) map[string]string { return map[string]string{"account": "myorg-acct", "token": "sf-SECRET", "baseUrl": u} },
+		{"snowflake", func(u string) map[string]string {
+			return map[string]string{"account": "myorg-acct", "token": "sf-SECRET", "baseUrl": u}
+		},
 			snowflakeStandIn, func(t *testing.T, hits []hit) {
 				if len(hits) != 2 {
 					t.Fatalf("want CREATE TABLE then INSERT, got %d requests", len(hits))

@@ -205,4 +205,3 @@ func deliverTo(t *testing.T, d *gatehouse.Destination) *gatehouse.TraceEvent {
 	}
 	return ev
 }
-
