@@ -102,7 +102,7 @@ func TestClickHouseServer(t *testing.T) {
 	p.Publish(ev) // the same generation again
 	closeNow(t, p)
 	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "delivered"); got != 2 {
-		t.Fatalf("delivered = %v, want 2; status %+v", got, p.Status(d.ID))
+		t.Fatalf("delivered = %v, want 2; status %+v", got, p.localStatus(d.ID))
 	}
 	out, err := clickHouseQuery(base, "SELECT id, model, session_id, prompt_tokens, total_cost, output FROM "+db+".traces FINAL FORMAT JSONEachRow")
 	if err != nil {

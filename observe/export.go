@@ -82,17 +82,20 @@ func (p *Publisher) run(d *delivery) (retry bool, delay time.Duration) {
 	o.answer = redact(d.dest, o.answer)
 	if o.ok() {
 		p.metrics.deliveries.WithLabelValues("delivered").Inc()
-		p.status.record(d.dest.ID, 1, 0, 0, o, p.now())
+		p.status.record(d.dest, 1, 0, 0, o, p.now())
+		p.finished(d)
 		return false, 0
 	}
 	if !o.permanent && retryable(o.status) && d.attempts < p.opts.MaxAttempts && p.ctx.Err() == nil {
 		p.logger.Debug("observability: delivery attempt failed; retrying", "destination_id", d.dest.ID,
 			"destination_type", typ, "generation_id", d.event.Generation.ID, "attempt", d.attempts,
 			"status", o.status, "error", describe(o.err))
+		p.retried(d)
 		return true, max(p.backoff(d.attempts), min(o.retryAfter, maxRetryAfter))
 	}
 	p.metrics.deliveries.WithLabelValues("failed").Inc()
-	p.status.record(d.dest.ID, 0, 1, 0, o, p.now())
+	p.status.record(d.dest, 0, 1, 0, o, p.now())
+	p.finished(d)
 	msg := "the delivery failed"
 	if o.permanent {
 		msg = "the delivery cannot be made as configured"

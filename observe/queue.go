@@ -12,6 +12,7 @@ type delivery struct {
 	dest     *gatehouse.Destination
 	event    *event
 	deliver  deliverFunc
+	entryID  string // its entry in the outbox; "" when it has none
 	attempts int
 	lane     *lane
 }

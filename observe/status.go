@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"time"
@@ -8,54 +9,59 @@ import (
 	"gatehouse"
 )
 
-// DeliveryStatus is how deliveries to one destination have gone since
-// this process started.
-type DeliveryStatus struct {
-	Sent, Failed, Dropped int64
-	LastSuccessAt         *time.Time
-	LastErrorAt           *time.Time
-	LastError             string // redacted: a status and the start of the service's answer, never a URL or a secret
-}
-
-// statusBook keeps the status of each destination.
+// statusBook keeps how deliveries to each destination went: the totals
+// of this process, and what was added since the last flush to the
+// outbox's status table.
 type statusBook struct {
-	mu   sync.Mutex
-	byID map[string]*DeliveryStatus
+	mu     sync.Mutex
+	totals map[string]*gatehouse.DeliveryStatus
+	deltas map[string]*gatehouse.DeliveryCount
 }
 
-func newStatusBook() *statusBook { return &statusBook{byID: map[string]*DeliveryStatus{}} }
+func newStatusBook() *statusBook {
+	return &statusBook{totals: map[string]*gatehouse.DeliveryStatus{}, deltas: map[string]*gatehouse.DeliveryCount{}}
+}
 
 // record counts an outcome for a destination.
-func (b *statusBook) record(id string, sent, failedN, dropped int64, o outcome, now time.Time) {
+func (b *statusBook) record(d *gatehouse.Destination, sent, failedN, dropped int64, o outcome, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.byID[id]
-	if st == nil {
-		st = &DeliveryStatus{}
-		b.byID[id] = st
+	c := b.deltas[d.ID]
+	if c == nil {
+		c = &gatehouse.DeliveryCount{DestinationID: d.ID, OrganizationID: d.OrganizationID, WorkspaceID: d.WorkspaceID}
+		b.deltas[d.ID] = c
 	}
-	st.Sent += sent
-	st.Failed += failedN
-	st.Dropped += dropped
-	switch {
-	case sent > 0:
-		t := now
-		st.LastSuccessAt = &t
-	case failedN > 0:
-		t := now
-		st.LastErrorAt = &t
-		st.LastError = o.summary()
+	t := b.totals[d.ID]
+	if t == nil {
+		t = &gatehouse.DeliveryStatus{}
+		b.totals[d.ID] = t
+	}
+	for _, st := range []*gatehouse.DeliveryStatus{&c.DeliveryStatus, t} {
+		st.Sent += sent
+		st.Failed += failedN
+		st.Dropped += dropped
+		switch {
+		case sent > 0:
+			at := now
+			st.LastSuccessAt = &at
+		case failedN > 0:
+			at := now
+			st.LastErrorAt = &at
+			st.LastError = redact(d, o.summary())
+		}
 	}
 }
 
-// get returns a copy of a destination's status.
-func (b *statusBook) get(id string) DeliveryStatus {
+// takeDeltas returns the counts added since the last call.
+func (b *statusBook) takeDeltas() []gatehouse.DeliveryCount {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if st := b.byID[id]; st != nil {
-		return *st
+	out := make([]gatehouse.DeliveryCount, 0, len(b.deltas))
+	for _, c := range b.deltas {
+		out = append(out, *c)
 	}
-	return DeliveryStatus{}
+	clear(b.deltas)
+	return out
 }
 
 // redact takes the destination's secrets (its secret values and header
@@ -74,6 +80,31 @@ func redact(d *gatehouse.Destination, s string) string {
 	return s
 }
 
-// Status returns how deliveries to a destination have gone on this
-// instance since it started.
-func (p *Publisher) Status(destinationID string) DeliveryStatus { return p.status.get(destinationID) }
+// Status returns how deliveries to destinations of the organization have
+// gone: over every instance from the outbox's status table (within
+// FlushInterval), or, without an outbox, on this instance since it
+// started. A destination that never delivered has a zero status.
+func (p *Publisher) Status(ctx context.Context, orgID string, ids ...string) (map[string]gatehouse.DeliveryStatus, error) {
+	if p.opts.Outbox != nil {
+		return p.opts.Outbox.DeliveryStatuses(ctx, orgID, ids)
+	}
+	p.status.mu.Lock()
+	defer p.status.mu.Unlock()
+	out := map[string]gatehouse.DeliveryStatus{}
+	for _, id := range ids {
+		if t := p.status.totals[id]; t != nil {
+			out[id] = *t
+		}
+	}
+	return out, nil
+}
+
+// localStatus is this instance's status of a destination.
+func (p *Publisher) localStatus(id string) gatehouse.DeliveryStatus {
+	p.status.mu.Lock()
+	defer p.status.mu.Unlock()
+	if t := p.status.totals[id]; t != nil {
+		return *t
+	}
+	return gatehouse.DeliveryStatus{}
+}

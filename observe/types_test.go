@@ -201,7 +201,7 @@ func deliverTo(t *testing.T, d *gatehouse.Destination) *gatehouse.TraceEvent {
 	p.Publish(ev)
 	closeNow(t, p)
 	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "delivered"); got != 1 {
-		t.Errorf("%s: delivered = %v, want 1; status %+v", d.Type, got, p.Status(d.ID))
+		t.Errorf("%s: delivered = %v, want 1; status %+v", d.Type, got, p.localStatus(d.ID))
 	}
 	return ev
 }
