@@ -84,7 +84,7 @@ func redact(d *gatehouse.Destination, s string) string {
 // gone: over every instance from the outbox's status table (within
 // FlushInterval), or, without an outbox, on this instance since it
 // started. A destination that never delivered has a zero status.
-func (p *Publisher) Status(ctx context.Context, orgID string, ids ...string) (map[string]gatehouse.DeliveryStatus, error) {
+func (p *Publisher) DeliveryStatuses(ctx context.Context, orgID string, ids []string) (map[string]gatehouse.DeliveryStatus, error) {
 	if p.opts.Outbox != nil {
 		return p.opts.Outbox.DeliveryStatuses(ctx, orgID, ids)
 	}
@@ -107,4 +107,38 @@ func (p *Publisher) localStatus(id string) gatehouse.DeliveryStatus {
 		return *t
 	}
 	return gatehouse.DeliveryStatus{}
+}
+
+var _ gatehouse.DeliveryMonitor = (*Publisher)(nil)
+
+// TestDestination sends a test event to d at once (enabled or not, its
+// filters and sampling aside), one attempt, and reports the answer. The
+// event is a generation of model gatehouse/test that cost nothing, with a
+// one-line prompt and completion (none in privacy mode).
+func (p *Publisher) TestDestination(ctx context.Context, d *gatehouse.Destination) (*gatehouse.DeliveryTest, error) {
+	if d.SecretsUnreadable {
+		return nil, gatehouse.Errorf(gatehouse.EINVALID, "the secrets of destination %s cannot be opened with the server's secret key: send them again, then test", d.ID)
+	}
+	deliver := deliverer(d.Type)
+	if deliver == nil {
+		return nil, gatehouse.Errorf(gatehouse.EINVALID, "destination type %s does not deliver", d.Type)
+	}
+	now := p.now().UTC()
+	finish := "stop"
+	g := &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: d.OrganizationID, WorkspaceID: d.WorkspaceID,
+		KeyHash: "test", Model: "gatehouse/test", Provider: "gatehouse", PromptTokens: 1, CompletionTokens: 1,
+		FinishReason: &finish, Status: gatehouse.GenerationCompleted, CreatedAt: now}
+	ev := &gatehouse.TraceEvent{Generation: g, KeyName: "Gatehouse test event",
+		Input:  []byte(`[{"role":"user","content":"A test event from Gatehouse."}]`),
+		Output: "It arrived.", StartedAt: now, EndedAt: now}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	o := deliver(ctx, p.sender, d, []*event{view(ev, d.PrivacyMode, newSpanIDs())})
+	t := &gatehouse.DeliveryTest{Delivered: o.ok(), Status: o.status, Answer: redact(d, o.answer),
+		LatencyMS: time.Since(start).Milliseconds(), EventID: g.ID}
+	if !o.ok() {
+		t.Error = redact(d, o.summary())
+	}
+	return t, nil
 }

@@ -58,7 +58,7 @@ var registry = map[string]struct {
 }{
 	"arize":          {"OTLP/HTTP (protobuf) span with OpenInference and GenAI attributes to `{baseUrl}/v1/traces`, headers `space_id` and `api_key`, resource `model_id`", deliverArize},
 	"braintrust":     {"OTLP/HTTP span with GenAI attributes to `{baseUrl}/otel/v1/traces`, `Authorization: Bearer`, `x-bt-parent: project_id:{projectId}`", deliverBraintrust},
-	"clickhouse":     {"rows `INSERT INTO {database}.{table} FORMAT JSONEachRow` over the HTTP interface at `host` (table created if missing), `X-ClickHouse-User`/`X-ClickHouse-Key`, `insert_deduplication_token`", deliverClickHouse},
+	"clickhouse":     {"rows `INSERT INTO {database}.{table} FORMAT JSONEachRow` over the HTTP interface at `host` (table created if missing), `X-ClickHouse-User`/`X-ClickHouse-Key`; a ReplacingMergeTree keyed by the generation id, so a re-sent row merges into one", deliverClickHouse},
 	"datadog":        {"LLM Observability spans (`kind: llm`) to `{url}/api/intake/llm-obs/v1/trace/spans`, `DD-API-KEY`, `ml_app`", deliverDatadog},
 	"grafana":        {"OTLP/HTTP span with GenAI attributes to `{baseUrl}/otlp/v1/traces`, Basic `instanceId:apiKey`", deliverGrafana},
 	"langfuse":       {"OTLP/HTTP span with GenAI and `langfuse.*` attributes to `{baseUrl}/api/public/otel/v1/traces`, Basic `publicKey:secretKey`", deliverLangfuse},

@@ -211,7 +211,8 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 		closeLimiter()
 		return nil, nil, nil, err
 	}
-	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress})
+	outbox, _ := store.(gatehouse.TraceOutbox) // both engines' stores are
+	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress, Outbox: outbox, Lease: cfg.TraceLease})
 	closeAll := func() { pruner.Stop(); closeTraces(traces, logger); closeLimiter() }
 	data := metering // the ledger, and the accountant or leases
 	data.Catalog, data.Upstream, data.Traces = catalog, gateway.NewClient(), traces
@@ -366,7 +367,8 @@ func closeTraces(traces *observe.Publisher, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := traces.Close(ctx); err != nil {
-		logger.Warn("observability deliveries still queued at exit were dropped", "error", err.Error())
+		logger.Warn("observability deliveries still queued at exit stay in the outbox: the next instance to start delivers them once their lease runs out",
+			"error", err.Error())
 	}
 }
 
