@@ -86,7 +86,11 @@ func (p *Publisher) run(d *delivery) (retry bool, delay time.Duration) {
 		p.finished(d)
 		return false, 0
 	}
-	if !o.permanent && retryable(o.status) && d.attempts < p.opts.MaxAttempts && p.ctx.Err() == nil {
+	if !o.permanent && retryable(o.status) && p.ctx.Err() != nil {
+		p.abandoned(d) // Close gave up during the attempt: the outbox keeps it
+		return false, 0
+	}
+	if !o.permanent && retryable(o.status) && d.attempts < p.opts.MaxAttempts {
 		p.logger.Debug("observability: delivery attempt failed; retrying", "destination_id", d.dest.ID,
 			"destination_type", typ, "generation_id", d.event.Generation.ID, "attempt", d.attempts,
 			"status", o.status, "error", describe(o.err))

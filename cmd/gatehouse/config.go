@@ -48,7 +48,7 @@ type Config struct {
 	// an instance's entries without a renewal: after a crash, its
 	// deliveries go out once it runs out (GATEHOUSE_OBSERVABILITY_LEASE).
 	TraceLease time.Duration
-	RedisURL         string
+	RedisURL   string
 	// ProvidersFile is the YAML file of the providers and models the
 	// gateway serves (see provider.LoadProviders); empty serves no models.
 	ProvidersFile string
