@@ -211,8 +211,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 		closeLimiter()
 		return nil, nil, nil, err
 	}
-	outbox, _ := store.(gatehouse.TraceOutbox) // both engines' stores are
-	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress, Outbox: outbox, Lease: cfg.TraceLease})
+	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress, Outbox: traceOutbox(store), Lease: cfg.TraceLease})
 	closeAll := func() { pruner.Stop(); closeTraces(traces, logger); closeLimiter() }
 	data := metering // the ledger, and the accountant or leases
 	data.Catalog, data.Upstream, data.Traces = catalog, gateway.NewClient(), traces
@@ -359,6 +358,16 @@ func serveSide(ctx context.Context, what string, ln net.Listener, h http.Handler
 		srv.Close()
 	}()
 	logger.Info(what+" listening", "addr", ln.Addr().String())
+}
+
+// traceOutbox is the engine's store under the key cache: its durable
+// outbox of observability deliveries (both engines have one).
+func traceOutbox(store gatehouse.Store) gatehouse.TraceOutbox {
+	if c, ok := store.(*keycache.Cache); ok {
+		store = c.Store
+	}
+	o, _ := store.(gatehouse.TraceOutbox)
+	return o
 }
 
 // closeTraces delivers the traces still queued, for at most five seconds,
