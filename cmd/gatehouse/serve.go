@@ -230,7 +230,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	}
 	handler.HandleService(scim.Prefix+"/", provisioning)
 	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now,
-		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations(), SSO: rp, Metrics: registry})
+		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations(), Deliveries: traces, SSO: rp, Metrics: registry})
 	web.Routes(handler.Handle)
 	handler.HandleNotFound(web.NotFound())
 	var metrics http.Handler
