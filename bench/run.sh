@@ -185,6 +185,16 @@ add_destinations() {
   log "$n destinations in workspace $ws, delivering to the sink at $sink"
 }
 
+# report_destinations logs what the destinations delivered (a second after
+# the load, for the counts to be written).
+report_destinations() {
+  ((${BENCH_DESTINATIONS:-0} > 0)) || return 0
+  sleep 1
+  log "destinations: $(curl -sf "$GH/api/v1/observability/destinations?limit=100&workspace_id=$(curl -sf "$GH/api/v1/key" \
+    -H "Authorization: Bearer $REGULAR_KEY" | jq -r .data.workspace_id)" -H "Authorization: Bearer $MGMT" |
+    jq -c '[.data[] | {type, sent: .delivery.sent, failed: .delivery.failed, dropped: .delivery.dropped, last_error: .delivery.last_error}]')"
+}
+
 # rss PID prints "VmRSS VmHWM" in MiB.
 rss() {
   awk '/^VmRSS|^VmHWM/ {v[$1] = $2} END {printf "%.0f %.0f\n", v["VmRSS:"] / 1024, v["VmHWM:"] / 1024}' "/proc/$1/status"
@@ -498,6 +508,7 @@ run_set() {
   for s in "${scenarios[@]}"; do
     run_scenario "$label" "$s"
   done
+  report_destinations
   lone_bulk_remove "$label"
   two_instances "$label" "$db"
   read -r RSS_NOW[$label] RSS_PEAK[$label] < <(rss "$GH_PID")
