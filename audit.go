@@ -33,6 +33,10 @@ const (
 	// ActorVisitor is someone not signed in: a console sign-in attempt
 	// that failed or was refused.
 	ActorVisitor = "visitor"
+	// ActorObservability is the delivery of traces to observability
+	// destinations: it records the events a destination's full queue
+	// dropped.
+	ActorObservability = "observability"
 )
 
 type actorKey struct{}
@@ -109,40 +113,43 @@ const (
 	OpDestinationCreate        = "destination.create"
 	OpDestinationUpdate        = "destination.update"
 	OpDestinationDelete        = "destination.delete"
-	OpGenerationFeedback       = "generation.feedback"
-	OpPresetCreate             = "preset.create"         // with its version 1
-	OpPresetVersionCreate      = "preset.version.create" // a new version of a preset
-	OpBYOKKeyCreate            = "byok_key.create"
-	OpBYOKKeyUpdate            = "byok_key.update"
-	OpBYOKKeyDelete            = "byok_key.delete"
-	OpWorkspaceBudgetSet       = "workspace_budget.set" // creates or updates a workspace's budget of an interval
-	OpWorkspaceBudgetDelete    = "workspace_budget.delete"
-	OpCreditsGrant             = "credits.grant"         // adds to (or takes back from) an organization's credits
-	OpManagementKeyUpdate      = "management_key.update" // disables or enables a management key
-	OpManagementKeyDelete      = "management_key.delete"
-	OpMemberUpdate             = "member.update"         // changes a member's role
-	OpMemberPasswordReset      = "member.password_reset" // removes a password, ends the sessions, makes a link
-	OpSessionCreate            = "session.create"        // a console sign-in (result failure or throttled: one refused)
-	OpSessionLockout           = "session.lockout"       // failed sign-ins used up an address's or an account's budget
-	OpSessionDelete            = "session.delete"        // a console sign-out
-	OpSessionsDelete           = "sessions.delete"       // every console session of a member ends
-	OpInvitationCreate         = "invitation.create"
-	OpInvitationDelete         = "invitation.delete"
-	OpInvitationAccept         = "invitation.accept" // sets a password, creating the member if need be
-	OpSSOProviderCreate        = "sso_provider.create"
-	OpSSOProviderUpdate        = "sso_provider.update"
-	OpSSOProviderDelete        = "sso_provider.delete"
-	OpSignInSettingsUpdate     = "sign_in_settings.update" // turns password sign-in on or off
-	OpGroupMappingCreate       = "group_mapping.create"
-	OpGroupMappingUpdate       = "group_mapping.update"
-	OpGroupMappingDelete       = "group_mapping.delete"
-	OpSCIMTokenCreate          = "scim_token.create" // replaces the organization's SCIM token
-	OpSCIMTokenDelete          = "scim_token.delete"
-	OpMemberDeactivate         = "member.deactivate" // SCIM active=false: no sign-in, sessions ended, keys disabled
-	OpMemberReactivate         = "member.reactivate"
-	OpSCIMGroupCreate          = "scim_group.create"
-	OpSCIMGroupUpdate          = "scim_group.update" // its name, external id or members
-	OpSCIMGroupDelete          = "scim_group.delete"
+	// OpDestinationDrop records events a destination did not receive
+	// because its queue was full (details: dropped, the count).
+	OpDestinationDrop       = "destination.deliveries_dropped"
+	OpGenerationFeedback    = "generation.feedback"
+	OpPresetCreate          = "preset.create"         // with its version 1
+	OpPresetVersionCreate   = "preset.version.create" // a new version of a preset
+	OpBYOKKeyCreate         = "byok_key.create"
+	OpBYOKKeyUpdate         = "byok_key.update"
+	OpBYOKKeyDelete         = "byok_key.delete"
+	OpWorkspaceBudgetSet    = "workspace_budget.set" // creates or updates a workspace's budget of an interval
+	OpWorkspaceBudgetDelete = "workspace_budget.delete"
+	OpCreditsGrant          = "credits.grant"         // adds to (or takes back from) an organization's credits
+	OpManagementKeyUpdate   = "management_key.update" // disables or enables a management key
+	OpManagementKeyDelete   = "management_key.delete"
+	OpMemberUpdate          = "member.update"         // changes a member's role
+	OpMemberPasswordReset   = "member.password_reset" // removes a password, ends the sessions, makes a link
+	OpSessionCreate         = "session.create"        // a console sign-in (result failure or throttled: one refused)
+	OpSessionLockout        = "session.lockout"       // failed sign-ins used up an address's or an account's budget
+	OpSessionDelete         = "session.delete"        // a console sign-out
+	OpSessionsDelete        = "sessions.delete"       // every console session of a member ends
+	OpInvitationCreate      = "invitation.create"
+	OpInvitationDelete      = "invitation.delete"
+	OpInvitationAccept      = "invitation.accept" // sets a password, creating the member if need be
+	OpSSOProviderCreate     = "sso_provider.create"
+	OpSSOProviderUpdate     = "sso_provider.update"
+	OpSSOProviderDelete     = "sso_provider.delete"
+	OpSignInSettingsUpdate  = "sign_in_settings.update" // turns password sign-in on or off
+	OpGroupMappingCreate    = "group_mapping.create"
+	OpGroupMappingUpdate    = "group_mapping.update"
+	OpGroupMappingDelete    = "group_mapping.delete"
+	OpSCIMTokenCreate       = "scim_token.create" // replaces the organization's SCIM token
+	OpSCIMTokenDelete       = "scim_token.delete"
+	OpMemberDeactivate      = "member.deactivate" // SCIM active=false: no sign-in, sessions ended, keys disabled
+	OpMemberReactivate      = "member.reactivate"
+	OpSCIMGroupCreate       = "scim_group.create"
+	OpSCIMGroupUpdate       = "scim_group.update" // its name, external id or members
+	OpSCIMGroupDelete       = "scim_group.delete"
 )
 
 // Audited resource types: the ResourceType of audit records, whose
@@ -186,6 +193,7 @@ func AuditOperations() []string {
 		OpInvitationAccept, OpSSOProviderCreate, OpSSOProviderUpdate, OpSSOProviderDelete, OpSignInSettingsUpdate,
 		OpGroupMappingCreate, OpGroupMappingUpdate, OpGroupMappingDelete, OpSCIMTokenCreate, OpSCIMTokenDelete,
 		OpMemberDeactivate, OpMemberReactivate, OpSCIMGroupCreate, OpSCIMGroupUpdate, OpSCIMGroupDelete,
+		OpDestinationDrop,
 	}
 }
 

@@ -69,33 +69,45 @@ type Condition struct {
 	Value    any    `json:"value,omitempty"` // string or number
 }
 
-// destinationType describes the configuration keys of one destination type.
+// destinationType describes one destination type: its name for people,
+// and its configuration keys. Which key is secret is secretConfigKeys'.
+// How a type delivers is package observe's registry (observe/types.go),
+// which holds an entry for each type here; its tests fail when a type is
+// accepted here and delivers nothing.
 type destinationType struct {
+	label    string
 	required []string
 	optional []string
 	defaults map[string]string
 }
 
-// destinationTypes lists every destination type and its configuration keys.
+// destinationTypes lists every destination type and its configuration
+// keys. Every type has a key that names where it delivers (url, baseUrl,
+// endpoint, host or otlpEndpoint), so that a self-hosted service, or a
+// test's stand-in, can receive it.
 var destinationTypes = map[string]destinationType{
-	"arize":          {[]string{"apiKey", "spaceKey", "modelId"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://otlp.arize.com"}},
-	"braintrust":     {[]string{"apiKey", "projectId"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://api.braintrust.dev"}},
-	"clickhouse":     {[]string{"host", "database", "username", "password"}, []string{"table"}, map[string]string{"table": "OPENROUTER_TRACES"}},
-	"datadog":        {[]string{"apiKey", "mlApp"}, []string{"url"}, map[string]string{"url": "https://api.datadoghq.com"}},
-	"grafana":        {[]string{"apiKey", "instanceId"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://otlp-gateway-prod-us-west-0.grafana.net"}},
-	"langfuse":       {[]string{"publicKey", "secretKey"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://us.cloud.langfuse.com"}},
-	"langsmith":      {[]string{"apiKey"}, []string{"endpoint", "project", "workspaceId"}, map[string]string{"endpoint": "https://api.smith.langchain.com", "project": "main"}},
-	"newrelic":       {[]string{"licenseKey"}, []string{"region"}, map[string]string{"region": "us"}},
-	"opik":           {[]string{"apiKey", "projectName", "workspace"}, nil, nil},
-	"otel-collector": {[]string{"endpoint"}, nil, nil},
-	"posthog":        {[]string{"apiKey"}, []string{"endpoint"}, map[string]string{"endpoint": "https://us.i.posthog.com"}},
-	"ramp":           {[]string{"apiKey"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://api.ramp.com/developer/v1/ai-usage/openrouter"}},
-	"s3":             {[]string{"accessKeyId", "secretAccessKey", "bucketName"}, []string{"endpoint", "region", "sessionToken", "prefix", "pathTemplate"}, map[string]string{"prefix": "openrouter-traces", "pathTemplate": "{prefix}/{date}"}},
-	"sentry":         {[]string{"dsn", "otlpEndpoint"}, nil, nil},
-	"snowflake":      {[]string{"account", "token"}, []string{"database", "schema", "table", "warehouse"}, map[string]string{"database": "SNOWFLAKE_LEARNING_DB", "schema": "PUBLIC", "table": "OPENROUTER_TRACES", "warehouse": "COMPUTE_WH"}},
-	"weave":          {[]string{"apiKey", "entity", "project"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://trace.wandb.ai"}},
-	"webhook":        {[]string{"url"}, []string{"method"}, map[string]string{"method": "POST"}},
+	"arize":          {"Arize", []string{"apiKey", "spaceKey", "modelId"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://otlp.arize.com"}},
+	"braintrust":     {"Braintrust", []string{"apiKey", "projectId"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://api.braintrust.dev"}},
+	"clickhouse":     {"ClickHouse", []string{"host", "database", "username", "password"}, []string{"table"}, map[string]string{"table": "OPENROUTER_TRACES"}},
+	"datadog":        {"Datadog", []string{"apiKey", "mlApp"}, []string{"url"}, map[string]string{"url": "https://api.datadoghq.com"}},
+	"grafana":        {"Grafana Cloud", []string{"apiKey", "instanceId"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://otlp-gateway-prod-us-west-0.grafana.net"}},
+	"langfuse":       {"Langfuse", []string{"publicKey", "secretKey"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://us.cloud.langfuse.com"}},
+	"langsmith":      {"LangSmith", []string{"apiKey"}, []string{"endpoint", "project", "workspaceId"}, map[string]string{"endpoint": "https://api.smith.langchain.com", "project": "main"}},
+	"newrelic":       {"New Relic", []string{"licenseKey"}, []string{"region", "baseUrl"}, map[string]string{"region": "us"}},
+	"opik":           {"Opik", []string{"apiKey", "projectName", "workspace"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://www.comet.com/opik/api"}},
+	"otel-collector": {"OpenTelemetry collector", []string{"endpoint"}, nil, nil},
+	"posthog":        {"PostHog", []string{"apiKey"}, []string{"endpoint"}, map[string]string{"endpoint": "https://us.i.posthog.com"}},
+	"ramp":           {"Ramp", []string{"apiKey"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://api.ramp.com/developer/v1/ai-usage/openrouter"}},
+	"s3":             {"Amazon S3 (or compatible)", []string{"accessKeyId", "secretAccessKey", "bucketName"}, []string{"endpoint", "region", "sessionToken", "prefix", "pathTemplate"}, map[string]string{"prefix": "openrouter-traces", "pathTemplate": "{prefix}/{date}"}},
+	"sentry":         {"Sentry", []string{"dsn", "otlpEndpoint"}, nil, nil},
+	"snowflake":      {"Snowflake", []string{"account", "token"}, []string{"database", "schema", "table", "warehouse", "baseUrl"}, map[string]string{"database": "SNOWFLAKE_LEARNING_DB", "schema": "PUBLIC", "table": "OPENROUTER_TRACES", "warehouse": "COMPUTE_WH"}},
+	"weave":          {"W&B Weave", []string{"apiKey", "entity", "project"}, []string{"baseUrl"}, map[string]string{"baseUrl": "https://trace.wandb.ai"}},
+	"webhook":        {"Webhook", []string{"url"}, []string{"method"}, map[string]string{"method": "POST"}},
 }
+
+// DestinationTypeLabel names a destination type for people ("" for an
+// unknown type).
+func DestinationTypeLabel(typ string) string { return destinationTypes[typ].label }
 
 // DestinationTypes returns the destination type names, sorted.
 func DestinationTypes() []string {
@@ -380,6 +392,22 @@ func (c DestinationConfig) validate(typ string, spec destinationType) error {
 	if r := c.Values["region"]; typ == "newrelic" && r != "us" && r != "eu" {
 		return FieldError("config.region", "must be us or eu")
 	}
+	if typ == "clickhouse" || typ == "snowflake" {
+		// Written into the SQL the delivery runs: plain identifiers only.
+		for _, k := range []string{"database", "schema", "table", "warehouse"} {
+			if v, ok := c.Values[k]; ok && !sqlIdentifier.MatchString(v) {
+				return FieldError("config."+k, "must be an identifier: a letter or _, then letters, digits or _ (at most 255)")
+			}
+		}
+	}
+	if a, ok := c.Values["account"]; typ == "snowflake" && ok && !snowflakeAccount.MatchString(a) {
+		return FieldError("config.account", "must be a Snowflake account identifier (letters, digits, - and _, as in myorg-myaccount)")
+	}
+	if t, ok := c.Values["pathTemplate"]; typ == "s3" && ok {
+		if err := checkPathTemplate(t); err != nil {
+			return err
+		}
+	}
 	if len(c.Headers) > MaxHeaders {
 		return FieldError("config.headers", "must have at most %d entries", MaxHeaders)
 	}
@@ -636,4 +664,30 @@ type DestinationService interface {
 	UpdateDestination(ctx context.Context, orgID, id string, update DestinationUpdate) (*Destination, error)
 	// DeleteDestination soft-deletes a live destination. ENOTFOUND.
 	DeleteDestination(ctx context.Context, orgID, id string) error
+}
+
+// sqlIdentifier is an unquoted SQL identifier.
+var sqlIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,254}$`)
+
+// snowflakeAccount is an account identifier as its host name holds it.
+var snowflakeAccount = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$`)
+
+// PathTemplatePlaceholders are what an S3 destination's pathTemplate may
+// name, in braces.
+var PathTemplatePlaceholders = []string{"prefix", "date", "year", "month", "day", "hour", "workspace_id", "destination_id"}
+
+var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
+
+// checkPathTemplate refuses a pathTemplate that names an unknown
+// placeholder, or that is empty or absolute.
+func checkPathTemplate(t string) error {
+	if strings.TrimSpace(t) == "" || strings.HasPrefix(t, "/") {
+		return FieldError("config.pathTemplate", "must be a relative path such as {prefix}/{date}")
+	}
+	for _, m := range placeholder.FindAllString(t, -1) {
+		if !slices.Contains(PathTemplatePlaceholders, m[1:len(m)-1]) {
+			return FieldError("config.pathTemplate", "%s is not a placeholder (allowed: {%s})", m, strings.Join(PathTemplatePlaceholders, "}, {"))
+		}
+	}
+	return nil
 }

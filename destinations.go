@@ -80,3 +80,25 @@ func (d *Destinations) changed() {
 		d.Changed()
 	}
 }
+
+// DeliveryMonitor tells how deliveries to destinations go, and sends a
+// test event; the trace publisher (observe.Publisher) is one.
+type DeliveryMonitor interface {
+	// DeliveryStatuses returns the statuses of destinations of the
+	// organization (none for a destination that never delivered).
+	DeliveryStatuses(ctx context.Context, orgID string, ids []string) (map[string]DeliveryStatus, error)
+	// TestDestination sends one test event to d at once, whether or not d
+	// is enabled, and reports the service's answer. EINVALID when d's
+	// secrets cannot be opened.
+	TestDestination(ctx context.Context, d *Destination) (*DeliveryTest, error)
+}
+
+// DeliveryTest is what a destination's service answered a test event.
+type DeliveryTest struct {
+	Delivered bool
+	Status    int    // the service's HTTP status; 0 when it gave none
+	Answer    string // the start of its answer, secrets taken out
+	Error     string // what went wrong; "" when delivered
+	LatencyMS int64
+	EventID   string // the test generation's id, as the service received it
+}

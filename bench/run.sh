@@ -20,7 +20,11 @@
 # per request, as in production), BENCH_PG_POOL (PostgreSQL: the server's
 # pool_max_conns), BENCH_SCENARIOS (a regular expression over scenario
 # names; default all), BENCH_WRK_THREADS (2: wrk -t; the concurrency
-# should be a multiple of it). Needs go, jq and wrk (apt-get install wrk).
+# should be a multiple of it), BENCH_DESTINATIONS (0: with N, the regular
+# key's workspace gets N observability destinations at sampling 1.0 -- a
+# webhook, an otel-collector, a langfuse, over again -- all delivering to a
+# local sink, bench/baseline answering 200). Needs go, jq and wrk
+# (apt-get install wrk).
 set -euo pipefail
 
 ENGINE=sqlite
@@ -119,7 +123,8 @@ new_database() {
 # GH_ENV runs a command with the settings of every Gatehouse process; the
 # database comes after it.
 GH_ENV=(env GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY="$MGMT" GATEHOUSE_SECRET_KEY="$SECRET" GATEHOUSE_RATE_LIMIT_RPS=0
-  GATEHOUSE_LOG_LEVEL="${BENCH_LOG_LEVEL:-info}" GATEHOUSE_LOG_FORMAT=json GATEHOUSE_PROVIDERS_FILE="$WORK/providers.yaml")
+  GATEHOUSE_LOG_LEVEL="${BENCH_LOG_LEVEL:-info}" GATEHOUSE_LOG_FORMAT=json GATEHOUSE_PROVIDERS_FILE="$WORK/providers.yaml"
+  GATEHOUSE_EGRESS_ALLOW=127.0.0.0/8)
 
 # seed DB MANIFEST ARGS...: bench-seed into a fresh database.
 seed() {
@@ -152,6 +157,42 @@ start_gatehouse() {
   t1=$("$BIN/loadgen" -wait -url "$GH/healthz" -timeout 120s) || { tail -20 "$WORK/gatehouse.log" >&2; return 1; }
   STARTUP_MS=$(((t1 - t0) / 1000000))
   log "gatehouse (pid $GH_PID) serving at $GH, ready ${STARTUP_MS} ms after exec"
+}
+
+# add_destinations N gives the regular key's workspace N destinations at
+# sampling 1.0 (webhook, otel-collector, langfuse, in turn), all pointed at a
+# sink answering 200.
+add_destinations() {
+  local n=$1 i ws port sink body
+  ((n > 0)) || return 0
+  port=$(free_port)
+  : > "$WORK/sink.json" # an empty 200: what OTLP receivers answer too
+  "$BIN/baseline" -addr "127.0.0.1:$port" -response-file "$WORK/sink.json" -status 200 > "$WORK/sink.log" 2>&1 &
+  PIDS+=("$!")
+  sink=http://127.0.0.1:$port
+  "$BIN/loadgen" -wait -url "$sink/" -timeout 30s > /dev/null
+  ws=$(curl -sf "$GH/api/v1/key" -H "Authorization: Bearer $REGULAR_KEY" | jq -r .data.workspace_id)
+  for ((i = 0; i < n; i++)); do
+    case $((i % 3)) in
+      0) body='{"type": "webhook", "config": {"url": "'$sink'/hook"}}' ;;
+      1) body='{"type": "otel-collector", "config": {"endpoint": "'$sink'/otel"}}' ;;
+      2) body='{"type": "langfuse", "config": {"baseUrl": "'$sink'/lf", "publicKey": "pk-bench", "secretKey": "sk-bench-0123456789"}}' ;;
+    esac
+    body=$(jq -c --arg ws "$ws" --arg name "bench-$i" '. + {workspace_id: $ws, name: $name, sampling_rate: 1}' <<< "$body")
+    curl -sf -X POST "$GH/api/v1/observability/destinations" -H "Authorization: Bearer $MGMT" \
+      -H 'Content-Type: application/json' -d "$body" > /dev/null || { echo "cannot create destination $i" >&2; return 1; }
+  done
+  log "$n destinations in workspace $ws, delivering to the sink at $sink"
+}
+
+# report_destinations logs what the destinations delivered (a second after
+# the load, for the counts to be written).
+report_destinations() {
+  ((${BENCH_DESTINATIONS:-0} > 0)) || return 0
+  sleep 1
+  log "destinations: $(curl -sf "$GH/api/v1/observability/destinations?limit=100&workspace_id=$(curl -sf "$GH/api/v1/key" \
+    -H "Authorization: Bearer $REGULAR_KEY" | jq -r .data.workspace_id)" -H "Authorization: Bearer $MGMT" |
+    jq -c '[.data[] | {type, sent: .delivery.sent, failed: .delivery.failed, dropped: .delivery.dropped, last_error: .delivery.last_error}]')"
 }
 
 # rss PID prints "VmRSS VmHWM" in MiB.
@@ -462,10 +503,12 @@ run_set() {
   make_requests "$WORK/$label.manifest.json" "$REQ"
   start_gatehouse "$db"
   STARTUP[$label]=$STARTUP_MS
+  add_destinations "${BENCH_DESTINATIONS:-0}"
   local s
   for s in "${scenarios[@]}"; do
     run_scenario "$label" "$s"
   done
+  report_destinations
   lone_bulk_remove "$label"
   two_instances "$label" "$db"
   read -r RSS_NOW[$label] RSS_PEAK[$label] < <(rss "$GH_PID")

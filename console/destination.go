@@ -32,6 +32,26 @@ func (s *Server) destination(w http.ResponseWriter, r *http.Request, sess *gateh
 	return s.destinationPage(w, r, sess, http.StatusOK, d, destinationForm(d), emptyForm())
 }
 
+// testDestination sends the destination a test event and shows the page
+// with what its service answered.
+func (s *Server) testDestination(w http.ResponseWriter, r *http.Request, sess *gatehouse.Session) error {
+	d, err := s.findDestination(r.Context(), sess, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if _, err := newForm(w, r); err != nil {
+		return err
+	}
+	if s.opts.Deliveries == nil {
+		return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "This server delivers no traces.")
+	}
+	t, err := s.opts.Deliveries.TestDestination(r.Context(), d)
+	if err != nil {
+		return err
+	}
+	return s.destinationPageWith(w, r, sess, http.StatusOK, d, destinationForm(d), emptyForm(), t)
+}
+
 // destinationForm is the edit form of a destination as it is: no secret
 // in it, the headers' values masked.
 func destinationForm(d *gatehouse.Destination) *form {
@@ -54,12 +74,25 @@ func destinationForm(d *gatehouse.Destination) *form {
 }
 
 func (s *Server) destinationPage(w http.ResponseWriter, r *http.Request, sess *gatehouse.Session, status int, d *gatehouse.Destination, f, del *form) error {
+	return s.destinationPageWith(w, r, sess, status, d, f, del, nil)
+}
+
+func (s *Server) destinationPageWith(w http.ResponseWriter, r *http.Request, sess *gatehouse.Session, status int, d *gatehouse.Destination, f, del *form, test *gatehouse.DeliveryTest) error {
 	ws, err := s.store.FindWorkspace(r.Context(), sess.OrganizationID, d.WorkspaceID)
 	if err != nil {
 		return err
 	}
+	var delivery *gatehouse.DeliveryStatus
+	if s.opts.Deliveries != nil {
+		sts, err := s.opts.Deliveries.DeliveryStatuses(r.Context(), sess.OrganizationID, []string{d.ID})
+		if err != nil {
+			return err
+		}
+		st := sts[d.ID]
+		delivery = &st
+	}
 	data := destinationData{Destination: d, Workspace: ws, Type: d.Type, TypeName: destinationTypeName(d.Type),
-		Config: configFields(d.Type, d), Form: f, Delete: del,
+		Config: configFields(d.Type, d), Form: f, Delete: del, Delivery: delivery, Test: test,
 		HeadersHint: "One a line, as Name: value. A stored value shows as ********: leave the line so to keep it, remove the line to remove the header"}
 	title := deref(d.Name)
 	if title == "" {

@@ -66,6 +66,10 @@ type destinationData struct {
 	Form        *form
 	Delete      *form
 	HeadersHint string
+	// Delivery is how deliveries to it have gone; Test what its service
+	// answered the test event just sent. Nil when not known.
+	Delivery *gatehouse.DeliveryStatus
+	Test     *gatehouse.DeliveryTest
 }
 
 // newDestination shows the form of a new destination of the chosen type.

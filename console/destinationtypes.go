@@ -7,20 +7,11 @@ import (
 	"gatehouse"
 )
 
-// What the destination pages show of the 17 types: names for people, the
-// labels of the configuration keys, and the keys that take one of a few
-// values. Which keys a type has, which are required, their defaults and
-// which are secrets is the domain's (gatehouse.DestinationConfigKeys,
-// gatehouse.IsSecretConfigKey).
-
-// destinationTypeNames name the destination types.
-var destinationTypeNames = map[string]string{
-	"arize": "Arize", "braintrust": "Braintrust", "clickhouse": "ClickHouse", "datadog": "Datadog",
-	"grafana": "Grafana Cloud", "langfuse": "Langfuse", "langsmith": "LangSmith", "newrelic": "New Relic",
-	"opik": "Opik", "otel-collector": "OpenTelemetry collector", "posthog": "PostHog", "ramp": "Ramp",
-	"s3": "Amazon S3 (or compatible)", "sentry": "Sentry", "snowflake": "Snowflake", "weave": "W&B Weave",
-	"webhook": "Webhook",
-}
+// What the destination pages show of the 17 types: the labels of the
+// configuration keys, and the keys that take one of a few values. A type's
+// name for people, which keys it has, which are required, their defaults
+// and which are secrets is the domain's (gatehouse.DestinationTypeLabel,
+// gatehouse.DestinationConfigKeys, gatehouse.IsSecretConfigKey).
 
 // configLabels label the configuration keys.
 var configLabels = map[string]string{
@@ -39,7 +30,7 @@ var configChoices = map[string][]string{"webhook.method": {"POST", "PUT"}, "newr
 
 // destinationTypeName names a type for people.
 func destinationTypeName(typ string) string {
-	if n, ok := destinationTypeNames[typ]; ok {
+	if n := gatehouse.DestinationTypeLabel(typ); n != "" {
 		return n
 	}
 	return typ

@@ -21,11 +21,13 @@ import (
 
 	"gatehouse"
 	"gatehouse/console"
+	"gatehouse/egress"
 	"gatehouse/forwarded"
 	"gatehouse/gateway"
 	"gatehouse/httpapi"
 	"gatehouse/keycache"
 	"gatehouse/meter"
+	"gatehouse/observe"
 	"gatehouse/provider"
 	"gatehouse/ratelimit"
 	"gatehouse/sqlite"
@@ -83,7 +85,14 @@ type envOptions struct {
 	signIns func(now gatehouse.Clock) console.Buckets
 	proxies forwarded.Proxies
 	metrics prometheus.Registerer
+	// publisher: a trace publisher over the env's store (its outbox),
+	// which may reach the loopback, gives the console delivery status.
+	publisher bool
 }
+
+// withPublisher delivers traces, and shows delivery status, with a real
+// trace publisher that may reach the loopback.
+func withPublisher(o *envOptions) { o.publisher = true }
 
 // withSignInLimit limits sign-ins as the server does (console's budgets,
 // in memory), on the env's clock: nothing refills while a test runs,
@@ -131,9 +140,23 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	e := &env{t: t, store: store, clock: c, logs: &syncBuffer{}}
 	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
 	data := e.dataPlane(db, logger)
+	var deliveries gatehouse.DeliveryMonitor
+	if o.publisher {
+		loopback := egress.MustParse("127.0.0.0/8")
+		pub := observe.New(store, nil, logger, observe.Options{Outbox: db, Egress: loopback})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = pub.Close(ctx)
+		})
+		data.Traces, deliveries = pub, pub
+	}
 	api := httpapi.NewHandler(store, ratelimit.Unlimited{}, logger, prometheus.NewRegistry(), c.Now, data)
 	api.TrustProxies(o.proxies)
-	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns(c.Now), logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations(), Router: api.Router(), Metrics: o.metrics})
+	if o.publisher {
+		api.SetEgressPolicy(egress.MustParse("127.0.0.0/8"))
+	}
+	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns(c.Now), logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations(), Deliveries: deliveries, Router: api.Router(), Metrics: o.metrics})
 	web.Routes(api.Handle)
 	api.HandleNotFound(web.NotFound())
 	srv := httptest.NewServer(api)

@@ -62,6 +62,7 @@ func (s *Server) register() {
 	s.admin("GET /destinations/{id}", s.destination)
 	s.admin("POST /destinations/{id}", s.updateDestination)
 	s.admin("POST /destinations/{id}/delete", s.deleteDestination)
+	s.admin("POST /destinations/{id}/test", s.testDestination)
 
 	s.admin("GET /sso", s.ssoPage)
 	s.admin("POST /sso/providers", s.createProvider)

@@ -41,6 +41,9 @@ type Options struct {
 	// (httpapi.Server.Destinations: its egress policy, its trace
 	// publisher); nil: the default egress policy, and no publisher.
 	Destinations *gatehouse.Destinations
+	// Deliveries tells a destination's delivery status and sends its test
+	// event (the trace publisher); nil: the page shows neither.
+	Deliveries gatehouse.DeliveryMonitor
 	// PublicURL is where browsers reach the server (GATEHOUSE_PUBLIC_URL),
 	// the base of the invitation and reset links the console shows; ""
 	// takes the origin the admin's browser used.

@@ -124,6 +124,7 @@ func matrixOps(ids matrixIDs) []matrixOp {
 		op("GET /api/v1/observability/destinations/{id}", mgmtOnly, ok, ids.destination, nil),
 		op("PATCH /api/v1/observability/destinations/{id}", mgmtOnly, ok, ids.destination, map[string]any{"enabled": false}),
 		late(op("DELETE /api/v1/observability/destinations/{id}", mgmtOnly, ok, ids.destination, nil), 1),
+		op("POST /api/v1/observability/destinations/{id}/test", mgmtOnly, ok, ids.destination, nil),
 
 		op("GET /api/v1/byok", mgmtOnly, ok, "", nil),
 		op("POST /api/v1/byok", mgmtOnly, created, "", map[string]any{"provider": "acme", "key": "sk-matrix-0123456789abcdef"}),
@@ -340,7 +341,7 @@ func (e *testEnv) deletedOrganizationKeys() (mgmt, regular string) {
 // credential, a regular key, and a management key of another organization.
 func TestAuthenticationMatrix(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withMatrixCatalog(t))
+	e := newEnv(t, withMatrixCatalog(t), withPublisher(""))
 	f := e.matrixFixture()
 	ops := matrixOps(f.ids)
 	goneMgmt, goneRegular := e.deletedOrganizationKeys()

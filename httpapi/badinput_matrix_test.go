@@ -322,7 +322,7 @@ func TestBadInputMatrix(t *testing.T) {
 	// One environment for every operation: the refused requests change
 	// nothing, so they run in parallel on it; the valid ones run after them,
 	// in one pass ordered as TestAuthenticationMatrix orders it.
-	e := newEnv(t, withMatrixCatalog(t))
+	e := newEnv(t, withMatrixCatalog(t), withPublisher(""))
 	f := e.matrixFixture()
 	verifier := strings.Repeat("v", 43) + "-matrix._~"
 	code := e.createCode(e.mgmt, map[string]any{"callback_url": "https://app.example.com/cb",

@@ -95,9 +95,90 @@ func (c *configPatch) UnmarshalJSON(data []byte) error {
 }
 
 func (s *Server) listDestinations() authHandler {
-	return list(func(r *http.Request, p *principal, page gatehouse.Page) ([]*gatehouse.Destination, int, error) {
-		return s.store.FindDestinations(r.Context(), p.org(), r.URL.Query().Get("workspace_id"), page)
-	}, toDestinationJSON)
+	return func(w http.ResponseWriter, r *http.Request, p *principal) error {
+		page, err := pageParams(r)
+		if err != nil {
+			return err
+		}
+		ds, total, err := s.store.FindDestinations(r.Context(), p.org(), r.URL.Query().Get("workspace_id"), page)
+		if err != nil {
+			return err
+		}
+		out, err := s.withDelivery(r, p, ds...)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, listJSON[destinationJSON]{out, total})
+	}
+}
+
+// deliveryMonitor is the trace publisher's status and test, if it has them.
+func (s *Server) deliveryMonitor() gatehouse.DeliveryMonitor {
+	m, _ := s.data.Traces.(gatehouse.DeliveryMonitor)
+	return m
+}
+
+// withDelivery renders destinations with their delivery status.
+func (s *Server) withDelivery(r *http.Request, p *principal, ds ...*gatehouse.Destination) ([]destinationJSON, error) {
+	out := mapSlice(ds, toDestinationJSON)
+	for i := range out {
+		out[i].Delivery = toDeliveryJSON(gatehouse.DeliveryStatus{})
+	}
+	m := s.deliveryMonitor()
+	if m == nil || len(ds) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ID
+	}
+	sts, err := m.DeliveryStatuses(r.Context(), p.org(), ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Delivery = toDeliveryJSON(sts[out[i].ID])
+	}
+	return out, nil
+}
+
+// testDestination sends a test event to a destination and answers what
+// its service answered: 200 whether or not it accepted the event.
+func (s *Server) testDestination(w http.ResponseWriter, r *http.Request, p *principal) error {
+	id, err := uuidPath(r, "id", "destination")
+	if err != nil {
+		return err
+	}
+	d, err := s.store.FindDestination(r.Context(), p.org(), id)
+	if err != nil {
+		return err
+	}
+	m := s.deliveryMonitor()
+	if m == nil {
+		return gatehouse.Errorf(gatehouse.EUNAVAILABLE, "this server delivers no traces")
+	}
+	t, err := m.TestDestination(r.Context(), d)
+	if err != nil {
+		return err
+	}
+	out := destinationTestJSON{Delivered: t.Delivered, LatencyMS: t.LatencyMS, EventID: t.EventID, Answer: t.Answer}
+	if t.Status != 0 {
+		out.Status = &t.Status
+	}
+	if t.Error != "" {
+		out.Error = &t.Error
+	}
+	return writeJSON(w, http.StatusOK, dataJSON[destinationTestJSON]{out})
+}
+
+// destinationTestJSON is the answer of a test delivery.
+type destinationTestJSON struct {
+	Delivered bool    `json:"delivered"`
+	Status    *int    `json:"status"` // the service's HTTP status; null when it gave none
+	Answer    string  `json:"answer"` // the start of the service's answer, secrets taken out
+	Error     *string `json:"error"`
+	LatencyMS int64   `json:"latency_ms"`
+	EventID   string  `json:"event_id"`
 }
 
 func (s *Server) createDestination(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -110,7 +191,11 @@ func (s *Server) createDestination(w http.ResponseWriter, r *http.Request, p *pr
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, dataJSON[destinationJSON]{toDestinationJSON(d)})
+	out, err := s.withDelivery(r, p, d)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, dataJSON[destinationJSON]{out[0]})
 }
 
 func (s *Server) getDestination(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -122,7 +207,11 @@ func (s *Server) getDestination(w http.ResponseWriter, r *http.Request, p *princ
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, dataJSON[destinationJSON]{toDestinationJSON(d)})
+	out, err := s.withDelivery(r, p, d)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, dataJSON[destinationJSON]{out[0]})
 }
 
 func (s *Server) updateDestination(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -138,7 +227,11 @@ func (s *Server) updateDestination(w http.ResponseWriter, r *http.Request, p *pr
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, dataJSON[destinationJSON]{toDestinationJSON(d)})
+	out, err := s.withDelivery(r, p, d)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, dataJSON[destinationJSON]{out[0]})
 }
 
 func (s *Server) deleteDestination(w http.ResponseWriter, r *http.Request, p *principal) error {

@@ -20,7 +20,7 @@ func (e *testEnv) createDestination(key string, body map[string]any) map[string]
 
 const destinationFields = `id workspace_id name type config enabled privacy_mode sampling_rate api_key_hashes
 	filter_rules regions broadcast_generation_cost broadcast_generation_identity broadcast_generation_request_context
-	created_at updated_at`
+	created_at updated_at delivery`
 
 // resMasked is how a secret must look in a response: asterisks and at most
 // its last four characters, and nothing of it when it is shorter than 16.
@@ -111,6 +111,7 @@ func TestDestinationCreate(t *testing.T) {
 				"enabled": true, "privacy_mode": false, "sampling_rate": 1.0, "api_key_hashes": nil, "filter_rules": nil,
 				"regions": []any{"global"}, "broadcast_generation_cost": false, "broadcast_generation_identity": false,
 				"broadcast_generation_request_context": false, "created_at": e.now(), "updated_at": e.now(),
+				"delivery": map[string]any{"sent": 0.0, "failed": 0.0, "dropped": 0.0, "last_success_at": nil, "last_error_at": nil, "last_error": nil},
 			}
 			if diff := cmp.Diff(want, d); diff != "" {
 				t.Errorf("created (-want +got):\n%s", diff)
@@ -210,6 +211,7 @@ func TestDestinationCreate(t *testing.T) {
 		want["id"], want["created_at"], want["updated_at"] = d["id"], e.now(), e.now()
 		want["config"] = map[string]any{"url": "https://hooks.example.com/hook", "method": "POST"}
 		want["regions"] = []any{"europe", "us"}
+		want["delivery"] = map[string]any{"sent": 0.0, "failed": 0.0, "dropped": 0.0, "last_success_at": nil, "last_error_at": nil, "last_error": nil}
 		if diff := cmp.Diff(want, d); diff != "" {
 			t.Errorf("created (-want +got):\n%s", diff)
 		}

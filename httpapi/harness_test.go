@@ -19,9 +19,11 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/egress"
 	"gatehouse/httpapi"
 	"gatehouse/keycache"
 	"gatehouse/meter"
+	"gatehouse/observe"
 	"gatehouse/postgres"
 	"gatehouse/postgres/pgtest"
 	"gatehouse/provider"
@@ -82,6 +84,17 @@ type envOptions struct {
 	noJournal bool
 	// health, when set, is the router's record of the endpoints.
 	health *provider.Health
+	// publisher: traces go to a real trace publisher over the env's
+	// store (in memory, no outbox), whose egress policy opens egressOpen.
+	publisher  bool
+	egressOpen string
+}
+
+// withPublisher delivers traces with a real trace publisher, which may
+// reach the addresses of open (a GATEHOUSE_EGRESS_ALLOW value, "" for
+// none of the blocked ranges).
+func withPublisher(open string) envOption {
+	return func(o *envOptions) { o.publisher, o.egressOpen = true, open }
 }
 
 // withHealth routes with h's record of the endpoints (its circuit breaker
@@ -133,6 +146,19 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 		}
 		metering, o.data.Accounts, o.data.Leases = startMetering(t, db, clock, logger, journal)
 		o.data.Ledger = metering
+	}
+	if o.publisher {
+		policy := &egress.Policy{}
+		if o.egressOpen != "" {
+			policy = egress.MustParse(o.egressOpen)
+		}
+		pub := observe.New(db, nil, logger, observe.Options{Egress: policy, Timeout: 5 * time.Second})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = pub.Close(ctx)
+		})
+		o.data.Traces = pub
 	}
 	e := &testEnv{
 		t: t, db: db, clock: clock, logs: logs,

@@ -108,6 +108,8 @@ func validDestination() map[string]any {
 		"filter_rules": map[string]any{"enabled": true, "groups": []any{map[string]any{
 			"logic": "and", "rules": []any{map[string]any{"field": "model", "operator": "equals", "value": "openai/gpt-4o"}},
 		}}},
+		"delivery": map[string]any{"sent": 3, "failed": 1, "dropped": 0, "last_success_at": "2026-12-05T10:00:00.000Z",
+			"last_error_at": "2026-12-05T09:00:00.000Z", "last_error": "the service answered 503"},
 		"regions":                   []any{"global"},
 		"broadcast_generation_cost": false, "broadcast_generation_identity": false,
 		"broadcast_generation_request_context": false,

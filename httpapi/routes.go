@@ -70,6 +70,7 @@ func (s *Server) routes(metrics http.Handler) {
 	m.HandleFunc("GET "+v1+"/observability/destinations/{id}", s.management(s.getDestination))
 	m.HandleFunc("PATCH "+v1+"/observability/destinations/{id}", s.management(s.updateDestination))
 	m.HandleFunc("DELETE "+v1+"/observability/destinations/{id}", s.management(noBody(s.deleteDestination)))
+	m.HandleFunc("POST "+v1+"/observability/destinations/{id}/test", s.management(noBody(s.testDestination)))
 
 	m.HandleFunc("GET "+v1+"/byok", s.management(s.listBYOKKeys()))
 	m.HandleFunc("POST "+v1+"/byok", s.management(s.createBYOKKey))

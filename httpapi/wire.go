@@ -278,6 +278,27 @@ type destinationJSON struct {
 	// SecretsUnreadable is Gatehouse's own, present only when true: the
 	// server's key does not open the destination's secrets.
 	SecretsUnreadable bool `json:"secrets_unreadable,omitempty"`
+	// Delivery is Gatehouse's own: how deliveries to it have gone.
+	Delivery *deliveryJSON `json:"delivery"`
+}
+
+// deliveryJSON is a destination's delivery status.
+type deliveryJSON struct {
+	Sent          int64     `json:"sent"`
+	Failed        int64     `json:"failed"`
+	Dropped       int64     `json:"dropped"`
+	LastSuccessAt *jsonTime `json:"last_success_at"`
+	LastErrorAt   *jsonTime `json:"last_error_at"`
+	LastError     *string   `json:"last_error"`
+}
+
+func toDeliveryJSON(st gatehouse.DeliveryStatus) *deliveryJSON {
+	out := &deliveryJSON{Sent: st.Sent, Failed: st.Failed, Dropped: st.Dropped,
+		LastSuccessAt: jsonTimePtr(st.LastSuccessAt), LastErrorAt: jsonTimePtr(st.LastErrorAt)}
+	if st.LastError != "" {
+		out.LastError = &st.LastError
+	}
+	return out
 }
 
 // toDestinationJSON renders a destination with its secrets masked.

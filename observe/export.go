@@ -1,16 +1,12 @@
 package observe
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,33 +20,6 @@ type request struct {
 	header      http.Header
 	body        []byte
 }
-
-// exporter builds the request that delivers an event to a destination.
-type exporter func(d *gatehouse.Destination, e *event) (*request, error)
-
-// exporters are the destination types that deliver; every other type is
-// stored only.
-var exporters = map[string]exporter{
-	"webhook":        webhookRequest,
-	"otel-collector": otelRequest,
-	"langfuse":       langfuseRequest,
-}
-
-// DeliveredTypes returns the destination types whose events are delivered,
-// sorted. Destinations of the other types are stored and managed through
-// the API but receive nothing.
-func DeliveredTypes() []string {
-	types := make([]string, 0, len(exporters))
-	for t := range exporters {
-		types = append(types, t)
-	}
-	slices.Sort(types)
-	return types
-}
-
-// errBadURL stands for any invalid configured URL: the URL itself may hold
-// a credential, so no error names it.
-var errBadURL = errors.New("the configured URL is not an absolute http(s) URL")
 
 // newRequest builds a JSON request with the destination's headers; set
 // come last and win over them.
@@ -74,37 +43,26 @@ func newRequest(method, rawURL string, d *gatehouse.Destination, body any, set m
 	return &request{method: method, url: u.String(), header: h, body: b}, nil
 }
 
-// webhookRequest POSTs (or PUTs, per config.method) a WebhookPayload to
-// config.url. Idempotency-Key carries the generation id, so a receiver can
-// drop a retried duplicate.
-func webhookRequest(d *gatehouse.Destination, e *event) (*request, error) {
+// deliverWebhook POSTs (or PUTs, per config.method) a WebhookPayload to
+// config.url, one request an event. Idempotency-Key carries the
+// generation id, so a receiver can drop a retried duplicate.
+func deliverWebhook(ctx context.Context, s *sender, d *gatehouse.Destination, evs []*event) outcome {
 	method := http.MethodPost
 	if strings.EqualFold(d.Config.Values["method"], http.MethodPut) {
 		method = http.MethodPut
 	}
-	return newRequest(method, d.Config.Values["url"], d, webhookPayload(e),
-		map[string]string{"Idempotency-Key": e.Generation.ID})
-}
-
-// otelRequest POSTs an OTLP/HTTP JSON trace to config.endpoint, with
-// /v1/traces appended unless it is already there.
-func otelRequest(d *gatehouse.Destination, e *event) (*request, error) {
-	endpoint := strings.TrimRight(d.Config.Values["endpoint"], "/")
-	if !strings.HasSuffix(endpoint, "/v1/traces") {
-		endpoint += "/v1/traces"
+	var last outcome
+	for _, e := range evs {
+		r, err := newRequest(method, d.Config.Values["url"], d, webhookPayload(e),
+			map[string]string{"Idempotency-Key": e.Generation.ID})
+		if err != nil {
+			return failed(err)
+		}
+		if last = s.do(ctx, r); !last.ok() {
+			return last
+		}
 	}
-	return newRequest(http.MethodPost, endpoint, d, otlpPayload(e, nil), nil)
-}
-
-// langfuseRequest POSTs the OTLP trace, with Langfuse's attributes, to
-// Langfuse's OTLP endpoint under config.baseUrl, with Basic auth of the
-// public and secret keys.
-func langfuseRequest(d *gatehouse.Destination, e *event) (*request, error) {
-	v := d.Config.Values
-	endpoint := strings.TrimRight(v["baseUrl"], "/") + "/api/public/otel/v1/traces"
-	auth := base64.StdEncoding.EncodeToString([]byte(v["publicKey"] + ":" + v["secretKey"]))
-	return newRequest(http.MethodPost, endpoint, d, otlpPayload(e, langfuseAttributes(e)),
-		map[string]string{"Authorization": "Basic " + auth, "X-Langfuse-Ingestion-Version": "4"})
+	return last
 }
 
 // maxRetryAfter caps how long a destination's Retry-After can hold a retry.
@@ -114,55 +72,45 @@ const maxRetryAfter = time.Minute
 // try again, and after how long.
 func (p *Publisher) run(d *delivery) (retry bool, delay time.Duration) {
 	typ := d.dest.Type
-	if d.req == nil {
-		req, err := d.export(d.dest, d.event)
-		if err != nil {
-			p.metrics.deliveries.WithLabelValues("failed").Inc()
-			p.logFailure(d, 0, err, "the delivery cannot be built")
-			return false, 0
-		}
-		d.req = req
-	}
 	d.attempts++
-	p.metrics.attempts.Inc()
-	status, retryAfter, err := p.send(d.req)
-	if err == nil && status >= 200 && status < 300 {
+	ctx, cancel := context.WithTimeout(p.ctx, p.opts.Timeout)
+	o := d.deliver(ctx, p.sender, d.dest, []*event{d.event})
+	cancel()
+	if !o.permanent || o.status != 0 {
+		p.metrics.attempts.Inc() // something was sent
+	}
+	o.answer = redact(d.dest, o.answer)
+	if o.ok() {
 		p.metrics.deliveries.WithLabelValues("delivered").Inc()
+		p.status.record(d.dest, 1, 0, 0, o, p.now())
+		p.finished(d)
 		return false, 0
 	}
-	if retryable(status) && d.attempts < p.opts.MaxAttempts && p.ctx.Err() == nil {
+	if !o.permanent && retryable(o.status) && p.ctx.Err() != nil {
+		p.abandoned(d) // Close gave up during the attempt: the outbox keeps it
+		return false, 0
+	}
+	if !o.permanent && retryable(o.status) && d.attempts < p.opts.MaxAttempts {
 		p.logger.Debug("observability: delivery attempt failed; retrying", "destination_id", d.dest.ID,
 			"destination_type", typ, "generation_id", d.event.Generation.ID, "attempt", d.attempts,
-			"status", status, "error", describe(err))
-		return true, max(p.backoff(d.attempts), min(retryAfter, maxRetryAfter))
+			"status", o.status, "error", describe(o.err))
+		p.retried(d)
+		return true, max(p.backoff(d.attempts), min(o.retryAfter, maxRetryAfter))
 	}
 	p.metrics.deliveries.WithLabelValues("failed").Inc()
-	p.logFailure(d, status, err, "the delivery failed")
+	p.status.record(d.dest, 0, 1, 0, o, p.now())
+	p.finished(d)
+	msg := "the delivery failed"
+	if o.permanent {
+		msg = "the delivery cannot be made as configured"
+	}
+	p.logFailure(d, o.status, o.err, msg)
 	return false, 0
 }
 
 func (p *Publisher) logFailure(d *delivery, status int, err error, msg string) {
 	p.logger.Warn("observability: "+msg, "destination_id", d.dest.ID, "destination_type", d.dest.Type,
 		"generation_id", d.event.Generation.ID, "attempts", d.attempts, "status", status, "error", describe(err))
-}
-
-// send makes one HTTP attempt within the timeout: the status (0 for a
-// network error) and the Retry-After the destination asked for.
-func (p *Publisher) send(r *request) (int, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, p.opts.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, r.method, r.url, bytes.NewReader(r.body))
-	if err != nil {
-		return 0, 0, errBadURL
-	}
-	req.Header = r.header.Clone()
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
-	return resp.StatusCode, retryAfter(resp.Header.Get("Retry-After")), nil
 }
 
 // retryable reports whether an attempt that ended with status (0 for a

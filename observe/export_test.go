@@ -105,7 +105,7 @@ func TestOTLPDelivery(t *testing.T) {
 	}
 	var traceIDs []string
 	for _, h := range rc.got() {
-		if ct := h.Header.Get("Content-Type"); ct != "application/json" || h.Method != http.MethodPost {
+		if ct := h.Header.Get("Content-Type"); ct != "application/x-protobuf" || h.Method != http.MethodPost {
 			t.Errorf("%s %s with Content-Type %q", h.Method, h.Path, ct)
 		}
 		if h.Path == "/otlp/v1/traces" && h.Header.Get("X-Collector-Key") != "ck-SECRET" {
@@ -251,33 +251,6 @@ func TestPrivacyMode(t *testing.T) {
 				t.Errorf("%s: usage missing in privacy mode", h.Path)
 			}
 		}
-	}
-}
-
-func TestStoredOnlyTypes(t *testing.T) {
-	if got, want := DeliveredTypes(), []string{"langfuse", "otel-collector", "webhook"}; !slices.Equal(got, want) {
-		t.Errorf("DeliveredTypes() = %v, want %v", got, want)
-	}
-	for _, typ := range DeliveredTypes() {
-		if !slices.Contains(gatehouse.DestinationTypes(), typ) {
-			t.Errorf("delivered type %q is not a destination type", typ)
-		}
-	}
-	rc := newReceiver(t, nil)
-	p, reg := start(t, newLister(
-		testDest("datadog", map[string]string{"apiKey": "dd", "mlApp": "app", "url": rc.URL}),
-		testDest("s3", map[string]string{"accessKeyId": "a", "secretAccessKey": "s", "bucketName": "b", "endpoint": rc.URL}),
-	), fastOptions())
-	p.Publish(testEvent())
-	closeNow(t, p)
-	if n := len(rc.got()); n != 0 {
-		t.Errorf("stored-only types sent %d requests", n)
-	}
-	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "skipped"); got != 2 {
-		t.Errorf("skipped = %v, want 2 (datadog and s3)", got)
-	}
-	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "delivered"); got != 0 {
-		t.Errorf("delivered = %v, want 0", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,9 @@ import (
 	"gatehouse/egress"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // testKeyHash is the key hash of the test events.
@@ -246,11 +250,21 @@ func waitMetric(t *testing.T, reg *prometheus.Registry, want float64, name strin
 	eventually(t, fmt.Sprintf("%s%v = %v", name, labels, want), func() bool { return metric(t, reg, name, labels...) == want })
 }
 
-// spanOf decodes an OTLP JSON body and returns its one span, generically.
+// spanOf decodes an OTLP protobuf body and returns it in the OTLP/JSON
+// mapping (ids in hex, 64-bit integers as strings, the kind a number), and
+// its one span and its attributes, generically.
 func spanOf(t *testing.T, body []byte) (req map[string]any, span map[string]any, attrs map[string]map[string]any) {
 	t.Helper()
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatalf("OTLP body is not JSON: %v", err)
+	var pb coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(body, &pb); err != nil {
+		t.Fatalf("OTLP body is not an ExportTraceServiceRequest: %v", err)
+	}
+	js, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(&pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &req); err != nil {
+		t.Fatal(err)
 	}
 	rs := req["resourceSpans"].([]any)[0].(map[string]any)
 	ss := rs["scopeSpans"].([]any)[0].(map[string]any)
@@ -259,6 +273,8 @@ func spanOf(t *testing.T, body []byte) (req map[string]any, span map[string]any,
 		t.Fatalf("got %d spans, want 1", len(spans))
 	}
 	span = spans[0].(map[string]any)
+	sp := pb.ResourceSpans[0].ScopeSpans[0].Spans[0]
+	span["traceId"], span["spanId"] = hex.EncodeToString(sp.TraceId), hex.EncodeToString(sp.SpanId)
 	attrs = map[string]map[string]any{}
 	for _, a := range span["attributes"].([]any) {
 		kv := a.(map[string]any)

@@ -28,6 +28,7 @@ type metrics struct {
 	deliveries   *prometheus.CounterVec
 	attempts     prometheus.Counter
 	lookupErrors prometheus.Counter
+	outboxErrors prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, events, deliveries func() float64) *metrics {
@@ -38,7 +39,7 @@ func newMetrics(reg prometheus.Registerer, events, deliveries func() float64) *m
 		}, []string{"result"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_observability_deliveries_total",
-			Help: "Trace deliveries by result: delivered, failed, skipped (stored-only type), filtered or dropped.",
+			Help: "Trace deliveries by result: delivered, failed, skipped (destination gone before its delivery), filtered or dropped (its destination's queue full, or abandoned by a shutdown).",
 		}, []string{"result"}),
 		attempts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_observability_delivery_attempts_total",
@@ -47,6 +48,10 @@ func newMetrics(reg prometheus.Registerer, events, deliveries func() float64) *m
 		lookupErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_observability_lookup_errors_total",
 			Help: "Trace events not delivered because the workspace's destinations could not be listed.",
+		}),
+		outboxErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatehouse_observability_outbox_errors_total",
+			Help: "Writes and reads of the durable outbox of deliveries (and of delivery status) that failed.",
 		}),
 	}
 	m.events.WithLabelValues("queued")
@@ -61,7 +66,7 @@ func newMetrics(reg prometheus.Registerer, events, deliveries func() float64) *m
 			ConstLabels: prometheus.Labels{"queue": queue},
 		}, f)
 	}
-	reg.MustRegister(m.events, m.deliveries, m.attempts, m.lookupErrors,
+	reg.MustRegister(m.events, m.deliveries, m.attempts, m.lookupErrors, m.outboxErrors,
 		gauge("events", events), gauge("deliveries", deliveries))
 	return m
 }

@@ -90,6 +90,22 @@ type Options struct {
 	// MaxInFlightPerDestination bounds the deliveries to one destination in
 	// flight at once; default max(1, Workers/2).
 	MaxInFlightPerDestination int
+	// Outbox, when set, makes deliveries durable: each is written there
+	// before it is attempted and deleted after (see outbox.go). Without
+	// it, deliveries live in memory only and a restart loses them.
+	Outbox gatehouse.TraceOutbox
+	// Instance names this process in the outbox's leases; default random.
+	Instance string
+	// Lease is how long the outbox holds an entry for this instance
+	// without a renewal: after a crash, its entries are delivered by the
+	// next instance to look once it runs out; default 30s.
+	Lease time.Duration
+	// ClaimInterval is how often the outbox is looked at for entries whose
+	// lease ran out; default 1s.
+	ClaimInterval time.Duration
+	// FlushInterval is how often delivered entries are deleted from the
+	// outbox and delivery counts recorded; default 50ms.
+	FlushInterval time.Duration
 }
 
 // withDefaults fills in every zero option.
@@ -112,6 +128,12 @@ func (o Options) withDefaults() Options {
 	defDur(&o.CacheTTL, time.Second)
 	def(&o.MaxPendingPerDestination, o.QueueSize)
 	def(&o.MaxInFlightPerDestination, max(1, o.Workers/2))
+	defDur(&o.Lease, 30*time.Second)
+	defDur(&o.ClaimInterval, time.Second)
+	defDur(&o.FlushInterval, 50*time.Millisecond)
+	if o.Instance == "" {
+		o.Instance = newEntryID()[4:]
+	}
 	return o
 }
 
@@ -124,14 +146,17 @@ type Publisher struct {
 	metrics    *metrics
 	client     *http.Client
 	ownsClient bool
+	sender     *sender
+	status     *statusBook
 	now        func() time.Time
 
 	mu     sync.RWMutex // guards closed against the send in Publish
 	closed bool
 	events chan *gatehouse.TraceEvent
 
-	lanes *scheduler
-	cache map[string]*cacheEntry // the dispatcher's alone
+	lanes   *scheduler
+	cacheMu sync.Mutex // guards cache: the dispatcher's and the claimer's
+	cache   map[string]*cacheEntry
 	// unreadable is when each destination whose secrets cannot be opened
 	// was last warned about; the dispatcher's alone.
 	unreadable map[string]time.Time
@@ -143,6 +168,16 @@ type Publisher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the dispatcher and the workers
 	done   chan struct{}  // closed when they have all returned
+
+	// The outbox's side: stopClaims ends the claims (when the dispatcher
+	// is done), feeders waits for the claimer, bgDone is closed when the
+	// background goroutine has returned.
+	stopClaims chan struct{}
+	feeders    sync.WaitGroup
+	bgDone     chan struct{}
+	pendingMu  sync.Mutex
+	deletes    []string       // entries to delete at the next flush
+	attemptsOf map[string]int // attempts to record at the next flush
 }
 
 var _ gatehouse.TraceSink = (*Publisher)(nil)
@@ -156,9 +191,10 @@ func New(store DestinationLister, reg prometheus.Registerer, logger *slog.Logger
 	}
 	p := &Publisher{
 		opts: opts, store: store, logger: logger, client: opts.Client, now: time.Now,
-		events: make(chan *gatehouse.TraceEvent, opts.QueueSize),
-		cache:  map[string]*cacheEntry{},
-		done:   make(chan struct{}),
+		events:     make(chan *gatehouse.TraceEvent, opts.QueueSize),
+		cache:      map[string]*cacheEntry{},
+		done:       make(chan struct{}),
+		stopClaims: make(chan struct{}), bgDone: make(chan struct{}), attemptsOf: map[string]int{},
 	}
 	if p.client == nil {
 		policy := opts.Egress
@@ -167,9 +203,16 @@ func New(store DestinationLister, reg prometheus.Registerer, logger *slog.Logger
 		}
 		p.client, p.ownsClient = defaultClient(opts.Workers, policy), true
 	}
+	p.sender = newSender(p.client)
+	p.status = newStatusBook()
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.lanes = newScheduler(opts.MaxPendingPerDestination, opts.MaxInFlightPerDestination, p.dropped)
+	p.lanes = newScheduler(opts.MaxPendingPerDestination, opts.MaxInFlightPerDestination, p.abandoned)
 	p.metrics = newMetrics(reg, func() float64 { return float64(len(p.events)) }, p.lanes.length)
+	p.feeders.Add(1)
+	go func() {
+		defer close(p.bgDone)
+		p.background()
+	}()
 	p.wg.Add(1 + opts.Workers)
 	go p.dispatchLoop()
 	for range opts.Workers {
@@ -240,6 +283,10 @@ func (p *Publisher) Close(ctx context.Context) error {
 		p.lanes.abort()
 		<-p.done
 	}
+	<-p.bgDone
+	fctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
+	p.flush(fctx) // the last deletions and counts
+	cancel()
 	p.cancel()
 	if p.ownsClient {
 		p.client.CloseIdleConnections()
@@ -247,29 +294,59 @@ func (p *Publisher) Close(ctx context.Context) error {
 	return err
 }
 
-// dispatchLoop turns events into deliveries until the queue is closed.
+// dispatchBatch is the most events the dispatcher turns into deliveries
+// at once: one write of the outbox.
+const dispatchBatch = 256
+
+// dispatchLoop turns events into deliveries until the queue is closed:
+// the events waiting, up to dispatchBatch, at a time, written to the
+// outbox in one write before they are queued.
 func (p *Publisher) dispatchLoop() {
 	defer p.wg.Done()
-	defer p.lanes.closeInput()
+	defer func() {
+		close(p.stopClaims)
+		p.feeders.Wait() // no claim adds a delivery after closeInput
+		p.lanes.closeInput()
+	}()
+	var dls []*delivery
 	for ev := range p.events {
-		if p.ctx.Err() != nil {
-			p.metrics.events.WithLabelValues("dropped").Inc()
-			continue
+		dls = p.dispatch(ev, dls[:0])
+	more:
+		for len(dls) < dispatchBatch {
+			select {
+			case next, ok := <-p.events:
+				if !ok {
+					break more
+				}
+				dls = p.dispatch(next, dls)
+			default:
+				break more
+			}
 		}
-		p.dispatch(ev)
+		p.persist(dls)
+		for _, dl := range dls {
+			if !p.lanes.add(dl) {
+				p.droppedNew(dl)
+			}
+		}
+		clear(dls)
 	}
 }
 
-// dispatch decides which destinations receive ev and queues a delivery
-// for each of them.
-func (p *Publisher) dispatch(ev *gatehouse.TraceEvent) {
+// dispatch decides which destinations receive ev and appends a delivery
+// for each of them to dls.
+func (p *Publisher) dispatch(ev *gatehouse.TraceEvent, dls []*delivery) []*delivery {
+	if p.ctx.Err() != nil {
+		p.metrics.events.WithLabelValues("dropped").Inc()
+		return dls
+	}
 	g := ev.Generation
 	targets, err := p.targets(g.OrganizationID, g.WorkspaceID)
 	if err != nil {
 		p.metrics.lookupErrors.Inc()
 		p.logger.Warn("observability: cannot list destinations; the event is not delivered",
 			"workspace_id", g.WorkspaceID, "generation_id", g.ID, "error", describe(err))
-		return
+		return dls
 	}
 	var ids *spanIDs // shared by every OTLP destination of the event
 	for _, t := range targets {
@@ -286,19 +363,17 @@ func (p *Publisher) dispatch(ev *gatehouse.TraceEvent) {
 			p.warnUnreadable(d)
 			continue
 		}
-		export, ok := exporters[d.Type]
-		if !ok {
+		deliver := deliverer(d.Type)
+		if deliver == nil {
 			p.metrics.deliveries.WithLabelValues("skipped").Inc()
 			continue
 		}
 		if ids == nil {
 			ids = newSpanIDs()
 		}
-		dl := &delivery{dest: d, event: view(ev, d.PrivacyMode, ids), export: export}
-		if !p.lanes.add(dl) {
-			p.dropped(dl)
-		}
+		dls = append(dls, &delivery{dest: d, event: view(ev, d.PrivacyMode, ids), deliver: deliver})
 	}
+	return dls
 }
 
 // warnUnreadable logs, at most once a minute per destination, that a
@@ -319,9 +394,23 @@ func (p *Publisher) warnUnreadable(d *gatehouse.Destination) {
 		"destination_id", d.ID, "workspace_id", d.WorkspaceID)
 }
 
-// dropped counts a delivery abandoned before it could be attempted again.
-func (p *Publisher) dropped(d *delivery) {
+// droppedNew counts a delivery its destination's full queue refused: its
+// entry is deleted, and the drop counted in the destination's status,
+// which writes an audit entry.
+func (p *Publisher) droppedNew(d *delivery) {
 	p.metrics.deliveries.WithLabelValues("dropped").Inc()
+	p.status.record(d.dest, 0, 0, 1, outcome{}, p.now())
+	p.finished(d)
+}
+
+// abandoned counts a delivery that Close gave up on. With an outbox its
+// entry stays, and is delivered after the next start once its lease runs
+// out; without one it is lost, and counted as dropped.
+func (p *Publisher) abandoned(d *delivery) {
+	p.metrics.deliveries.WithLabelValues("dropped").Inc()
+	if p.opts.Outbox == nil || d.entryID == "" {
+		p.status.record(d.dest, 0, 0, 1, outcome{}, p.now())
+	}
 }
 
 // work runs deliveries until there are none left to run.
@@ -355,6 +444,8 @@ const maxCacheEntries = 1024
 // targets returns the destinations of a workspace, from the cache when it
 // is fresh. When the store fails, a stale list is used for another TTL.
 func (p *Publisher) targets(orgID, workspaceID string) ([]*target, error) {
+	p.cacheMu.Lock()
+	defer p.cacheMu.Unlock()
 	key := orgID + "/" + workspaceID
 	now := p.now()
 	gen := p.generation.Load()

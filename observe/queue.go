@@ -11,8 +11,8 @@ import (
 type delivery struct {
 	dest     *gatehouse.Destination
 	event    *event
-	export   exporter
-	req      *request // built at the first attempt, reused by retries
+	deliver  deliverFunc
+	entryID  string // its entry in the outbox; "" when it has none
 	attempts int
 	lane     *lane
 }

@@ -240,7 +240,7 @@ func TestMetrics(t *testing.T) {
 	p, reg := start(t, newLister(
 		testDest("webhook", map[string]string{"url": rc.URL}),
 		testDest("webhook", map[string]string{"url": rc.URL}, func(d *gatehouse.Destination) { d.APIKeyHashes = []string{} }),
-		testDest("ramp", map[string]string{"apiKey": "k"}),
+		testDest("webhook", map[string]string{"url": "ftp://x.example/hook"}), // fails before an attempt
 	), fastOptions())
 	p.Publish(testEvent())
 	closeNow(t, p)
@@ -254,7 +254,7 @@ func TestMetrics(t *testing.T) {
 		{"gatehouse_observability_events_total", []string{"result", "dropped"}, 1},
 		{"gatehouse_observability_deliveries_total", []string{"result", "delivered"}, 1},
 		{"gatehouse_observability_deliveries_total", []string{"result", "filtered"}, 1},
-		{"gatehouse_observability_deliveries_total", []string{"result", "skipped"}, 1},
+		{"gatehouse_observability_deliveries_total", []string{"result", "failed"}, 1},
 		{"gatehouse_observability_delivery_attempts_total", nil, 2},
 		{"gatehouse_observability_queue_length", []string{"queue", "events"}, 0},
 		{"gatehouse_observability_queue_length", []string{"queue", "deliveries"}, 0},

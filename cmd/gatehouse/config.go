@@ -45,7 +45,11 @@ type Config struct {
 	// AnalyticsTimeout bounds a read of the activity or analytics (408
 	// past it).
 	AnalyticsTimeout time.Duration
-	RedisURL         string
+	// TraceLease is how long the outbox of observability deliveries holds
+	// an instance's entries without a renewal: after a crash, its
+	// deliveries go out once it runs out (GATEHOUSE_OBSERVABILITY_LEASE).
+	TraceLease time.Duration
+	RedisURL   string
 	// ProvidersFile is the YAML file of the providers and models the
 	// gateway serves (see provider.LoadProviders); empty serves no models.
 	ProvidersFile string
@@ -186,6 +190,13 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 			return fmt.Errorf("GATEHOUSE_ANALYTICS_TIMEOUT=%q: want a positive duration such as 10s", v)
 		}
 		c.AnalyticsTimeout = d
+	}
+	if v := getenv("GATEHOUSE_OBSERVABILITY_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > time.Hour {
+			return fmt.Errorf("GATEHOUSE_OBSERVABILITY_LEASE=%q: want a duration from 1s to 1h such as 30s", v)
+		}
+		c.TraceLease = d
 	}
 	if v := getenv("GATEHOUSE_SHUTDOWN_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

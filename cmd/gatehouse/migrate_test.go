@@ -150,6 +150,11 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	f.live = newDest("live", "sk-lf-live-0123456789")
 	f.gone = newDest("gone", "sk-lf-gone-0123456789")
 	must(src.DeleteDestination(ctx, f.org.ID, f.gone.ID))
+	// A delivery waiting in the outbox, and the destination's status.
+	must(src.AddTraces(ctx, "instance-migrated", time.Now().Add(time.Hour), []gatehouse.OutboxEntry{{ID: "obx-migrated",
+		OrganizationID: f.org.ID, WorkspaceID: f.live.WorkspaceID, DestinationID: f.live.ID, Event: []byte(`{"KeyName":"k"}`)}}))
+	must(src.RecordDeliveries(ctx, []gatehouse.DeliveryCount{{DestinationID: f.live.ID, OrganizationID: f.org.ID,
+		WorkspaceID: f.live.WorkspaceID, DeliveryStatus: gatehouse.DeliveryStatus{Sent: 3, Dropped: 1}}}))
 	f.byok, err = src.CreateBYOKKey(ctx, f.org.ID, gatehouse.BYOKKeyCreate{Provider: "openai", WorkspaceID: ws.ID,
 		BYOKKeyUpdate: gatehouse.BYOKKeyUpdate{Key: gatehouse.Val("sk-proj-migrated-0123456789"), Name: gatehouse.Val("team key"),
 			AllowedUserIDs: gatehouse.Val([]string{member.ID}), DeclaredZDR: gatehouse.Val(true)}})

@@ -211,7 +211,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 		closeLimiter()
 		return nil, nil, nil, err
 	}
-	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress})
+	traces := observe.New(store, registry, logger, observe.Options{Egress: cfg.Egress, Outbox: traceOutbox(store), Lease: cfg.TraceLease})
 	closeAll := func() { pruner.Stop(); closeTraces(traces, logger); closeLimiter() }
 	data := metering // the ledger, and the accountant or leases
 	data.Catalog, data.Upstream, data.Traces = catalog, gateway.NewClient(), traces
@@ -232,7 +232,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	}
 	handler.HandleService(scim.Prefix+"/", provisioning)
 	web := console.New(store, gatehouse.NewAccounts(store, time.Now), signIns, logger, time.Now,
-		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations(), Router: handler.Router(), SSO: rp, Metrics: registry, Shares: shares})
+		console.Options{Proxies: cfg.TrustedProxies, PublicURL: cfg.PublicURL, Destinations: handler.Destinations(), Deliveries: traces, Router: handler.Router(), SSO: rp, Metrics: registry, Shares: shares})
 	web.Routes(handler.Handle)
 	handler.HandleNotFound(web.NotFound())
 	var metrics http.Handler
@@ -362,13 +362,24 @@ func serveSide(ctx context.Context, what string, ln net.Listener, h http.Handler
 	logger.Info(what+" listening", "addr", ln.Addr().String())
 }
 
+// traceOutbox is the engine's store under the key cache: its durable
+// outbox of observability deliveries (both engines have one).
+func traceOutbox(store gatehouse.Store) gatehouse.TraceOutbox {
+	if c, ok := store.(*keycache.Cache); ok {
+		store = c.Store
+	}
+	o, _ := store.(gatehouse.TraceOutbox)
+	return o
+}
+
 // closeTraces delivers the traces still queued, for at most five seconds,
 // once no request can add more.
 func closeTraces(traces *observe.Publisher, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := traces.Close(ctx); err != nil {
-		logger.Warn("observability deliveries still queued at exit were dropped", "error", err.Error())
+		logger.Warn("observability deliveries still queued at exit stay in the outbox: the next instance to start delivers them once their lease runs out",
+			"error", err.Error())
 	}
 }
 
