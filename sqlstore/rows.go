@@ -552,19 +552,6 @@ func destinationChangedFields(u gatehouse.DestinationUpdate) []string {
 	return out
 }
 
-// counterFields are the column suffixes of a counter, in counterArgs order.
-var counterFields = []string{"total", "day", "day_start", "week", "week_start", "month", "month_start"}
-
-// counterAssignments renders "prefix_total = ?, prefix_day = ?, ..." for an
-// UPDATE of one counter.
-func counterAssignments(prefix string) string {
-	parts := make([]string, len(counterFields))
-	for i, f := range counterFields {
-		parts[i] = prefix + "_" + f + " = ?"
-	}
-	return strings.Join(parts, ", ")
-}
-
 // counterColumns are the ordinary then the BYOK counter columns shared by
 // api_keys and guardrail_usage, in scanCounters order.
 const counterColumns = `usage_total, usage_day, usage_day_start, usage_week, usage_week_start, usage_month, usage_month_start,
