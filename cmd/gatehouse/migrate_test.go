@@ -66,6 +66,9 @@ func TestMigrateData(t *testing.T) {
 		t.Fatalf("migrate-data: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	for _, tb := range tables {
+		if tb.name == "list_counts" {
+			continue // not copied: the target's triggers count what is copied (compareDatabases sums them)
+		}
 		if want := fmt.Sprintf("%-20s %d rows", tb.name, countRows(t, path, `SELECT count(*) FROM `+tb.name)); !strings.Contains(stdout, want) {
 			t.Errorf("migrate-data does not report %q:\n%s", want, stdout)
 		}
@@ -374,14 +377,21 @@ func compareDatabases(t *testing.T, path, url string, tables []dbTable) {
 		t.Errorf("tables: SQLite has %v, PostgreSQL %v", names, pgNames)
 	}
 	for _, tb := range tables {
-		query := `SELECT ` + strings.Join(tb.columns, ", ") + ` FROM ` + tb.name
+		query, columns := `SELECT `+strings.Join(tb.columns, ", ")+` FROM `+tb.name, tb.columns
+		if tb.name == "list_counts" {
+			// Kept by triggers, in blocks on PostgreSQL: the counts must
+			// agree, not the rows (the keys list's version is the
+			// target's own).
+			query = `SELECT list, scope, CAST(SUM(n) AS BIGINT) FROM list_counts WHERE list <> 'key_list_version' GROUP BY list, scope`
+			columns = []string{"list", "scope", "sum(n)"}
+		}
 		want, got := sortedRows(t, sqliteRows(t, src, query)), sortedRows(t, pgRows(t, dst, query))
 		if len(want) != len(got) {
 			t.Errorf("%s: %d rows in PostgreSQL, %d in SQLite", tb.name, len(got), len(want))
 			continue
 		}
 		for i := range want {
-			for j, c := range tb.columns {
+			for j, c := range columns {
 				if want[i][j] != got[i][j] {
 					t.Errorf("%s row %d, column %s: %#v in PostgreSQL, %#v in SQLite", tb.name, i, c, got[i][j], want[i][j])
 				}
