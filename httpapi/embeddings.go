@@ -267,7 +267,6 @@ func (s *Server) createEmbeddings(w http.ResponseWriter, r *http.Request, p *pri
 						Rewrite: func(obj map[string]json.RawMessage) {
 							obj["id"], _ = json.Marshal(gen.ID)
 							obj["model"], _ = json.Marshal(e.Model.Slug())
-							obj["provider"], _ = json.Marshal(e.Provider.ID)
 							obj["object"] = json.RawMessage(`"list"`)
 						}})
 				}, func() bool { return false })

@@ -126,17 +126,20 @@ describe("embeddings.generate", () => {
     assert.equal(await usage(user.hash), 0);
   });
 
-  it("a provider's failure passes through with its status and charges nothing", async () => {
+  it("a provider's refusal passes through with its status and charges nothing; a call it received and never answered in time is charged", async () => {
     const user = await userKey();
     for (const status of STATUSES) {
       const err = await fails("embeddingsGenerate", status, () => user.sdk.embeddings.generate({ requestBody: { model: `s${status}/embed`, input: "hi" } }));
       assert.equal(err.error.metadata?.provider_name, `s${status}`);
     }
+    assert.equal(await usage(user.hash), 0, "a provider's refusal is free");
     let err = await fails("embeddingsGenerate", 408, () => user.sdk.embeddings.generate({ requestBody: { model: "slow/embed", input: "hi" } }), "a provider past its timeout");
     assert.equal(err.error.metadata?.provider_name, "slow");
+    const charged = await usage(user.hash);
+    assert.ok(charged > 0 && Math.abs(charged - err.error.metadata?.cost) < 1e-9, `the provider had the request: charged ${charged}, the error says ${err.error.metadata?.cost}`);
     err = await fails("embeddingsGenerate", 502, () => user.sdk.embeddings.generate({ requestBody: { model: "gone/embed", input: "hi" } }), "an unreachable provider");
     assert.equal(err.error.metadata?.provider_name, "gone");
-    assert.equal(await usage(user.hash), 0);
+    assert.equal(await usage(user.hash), charged, "a provider that never had the request charges nothing");
   });
 });
 

@@ -245,19 +245,25 @@ describe("responses.send and beta.responses.send", () => {
     assert.equal(await usage(blocked.hash), 0);
   });
 
-  it("pass a provider's failure through with its status and charge nothing", async () => {
+  it("pass a provider's refusal through with its status and charge nothing; charge a call it received and never answered in time", async () => {
     const user = await userKey();
+    let charged = 0;
     for (const [op, send] of SENDS) {
       for (const status of STATUSES) {
         const err = await fails(op, status, () => send(user.sdk, { model: `s${status}/echo`, input: "hi" }));
         assert.equal(err.error.metadata?.provider_name, `s${status}`);
       }
+      assert.equal(await usage(user.hash), charged, "a provider's refusal is free");
       let err = await fails(op, 408, () => send(user.sdk, { model: "slow/echo", input: "hi" }), "a provider past its timeout");
       assert.equal(err.error.metadata?.provider_name, "slow");
+      const now = await usage(user.hash);
+      assert.ok(err.error.metadata?.cost > 0 && Math.abs(now - charged - err.error.metadata.cost) < 1e-9,
+        `the provider had the request: usage ${charged} -> ${now}, the error says ${err.error.metadata?.cost}`);
+      charged = now;
       err = await fails(op, 502, () => send(user.sdk, { model: "gone/echo", input: "hi" }), "an unreachable provider");
       assert.equal(err.error.metadata?.provider_name, "gone");
+      assert.equal(await usage(user.hash), charged, "a provider that never had the request charges nothing");
     }
-    assert.equal(await usage(user.hash), 0);
   });
 });
 
