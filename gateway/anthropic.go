@@ -395,6 +395,18 @@ func anthropicUsage(raw json.RawMessage) *oaUsage {
 	return newUsage(n[0]+read+write, n[1], read, write)
 }
 
+// usageJSON turns a dialect's reader of its usage into the writer of
+// OpenAI's usage that wholeAnswer takes: nil when the usage is unknown.
+func usageJSON(read func(json.RawMessage) *oaUsage) func(json.RawMessage) []byte {
+	return func(u json.RawMessage) []byte {
+		if t := read(u); t != nil {
+			b, _ := json.Marshal(t)
+			return b
+		}
+		return nil
+	}
+}
+
 func newUsage(prompt, completion, read, write int64) *oaUsage {
 	u := &oaUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens = read, write
@@ -402,13 +414,7 @@ func newUsage(prompt, completion, read, write int64) *oaUsage {
 }
 
 func (anthropic) answer(path string, body io.Reader) io.Reader {
-	return asAPI(path, wholeAnswer(body, anthropicCompletion, "usage", func(u json.RawMessage) []byte {
-		if t := anthropicUsage(u); t != nil {
-			b, _ := json.Marshal(t)
-			return b
-		}
-		return nil
-	}), false)
+	return asAPI(path, wholeAnswer(body, anthropicCompletion, "usage", usageJSON(anthropicUsage)), false)
 }
 
 // anthropicCompletion translates a whole answer. What is not a JSON

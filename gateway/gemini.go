@@ -426,13 +426,7 @@ func geminiUsage(raw json.RawMessage) *oaUsage {
 }
 
 func (gemini) answer(path string, body io.Reader) io.Reader {
-	return asAPI(path, wholeAnswer(body, geminiCompletion, "usageMetadata", func(u json.RawMessage) []byte {
-		if t := geminiUsage(u); t != nil {
-			b, _ := json.Marshal(t)
-			return b
-		}
-		return nil
-	}), false)
+	return asAPI(path, wholeAnswer(body, geminiCompletion, "usageMetadata", usageJSON(geminiUsage)), false)
 }
 
 // geminiCompletion translates a whole answer (its first candidate).
