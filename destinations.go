@@ -81,6 +81,11 @@ func (d *Destinations) changed() {
 	}
 }
 
+// WorkspaceChanged tells the trace publisher that a workspace changed (its
+// I/O logging decides what its destinations are sent), so that the change
+// applies to the next delivery.
+func (d *Destinations) WorkspaceChanged() { d.changed() }
+
 // DeliveryMonitor tells how deliveries to destinations go, and sends a
 // test event; the trace publisher (observe.Publisher) is one.
 type DeliveryMonitor interface {

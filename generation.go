@@ -2,6 +2,8 @@ package gatehouse
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -129,6 +131,30 @@ const DefaultContentRetention = 30 * 24 * time.Hour
 // longer kept at now: content made at or after it is readable.
 func ContentCutoff(now time.Time, retention time.Duration) time.Time {
 	return now.Add(-retention)
+}
+
+// LogsIO reports whether the prompt and completion of the generation id
+// are logged under w's I/O logging (is_observability_io_logging_enabled, at
+// io_logging_sampling_rate): kept as the generation's content, and sent to
+// the workspace's observability destinations. Sampling is a hash of the
+// generation id, so the store and every instance's deliveries decide alike.
+func (w *Workspace) LogsIO(generationID string) bool {
+	if !w.IsObservabilityIOLoggingEnabled {
+		return false
+	}
+	return IOSampled(generationID, w.IOLoggingSamplingRate)
+}
+
+// IOSampled reports whether a generation falls within an I/O logging
+// sampling rate: the top 53 bits of a SHA-256 of "io:" and its id, mapped to
+// [0, 1), are below rate. (The prefix keeps it apart from the destinations'
+// own sampling, which hashes the bare id or session.)
+func IOSampled(generationID string, rate float64) bool {
+	if rate >= 1 {
+		return true
+	}
+	sum := sha256.Sum256([]byte("io:" + generationID))
+	return float64(binary.BigEndian.Uint64(sum[:8])>>11)/(1<<53) < rate
 }
 
 // StoredContent is a generation's content as the store has it: the

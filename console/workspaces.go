@@ -183,6 +183,7 @@ func (s *Server) updateWorkspace(w http.ResponseWriter, r *http.Request, sess *g
 	u, err := workspaceUpdate(ws, f)
 	if err == nil {
 		_, err = s.store.UpdateWorkspace(r.Context(), sess.OrganizationID, ws.ID, u)
+		s.opts.Destinations.WorkspaceChanged()
 	}
 	if err != nil {
 		if err := f.withError(err, workspaceFields...); err != nil {

@@ -58,6 +58,7 @@ func (s *Server) updateWorkspace(w http.ResponseWriter, r *http.Request, p *prin
 		return err
 	}
 	ws, err := s.store.UpdateWorkspace(r.Context(), p.org(), ref, req)
+	s.destinationsChanged() // its I/O logging decides what its destinations are sent
 	if err != nil {
 		return err
 	}

@@ -254,6 +254,95 @@ func TestPrivacyMode(t *testing.T) {
 	}
 }
 
+// TestWorkspaceIOLogging: the prompt and completion reach destinations
+// only where the workspace logs I/O, and then at its sampling rate, the
+// same generations whose content the store keeps (Workspace.LogsIO). A
+// workspace that does not log sends no text, not even to its filters.
+func TestWorkspaceIOLogging(t *testing.T) {
+	t.Run("off", func(t *testing.T) {
+		rc := newReceiver(t, nil)
+		lister := newLister(
+			testDest("webhook", map[string]string{"url": rc.URL + "/hook"}),
+			testDest("otel-collector", map[string]string{"endpoint": rc.URL + "/otel"}),
+			// A filter on the text must not see it: it would tell the
+			// receiver what the prompt says.
+			testDest("webhook", map[string]string{"url": rc.URL + "/filtered"}, func(d *gatehouse.Destination) {
+				d.FilterRules = &gatehouse.FilterRules{Groups: []gatehouse.FilterRule{{Rules: []gatehouse.Condition{
+					{Field: "input", Operator: "contains", Value: "secret"}}}}}
+			}),
+		)
+		lister.private = map[string]bool{"ws-1": true}
+		p, _ := start(t, lister, fastOptions())
+		p.Publish(testEvent())
+		closeNow(t, p)
+		hits := rc.got()
+		if len(hits) != 2 {
+			t.Fatalf("got %d requests, want 2 (the filter on the input matches nothing)", len(hits))
+		}
+		for _, h := range hits {
+			if bytes.Contains(h.Body, []byte("secret prompt")) || bytes.Contains(h.Body, []byte("secret completion")) {
+				t.Errorf("%s: the text of a workspace that does not log I/O was sent: %s", h.Path, h.Body)
+			}
+			switch h.Path {
+			case "/hook":
+				var body map[string]any
+				_ = json.Unmarshal(h.Body, &body)
+				if body["input"] != nil || body["output"] != nil || body["privacy_mode"] != true || body["total_tokens"] != 46.0 {
+					t.Errorf("webhook: input %v, output %v, privacy_mode %v, total_tokens %v", body["input"], body["output"], body["privacy_mode"], body["total_tokens"])
+				}
+			case "/otel/v1/traces":
+				_, _, attrs := spanOf(t, h.Body)
+				if _, ok := attrs["gen_ai.prompt"]; ok {
+					t.Error("otel: gen_ai.prompt sent for a workspace that does not log I/O")
+				}
+				if _, ok := attrs["gen_ai.usage.input_tokens"]; !ok {
+					t.Error("otel: usage missing")
+				}
+			default:
+				t.Errorf("unexpected request to %s", h.Path)
+			}
+		}
+	})
+	t.Run("sampled", func(t *testing.T) {
+		rc := newReceiver(t, nil)
+		lister := newLister(testDest("webhook", map[string]string{"url": rc.URL + "/hook"}))
+		lister.ioRate = 0.5
+		p, _ := start(t, lister, fastOptions())
+		const n = 200
+		want := map[string]bool{}
+		for range n {
+			ev := testEvent()
+			want[ev.Generation.ID] = gatehouse.IOSampled(ev.Generation.ID, 0.5)
+			p.Publish(ev)
+		}
+		closeNow(t, p)
+		hits := rc.got()
+		if len(hits) != n {
+			t.Fatalf("got %d deliveries, want %d: I/O sampling must not drop events", len(hits), n)
+		}
+		with := 0
+		for _, h := range hits {
+			var body struct {
+				ID          string  `json:"id"`
+				Output      *string `json:"output"`
+				PrivacyMode bool    `json:"privacy_mode"`
+			}
+			if err := json.Unmarshal(h.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if got := body.Output != nil; got != want[body.ID] || body.PrivacyMode == got {
+				t.Errorf("%s: text sent %v, privacy_mode %v; the workspace's sampling says %v", body.ID, got, body.PrivacyMode, want[body.ID])
+			}
+			if body.Output != nil {
+				with++
+			}
+		}
+		if with < n/4 || with > 3*n/4 {
+			t.Errorf("%d of %d sent with text at a rate of 0.5", with, n)
+		}
+	})
+}
+
 func TestInvalidURLFailsWithoutRetry(t *testing.T) {
 	p, reg := start(t, newLister(testDest("webhook", map[string]string{"url": "ftp://x.example/hook?token=SECRET"})), fastOptions())
 	p.Publish(testEvent())

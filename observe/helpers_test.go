@@ -75,10 +75,28 @@ type fakeLister struct {
 	err     error
 	gate    chan struct{} // when set, calls wait for it to close
 	entered chan struct{} // when set, told of each call
+	private map[string]bool // workspaces that do not log I/O
+	ioRate  float64         // the workspaces' I/O sampling rate; 0: 1
 }
 
 func newLister(dests ...*gatehouse.Destination) *fakeLister {
 	return &fakeLister{dests: map[string][]*gatehouse.Destination{"ws-1": dests}}
+}
+
+// FindWorkspace returns the workspace of a destination list: one that logs
+// I/O at every call, unless its id is in private (or at ioRate when set).
+func (f *fakeLister) FindWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.dests[ref]; !ok {
+		return nil, gatehouse.Errorf(gatehouse.ENOTFOUND, "workspace not found")
+	}
+	rate := 1.0
+	if f.ioRate > 0 {
+		rate = f.ioRate
+	}
+	return &gatehouse.Workspace{ID: ref, OrganizationID: orgID, IsObservabilityIOLoggingEnabled: !f.private[ref],
+		IOLoggingSamplingRate: rate}, nil
 }
 
 func (f *fakeLister) FindDestinations(ctx context.Context, orgID, ws string, page gatehouse.Page) ([]*gatehouse.Destination, int, error) {

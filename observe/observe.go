@@ -39,8 +39,12 @@
 //     satisfies only not_exists, not_equals and not_contains. user_id is the
 //     key's creator; input is the messages as JSON.
 //
-// privacy_mode takes the input and output out of what is sent (filters still
-// see them). Only the types in DeliveredTypes are exported over the network;
+// The prompt and completion are sent only where the workspace logs I/O
+// (is_observability_io_logging_enabled, sampled at io_logging_sampling_rate
+// as the stored content is: Workspace.LogsIO); otherwise the event has no
+// text at all, for filters too, and is sent as in privacy mode. A
+// destination's privacy_mode takes the input and output out of what it is
+// sent (its filters still see them). Only the types in DeliveredTypes are exported over the network;
 // every other destination type is stored only and its deliveries count as
 // skipped.
 //
@@ -64,10 +68,12 @@ import (
 )
 
 // DestinationLister lists the live destinations of a workspace, at most
-// gatehouse.MaxPageSize a page, with their total; gatehouse.Store is one.
-// ENOTFOUND for an unknown workspace.
+// gatehouse.MaxPageSize a page, with their total, and reads the workspace
+// (whether it logs I/O); gatehouse.Store is one. ENOTFOUND for an unknown
+// workspace.
 type DestinationLister interface {
 	FindDestinations(ctx context.Context, orgID, workspaceRef string, page gatehouse.Page) ([]*gatehouse.Destination, int, error)
+	FindWorkspace(ctx context.Context, orgID, ref string) (*gatehouse.Workspace, error)
 }
 
 // Options tune a Publisher; zero values take the defaults.
@@ -341,12 +347,18 @@ func (p *Publisher) dispatch(ev *gatehouse.TraceEvent, dls []*delivery) []*deliv
 		return dls
 	}
 	g := ev.Generation
-	targets, err := p.targets(g.OrganizationID, g.WorkspaceID)
+	targets, ws, err := p.targets(g.OrganizationID, g.WorkspaceID)
 	if err != nil {
 		p.metrics.lookupErrors.Inc()
 		p.logger.Warn("observability: cannot list destinations; the event is not delivered",
 			"workspace_id", g.WorkspaceID, "generation_id", g.ID, "error", describe(err))
 		return dls
+	}
+	private := ws == nil || !ws.LogsIO(g.ID)
+	if private && (ev.Input != nil || ev.Output != "") {
+		cp := *ev
+		cp.Input, cp.Output = nil, ""
+		ev = &cp
 	}
 	var ids *spanIDs // shared by every OTLP destination of the event
 	for _, t := range targets {
@@ -371,7 +383,7 @@ func (p *Publisher) dispatch(ev *gatehouse.TraceEvent, dls []*delivery) []*deliv
 		if ids == nil {
 			ids = newSpanIDs()
 		}
-		dls = append(dls, &delivery{dest: d, event: view(ev, d.PrivacyMode, ids), deliver: deliver})
+		dls = append(dls, &delivery{dest: d, event: view(ev, d.PrivacyMode || private, ids), deliver: deliver})
 	}
 	return dls
 }
@@ -429,6 +441,7 @@ func (p *Publisher) work() {
 // cacheEntry is a workspace's destination list, ready for decisions.
 type cacheEntry struct {
 	targets    []*target
+	workspace  *gatehouse.Workspace // nil when gone
 	expires    time.Time
 	generation uint64
 }
@@ -441,9 +454,10 @@ func (p *Publisher) InvalidateDestinations() { p.generation.Add(1) }
 // maxCacheEntries is the cache size past which expired entries are swept.
 const maxCacheEntries = 1024
 
-// targets returns the destinations of a workspace, from the cache when it
-// is fresh. When the store fails, a stale list is used for another TTL.
-func (p *Publisher) targets(orgID, workspaceID string) ([]*target, error) {
+// targets returns the destinations of a workspace and the workspace (nil
+// when it is gone), from the cache when it is fresh. When the store fails,
+// a stale list is used for another TTL.
+func (p *Publisher) targets(orgID, workspaceID string) ([]*target, *gatehouse.Workspace, error) {
 	p.cacheMu.Lock()
 	defer p.cacheMu.Unlock()
 	key := orgID + "/" + workspaceID
@@ -451,20 +465,20 @@ func (p *Publisher) targets(orgID, workspaceID string) ([]*target, error) {
 	gen := p.generation.Load()
 	e, ok := p.cache[key]
 	if ok && now.Before(e.expires) && e.generation == gen {
-		return e.targets, nil
+		return e.targets, e.workspace, nil
 	}
-	dests, err := p.list(orgID, workspaceID)
+	ws, dests, err := p.list(orgID, workspaceID)
 	if gatehouse.ErrorCode(err) == gatehouse.ENOTFOUND {
-		dests, err = nil, nil // the workspace is gone: nothing to deliver to
+		ws, dests, err = nil, nil, nil // the workspace is gone: nothing to deliver to
 	}
 	if err != nil {
 		if ok {
 			e.expires = now.Add(p.opts.CacheTTL)
 			p.logger.Warn("observability: cannot refresh destinations; using the previous list",
 				"workspace_id", workspaceID, "error", describe(err))
-			return e.targets, nil
+			return e.targets, e.workspace, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if len(p.cache) >= maxCacheEntries {
 		for k, old := range p.cache {
@@ -477,12 +491,13 @@ func (p *Publisher) targets(orgID, workspaceID string) ([]*target, error) {
 	for _, d := range dests {
 		ts = append(ts, newTarget(d, p.logger))
 	}
-	p.cache[key] = &cacheEntry{targets: ts, expires: now.Add(p.opts.CacheTTL), generation: gen}
-	return ts, nil
+	p.cache[key] = &cacheEntry{targets: ts, workspace: ws, expires: now.Add(p.opts.CacheTTL), generation: gen}
+	return ts, ws, nil
 }
 
-// list reads every page of a workspace's destinations.
-func (p *Publisher) list(orgID, workspaceID string) ([]*gatehouse.Destination, error) {
+// list reads a workspace (when it has destinations) and every page of its
+// destinations.
+func (p *Publisher) list(orgID, workspaceID string) (*gatehouse.Workspace, []*gatehouse.Destination, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.opts.Timeout)
 	defer cancel()
 	var all []*gatehouse.Destination
@@ -490,11 +505,16 @@ func (p *Publisher) list(orgID, workspaceID string) ([]*gatehouse.Destination, e
 		page, total, err := p.store.FindDestinations(ctx, orgID, workspaceID,
 			gatehouse.Page{Offset: len(all), Limit: gatehouse.MaxPageSize})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		all = append(all, page...)
 		if len(page) == 0 || len(all) >= total {
-			return all, nil
+			break
 		}
 	}
+	if len(all) == 0 {
+		return nil, nil, nil
+	}
+	ws, err := p.store.FindWorkspace(ctx, orgID, workspaceID)
+	return ws, all, err
 }

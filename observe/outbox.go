@@ -243,7 +243,7 @@ func (p *Publisher) resume(en gatehouse.OutboxEntry) {
 		return
 	}
 	var dest *gatehouse.Destination
-	if ts, err := p.targets(en.OrganizationID, en.WorkspaceID); err == nil {
+	if ts, _, err := p.targets(en.OrganizationID, en.WorkspaceID); err == nil {
 		for _, t := range ts {
 			if t.dest.ID == en.DestinationID {
 				dest = t.dest

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -45,7 +44,7 @@ func (tx *Tx) storeContent(ctx context.Context, gens map[string]*gatehouse.Gener
 	size := 0
 	for _, g := range with {
 		rate, logged := rates[g.WorkspaceID]
-		if !logged || (rate < 1 && rand.Float64() >= rate) {
+		if !logged || !gatehouse.IOSampled(g.ID, rate) {
 			continue
 		}
 		plain, err := json.Marshal(g.Content)
