@@ -73,8 +73,8 @@ type fakeLister struct {
 	dests   map[string][]*gatehouse.Destination // by workspace id
 	calls   int
 	err     error
-	gate    chan struct{} // when set, calls wait for it to close
-	entered chan struct{} // when set, told of each call
+	gate    chan struct{}   // when set, calls wait for it to close
+	entered chan struct{}   // when set, told of each call
 	private map[string]bool // workspaces that do not log I/O
 	ioRate  float64         // the workspaces' I/O sampling rate; 0: 1
 }
