@@ -140,7 +140,6 @@ func workspaceForm(ws *gatehouse.Workspace) *form {
 			v.Set(name, *p)
 		}
 	}
-	v.Set("io_logging_api_key_ids", joinInts(ws.IOLoggingAPIKeyIDs))
 	v.Set("io_logging_sampling_rate", strconv.FormatFloat(ws.IOLoggingSamplingRate, 'f', -1, 64))
 	for name, on := range workspaceSwitches(ws) {
 		if *on {
@@ -154,18 +153,9 @@ func workspaceForm(ws *gatehouse.Workspace) *form {
 func workspaceSwitches(ws *gatehouse.Workspace) map[string]*bool {
 	return map[string]*bool{
 		"is_data_discount_logging_enabled":    &ws.IsDataDiscountLoggingEnabled,
-		"is_observability_broadcast_enabled":  &ws.IsObservabilityBroadcastEnabled,
 		"is_observability_io_logging_enabled": &ws.IsObservabilityIOLoggingEnabled,
 		"include_byok_in_budgets":             &ws.IncludeBYOKInBudgets,
 	}
-}
-
-func joinInts(ns []int64) string {
-	out := make([]string, len(ns))
-	for i, n := range ns {
-		out[i] = strconv.FormatInt(n, 10)
-	}
-	return strings.Join(out, ", ")
 }
 
 // updateWorkspace changes what the edit form changed of a workspace: the
@@ -197,9 +187,8 @@ func (s *Server) updateWorkspace(w http.ResponseWriter, r *http.Request, sess *g
 
 // workspaceFields are the fields of the edit form.
 var workspaceFields = []string{"name", "slug", "description", "default_text_model", "default_image_model",
-	"default_provider_sort", "io_logging_api_key_ids", "io_logging_sampling_rate",
-	"is_data_discount_logging_enabled", "is_observability_broadcast_enabled", "is_observability_io_logging_enabled",
-	"include_byok_in_budgets"}
+	"default_provider_sort", "io_logging_sampling_rate", "is_data_discount_logging_enabled",
+	"is_observability_io_logging_enabled", "include_byok_in_budgets"}
 
 // workspaceUpdate reads the edit form of ws: the fields whose value
 // differs from ws's.
@@ -223,13 +212,6 @@ func workspaceUpdate(ws *gatehouse.Workspace, f *form) (gatehouse.WorkspaceUpdat
 			*t.dst = patchOf(optional(v))
 		}
 	}
-	ids, err := parseInts("io_logging_api_key_ids", f.get("io_logging_api_key_ids"))
-	if err != nil {
-		return u, err
-	}
-	if !slices.Equal(ids, ws.IOLoggingAPIKeyIDs) {
-		u.IOLoggingAPIKeyIDs = patchOf(nilIfEmpty(ids))
-	}
 	rate, err := strconv.ParseFloat(f.get("io_logging_sampling_rate"), 64)
 	if err != nil {
 		return u, gatehouse.FieldError("io_logging_sampling_rate", "must be a number between 0.0001 and 1, such as 0.25")
@@ -239,8 +221,7 @@ func workspaceUpdate(ws *gatehouse.Workspace, f *form) (gatehouse.WorkspaceUpdat
 	}
 	current := workspaceSwitches(ws)
 	for name, dst := range map[string]*gatehouse.Patch[bool]{
-		"is_data_discount_logging_enabled": &u.IsDataDiscountLoggingEnabled, "is_observability_broadcast_enabled": &u.IsObservabilityBroadcastEnabled,
-		"is_observability_io_logging_enabled": &u.IsObservabilityIOLoggingEnabled, "include_byok_in_budgets": &u.IncludeBYOKInBudgets,
+		"is_data_discount_logging_enabled": &u.IsDataDiscountLoggingEnabled, "is_observability_io_logging_enabled": &u.IsObservabilityIOLoggingEnabled, "include_byok_in_budgets": &u.IncludeBYOKInBudgets,
 	} {
 		if on := f.get(name) == "on"; on != *current[name] {
 			*dst = gatehouse.Val(on)
@@ -275,19 +256,6 @@ func nilIfEmpty[T any](s []T) *[]T {
 		return nil
 	}
 	return &s
-}
-
-// parseInts reads whole numbers separated by commas or spaces.
-func parseInts(name, v string) ([]int64, error) {
-	var out []int64
-	for _, part := range splitList(v) {
-		n, err := strconv.ParseInt(part, 10, 64)
-		if err != nil {
-			return nil, gatehouse.FieldError(name, "must be whole numbers separated by commas, such as 12, 40")
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 // splitList splits what someone typed into a list: entries separated by

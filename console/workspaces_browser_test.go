@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,7 +47,8 @@ func TestBrowserWorkspaces(t *testing.T) {
 // and a save keeps it.
 func workspaceSettings(t *testing.T, e *env, b *browser, ws *gatehouse.Workspace) {
 	ctx := context.Background()
-	if _, err := e.store.UpdateWorkspace(ctx, e.org.ID, ws.ID, gatehouse.WorkspaceUpdate{DisabledServerTools: gatehouse.Val([]string{"openrouter:web_search"})}); err != nil {
+	if _, err := e.store.UpdateWorkspace(ctx, e.org.ID, ws.ID, gatehouse.WorkspaceUpdate{DisabledServerTools: gatehouse.Val([]string{"openrouter:web_search"}),
+		IsObservabilityBroadcastEnabled: gatehouse.Val(true), IOLoggingAPIKeyIDs: gatehouse.Val([]int64{7, 9})}); err != nil {
 		t.Fatal(err)
 	}
 	b.visit("/workspaces/" + ws.ID)
@@ -54,6 +56,13 @@ func workspaceSettings(t *testing.T, e *env, b *browser, ws *gatehouse.Workspace
 		"the page offers server tools that do not exist here: %s", b.text("main"))
 	b.must(strings.Contains(b.text("#server-tools"), "runs none") && strings.Contains(b.text("#server-tools"), "openrouter:web_search"),
 		"the server tools' note: %s", b.text("#server-tools"))
+	// Nor switches the gateway does not apply: the broadcast switch and the
+	// I/O logging's key ids are named, and kept by a save.
+	b.must(b.count(`input[name="is_observability_broadcast_enabled"], input[name="io_logging_api_key_ids"]`) == 0,
+		"the page offers settings the gateway does not apply")
+	note := b.text("#broadcast")
+	b.must(strings.Contains(note, "without I/O logging they carry figures only") && strings.Contains(note, "is_observability_broadcast_enabled") &&
+		strings.Contains(note, "io_logging_api_key_ids 7, 9"), "the traces' note: %s", note)
 	b.screenshot("workspace-server-tools")
 	b.fill(map[string]string{"#f-description": "Alpha's workspace", "#f-default_text_model": "fake/echo",
 		"#f-default_provider_sort": "latency", "#f-io_logging_sampling_rate": "0.5"})
@@ -62,7 +71,8 @@ func workspaceSettings(t *testing.T, e *env, b *browser, ws *gatehouse.Workspace
 	b.must(b.contains("Saved."), "no notice after saving: %s", b.text("main"))
 	ws, _ = e.store.FindWorkspace(ctx, e.org.ID, ws.ID)
 	if deref(ws.Description) != "Alpha's workspace" || deref(ws.DefaultTextModel) != "fake/echo" || deref(ws.DefaultProviderSort) != "latency" ||
-		ws.IOLoggingSamplingRate != 0.5 || !ws.IncludeBYOKInBudgets || strings.Join(ws.DisabledServerTools, ",") != "openrouter:web_search" {
+		ws.IOLoggingSamplingRate != 0.5 || !ws.IncludeBYOKInBudgets || strings.Join(ws.DisabledServerTools, ",") != "openrouter:web_search" ||
+		!ws.IsObservabilityBroadcastEnabled || fmt.Sprint(ws.IOLoggingAPIKeyIDs) != "[7 9]" {
 		t.Errorf("after saving: %+v", ws)
 	}
 	b.must(b.checked("#f-include_byok_in_budgets") && b.value("#f-default_provider_sort") == "latency", "the form does not show what was saved")
