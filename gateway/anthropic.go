@@ -160,7 +160,10 @@ func (anthropic) request(path string, m *provider.Model, body []byte) ([]byte, e
 			return nil, err
 		}
 	}
-	for _, t := range req.Tools {
+	for i, t := range req.Tools {
+		if err := anthropicCacheControl(t.CacheControl, fmt.Sprintf("tools[%d].cache_control", i)); err != nil {
+			return nil, err
+		}
 		schema := t.Function.Parameters
 		if given(schema) == nil {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -219,8 +222,9 @@ func unsupportedAPI(typ, path string) error {
 
 // anthropicMessages translates the chat messages: system and developer
 // messages become the system prompt, tool results user turns of
-// tool_result blocks, assistant tool calls tool_use blocks; consecutive
-// turns of one role are one turn, as the API would combine them.
+// tool_result blocks, assistant tool calls tool_use blocks (with their
+// cache_control); consecutive turns of one role are one turn, as the API
+// would combine them.
 func anthropicMessages(msgs []chatMessage, out *anthropicRequest) error {
 	add := func(role string, blocks []anthropicBlock) {
 		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
@@ -278,7 +282,10 @@ func anthropicMessages(msgs []chatMessage, out *anthropicRequest) error {
 				if !json.Valid(input) || bytes.TrimSpace(input)[0] != '{' {
 					return gatehouse.FieldError(fmt.Sprintf("%s.tool_calls[%d].function.arguments", where, j), "must be a JSON object, as a string")
 				}
-				blocks = append(blocks, anthropicBlock{Type: "tool_use", ID: c.ID, Name: c.Function.Name, Input: input})
+				if err := anthropicCacheControl(c.CacheControl, fmt.Sprintf("%s.tool_calls[%d].cache_control", where, j)); err != nil {
+					return err
+				}
+				blocks = append(blocks, anthropicBlock{Type: "tool_use", ID: c.ID, Name: c.Function.Name, Input: input, CacheControl: nonNull(c.CacheControl)})
 			}
 			add("assistant", blocks)
 		case "tool":

@@ -275,6 +275,9 @@ func geminiMessages(msgs []chatMessage, out *geminiRequest) error {
 				}
 			}
 			for j, c := range m.ToolCalls {
+				if given(c.CacheControl) != nil {
+					return geminiNoCacheControl(fmt.Sprintf("%s.tool_calls[%d].cache_control", where, j))
+				}
 				args := json.RawMessage(c.Function.Arguments)
 				if strings.TrimSpace(c.Function.Arguments) == "" {
 					args = json.RawMessage("{}")

@@ -343,7 +343,11 @@ func TestNativeRefusals(t *testing.T) {
 		{anthropic{}, `{"messages":[{"role":"function","content":"x"}],"max_tokens":5}`, "messages[0].role"},
 		{anthropic{}, `{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral","ttl":"1h"}}]}],"max_tokens":5}`, "messages[0].content[0].cache_control.ttl"},
 		{anthropic{}, `{"messages":[{"role":"assistant","content":"x","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"[1]"}}]}],"max_tokens":5}`, "messages[0].tool_calls[0].function.arguments"},
+		{anthropic{}, `{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"tools":[{"type":"function","function":{"name":"f"},"cache_control":{"type":"ephemeral","ttl":"1h"}}]}`, "tools[0].cache_control.ttl"},
+		{anthropic{}, `{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"},"cache_control":{"type":"ephemeral","ttl":"1h"}}]}],"max_tokens":5}`, "messages[1].tool_calls[0].cache_control.ttl"},
 		{gemini{}, `{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"logprobs":true}`, "logprobs"},
+		{gemini{}, `{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"tools":[{"type":"function","function":{"name":"f"},"cache_control":{"type":"ephemeral"}}]}`, "tools[0].cache_control"},
+		{gemini{}, `{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"},"cache_control":{"type":"ephemeral"}}]}],"max_tokens":5}`, "messages[1].tool_calls[0].cache_control"},
 		{gemini{}, `{"messages":[{"role":"tool","tool_call_id":"nope","content":"x"}],"max_tokens":5}`, "messages[0].tool_call_id"},
 		{gemini{}, `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}],"max_tokens":5}`, "messages[0].content[0].image_url.url"},
 	} {
@@ -357,6 +361,39 @@ func TestNativeRefusals(t *testing.T) {
 		if _, err := d.request("/embeddings", &provider.Model{ID: "m"}, []byte(`{}`)); !isInvalid(err) {
 			t.Errorf("%T /embeddings: %v", d, err)
 		}
+	}
+}
+
+// TestNativeToolCacheControl: cache_control on a tool and on an assistant
+// message's tool call reaches Anthropic on the tool and on the tool_use
+// block; the stand-in writes the prompt up to the tool call to its cache,
+// and reads it the next time.
+func TestNativeToolCacheControl(t *testing.T) {
+	req := `{"model":"x","messages":[{"role":"user","content":"weather"},{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"lookup","arguments":"{\"query\":\"weather\"}"},"cache_control":{"type":"ephemeral"}}]},{"role":"tool","tool_call_id":"toolu_1","content":"sunny"}],"max_tokens":50,"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object"}},"cache_control":{"type":"ephemeral","ttl":"5m"}}]}`
+	out, err := (anthropic{}).request("/chat/completions", &provider.Model{ID: "claude"}, []byte(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"claude","max_tokens":50,"messages":[{"role":"user","content":[{"type":"text","text":"weather"}]},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"lookup","input":{"query":"weather"},"cache_control":{"type":"ephemeral"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"sunny"}]}]}],"tools":[{"name":"lookup","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral","ttl":"5m"}}]}`
+	if string(out) != want {
+		t.Errorf("anthropic:\n%s\nwant\n%s", out, want)
+	}
+	e := newNativeEnv(t, "anthropic")
+	b := body(t, req)
+	first, _, err := e.complete(t, "m", b, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := e.complete(t, "m", b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := e.usages()
+	if u[0]["cache_creation_input_tokens"] == 0 || u[0]["cache_read_input_tokens"] != 0 || u[1]["cache_read_input_tokens"] != u[0]["cache_creation_input_tokens"] {
+		t.Errorf("the stand-in reported %v: want a write, then a read of it", u)
+	}
+	if first.CacheWriteTokens != u[0]["cache_creation_input_tokens"] || second.CacheReadTokens != u[1]["cache_read_input_tokens"] {
+		t.Errorf("metered %+v, %+v; the stand-in reported %v", first, second, u)
 	}
 }
 

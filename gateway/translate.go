@@ -107,6 +107,9 @@ type chatMessage struct {
 }
 
 // chatToolCall is a tool call of an assistant message, or of an answer.
+// CacheControl, a request's only, is a Gatehouse and OpenRouter member of
+// the chat form (Anthropic's cache_control on a tool_use block), checked
+// as a part's is (httpapi's chatbody).
 type chatToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
@@ -114,6 +117,7 @@ type chatToolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 // reasoningDetail is a part of an answer's reasoning as OpenRouter gives

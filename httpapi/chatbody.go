@@ -170,7 +170,38 @@ func canonicalChat(ms []member) (map[string]json.RawMessage, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return canonical(ms), caching, nil
+	cachedTools, err := checkCacheMembers(find(ms, "tools"), "tools")
+	if err != nil {
+		return nil, false, err
+	}
+	return canonical(ms), caching || cachedTools, nil
+}
+
+// checkCacheMembers checks the cache_control of each object of list (a
+// request's tools, an assistant message's tool_calls), as a part's is
+// checked: spelt exactly, {"type": "ephemeral"} with an optional ttl. It
+// reports whether one asks for prompt caching, which only endpoints that
+// price cache writes take. What is not an array of objects is left to the
+// typed decode, or to the provider, to refuse.
+func checkCacheMembers(list json.RawMessage, where string) (bool, error) {
+	items, _ := jsonobj.Elements(list)
+	caching := false
+	for i, item := range items {
+		at := where + "[" + strconv.Itoa(i) + "]"
+		ms, _ := jsonobj.Members(item)
+		for _, m := range ms {
+			if m.Key != "cache_control" && foldKey(m.Key) == foldKey("cache_control") {
+				return false, gatehouse.FieldError(at+"."+m.Key, "is not a field; field names are case-sensitive: did you mean \"cache_control\"?")
+			}
+		}
+		if cc := find(ms, "cache_control"); cc != nil {
+			if err := checkCacheControl(cc, at+".cache_control"); err != nil {
+				return false, err
+			}
+			caching = true
+		}
+	}
+	return caching, nil
 }
 
 // checkMessages refuses messages whose fields could be read two ways, and
@@ -193,7 +224,11 @@ func checkMessages(messages json.RawMessage) (caching bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		caching = caching || cached
+		cachedCalls, err := checkCacheMembers(find(ms, "tool_calls"), where+"tool_calls")
+		if err != nil {
+			return false, err
+		}
+		caching = caching || cached || cachedCalls
 	}
 	return caching, nil
 }

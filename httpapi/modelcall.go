@@ -214,15 +214,34 @@ func (s *Server) recordAttempt(r *http.Request, m *meter.Metering, e provider.En
 			o.Class, o.RetryAfter, status = outcomeClass(ue), ue.RetryAfter, ue.ProviderStatus
 		}
 	}
-	if err != nil && r.Context().Err() != nil && !sw.started {
+	switch {
+	case notSent(err):
+		// Refused before it was sent, as the provider's API cannot take
+		// it (a parameter its type does not honour): a client's request
+		// says nothing of the endpoint, which stays as healthy as it was.
+		status = http.StatusBadRequest
 		s.router.Health.Release(e.Address())
-	} else {
+	case err != nil && r.Context().Err() != nil && !sw.started:
+		s.router.Health.Release(e.Address())
+		s.metrics.endpointCall(e, o)
+	default:
 		s.router.Health.Record(e.Address(), o)
+		s.metrics.endpointCall(e, o)
 	}
-	s.metrics.endpointCall(e, o)
 	m.Generation.ProviderResponses = append(m.Generation.ProviderResponses, gatehouse.ProviderResponse{
 		Provider: e.Provider.ID, Model: e.Address(), Status: status, LatencyMS: total.Milliseconds(),
 		UpstreamID: done.UpstreamID, BYOK: m.Generation.BYOK})
+}
+
+// notSent reports whether a call failed before it was sent: its
+// translation into the provider's API refused it (gateway's dialects
+// return a *gatehouse.Error, EINVALID naming the field, then; what fails
+// once the request is sent is a *provider.UpstreamError or a failure to
+// read the answer).
+func notSent(err error) bool {
+	var ge *gatehouse.Error
+	var ue *provider.UpstreamError
+	return err != nil && !errors.As(err, &ue) && errors.As(err, &ge) && ge.Code == gatehouse.EINVALID
 }
 
 // outcomeClass sorts a provider's failure for its endpoint's health.

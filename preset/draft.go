@@ -345,7 +345,7 @@ func (r *MessagesPresetRequest) Draft() (gatehouse.PresetDraft, error) {
 		}
 		b.set("response_format", format)
 	}
-	if err := messagesTools(b, r.Tools, r.ToolChoice); err != nil {
+	if err := messagesTools(b, r.Tools, r.ToolChoice, false); err != nil {
 		return gatehouse.PresetDraft{}, err
 	}
 	system, err := messagesSystem(r.System)

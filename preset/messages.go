@@ -70,7 +70,7 @@ func MessagesToChat(raw []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := messagesTools(b, tools, body["tool_choice"]); err != nil {
+	if err := messagesTools(b, tools, body["tool_choice"], true); err != nil {
 		return nil, err
 	}
 	if err := messagesReasoning(b, body["thinking"], body["output_config"]); err != nil {
@@ -492,9 +492,10 @@ func toolResult(field string, block map[string]json.RawMessage) (any, error) {
 }
 
 // assistantTurn translates an assistant message: its text as content, its
-// tool_use blocks as tool_calls, its thinking as reasoning_details.
-// cache_control on a tool_use or thinking block is dropped: chat tool calls
-// cannot carry it, and without it nothing is written to the cache.
+// tool_use blocks as tool_calls (a block's cache_control on its call, a
+// Gatehouse and OpenRouter member of the chat form), its thinking as
+// reasoning_details. cache_control on a thinking block is refused, as
+// Anthropic refuses it (see thinkingDetail).
 func assistantTurn(field string, raw json.RawMessage) ([]any, error) {
 	text, blocks, err := contentBlocks(field, raw)
 	if err != nil || text != nil {
@@ -566,17 +567,23 @@ func toolUse(field string, block map[string]json.RawMessage) (any, error) {
 	if _, err := readObject(field+".input", input); err != nil {
 		return nil, err
 	}
+	call := map[string]any{"id": id, "type": "function", "function": map[string]string{"name": name, "arguments": string(input)}}
 	if !isNull(cache) {
-		if _, err := cacheControl(field+".cache_control", cache); err != nil {
+		cc, err := cacheControl(field+".cache_control", cache)
+		if err != nil {
 			return nil, err
 		}
+		call["cache_control"] = cc // the cache ends where the block does
 	}
-	return map[string]any{"id": id, "type": "function", "function": map[string]string{"name": name, "arguments": string(input)}}, nil
+	return call, nil
 }
 
 // thinkingDetail translates a thinking block into OpenRouter's
 // reasoning_details entry: reasoning.text with its signature, or, for
-// redacted thinking, reasoning.encrypted.
+// redacted thinking, reasoning.encrypted. cache_control on it is refused:
+// Anthropic's API takes none on thinking blocks (they are cached as part
+// of the prompt before a later block's cache_control), and dropping it
+// would silently change what the client asked for.
 func thinkingDetail(field, kind string, block map[string]json.RawMessage) (any, error) {
 	var text, signature, data string
 	var cache json.RawMessage
@@ -588,6 +595,9 @@ func thinkingDetail(field, kind string, block map[string]json.RawMessage) (any, 
 	}
 	if err := readMembers(field, block, members); err != nil {
 		return nil, err
+	}
+	if !isNull(cache) {
+		return nil, gatehouse.FieldError(field+".cache_control", "is not accepted on %s blocks: Anthropic's API refuses it there; thinking blocks cannot carry cache_control, and are cached as part of the prompt before a later block's cache_control (put it on a text, tool_use or tool_result block after them)", kind)
 	}
 	if kind == "redacted_thinking" {
 		return map[string]any{"type": "reasoning.encrypted", "data": data, "format": "anthropic-claude-v1"}, nil

@@ -34,7 +34,7 @@ func TestMessagesToChat(t *testing.T) {
 	var chat, want map[string]any
 	_ = json.Unmarshal(got, &chat)
 	_ = json.Unmarshal([]byte(`{"model": "acme/chat", "max_tokens": 100, "stream": true,
-		"tools": [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}],
+		"tools": [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}, "cache_control": {"type": "ephemeral"}}],
 		"tool_choice": "none",
 		"reasoning": {"effort": "low"},
 		"response_format": {"type": "json_schema", "json_schema": {"name": "output", "schema": {"type": "object"}}},
@@ -42,7 +42,7 @@ func TestMessagesToChat(t *testing.T) {
 			{"role": "system", "content": [{"type": "text", "text": "Rules."}, {"type": "text", "text": "Doc.", "cache_control": {"type": "ephemeral"}}]},
 			{"role": "user", "content": "Weather?"},
 			{"role": "assistant", "content": null,
-				"tool_calls": [{"id": "t1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}],
+				"tool_calls": [{"id": "t1", "type": "function", "function": {"name": "weather", "arguments": "{}"}, "cache_control": {"type": "ephemeral"}}],
 				"reasoning_details": [{"type": "reasoning.text", "text": "Call it.", "signature": "sig", "format": "anthropic-claude-v1"},
 					{"type": "reasoning.encrypted", "data": "enc", "format": "anthropic-claude-v1"}]},
 			{"role": "tool", "tool_call_id": "t1", "content": [{"type": "text", "text": "", "cache_control": {"type": "ephemeral", "ttl": "5m"}}]}
@@ -64,6 +64,14 @@ func TestMessagesToChatRefusals(t *testing.T) {
 			"messages[0].content[0].input: must be an object"},
 		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text", "text": "x", "cache_control": {"type": "persistent"}}]}]}`,
 			"messages[0].content[0].cache_control.type: must be ephemeral"},
+		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "tools": [{"name": "n", "input_schema": {}, "cache_control": {"type": "ephemeral", "ttl": "2h"}}]}`,
+			"tools[0].cache_control.ttl: must be 5m or 1h"},
+		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}, "cache_control": {"type": "ephemeral", "x": 1}}]}]}`,
+			"messages[1].content[0].cache_control.x: unknown field"},
+		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s", "cache_control": {"type": "ephemeral"}}]}]}`,
+			"messages[1].content[0].cache_control: is not accepted on thinking blocks: Anthropic's API refuses it there; thinking blocks cannot carry cache_control, and are cached as part of the prompt before a later block's cache_control"},
+		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "d", "cache_control": {"type": "ephemeral"}}]}]}`,
+			"messages[1].content[0].cache_control: is not accepted on redacted_thinking blocks"},
 		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text", "text": "x", "citations": [{}]}]}]}`,
 			"messages[0].content[0].citations: is not supported"},
 		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user"}]}`, "messages[0].content: is required"},

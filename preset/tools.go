@@ -11,10 +11,13 @@ import (
 // The tools and tool choices of a preset, read from each API's shape into
 // the Chat Completions shape the gateway applies: function tools only.
 
-// presetTool is a function tool in the Chat Completions shape.
+// presetTool is a function tool in the Chat Completions shape. A
+// preset's tools never carry cache_control (a preset keeps no request's
+// caching); a Messages request's translated tools do.
 type presetTool struct {
-	Type     string         `json:"type"`
-	Function presetFunction `json:"function"`
+	Type         string            `json:"type"`
+	Function     presetFunction    `json:"function"`
+	CacheControl map[string]string `json:"cache_control,omitempty"`
 }
 
 type presetFunction struct {
@@ -139,19 +142,28 @@ func functionChoice(field, name string) (any, error) {
 }
 
 // messagesTools keeps the custom tools and the tool choice of a Messages
-// request.
-func messagesTools(b *configBuilder, tools []map[string]json.RawMessage, choice json.RawMessage) error {
+// request. keepCache keeps a tool's cache_control (checked) on the chat
+// tool it becomes, for a request translated to Chat Completions
+// (MessagesToChat); a preset's tools keep none.
+func messagesTools(b *configBuilder, tools []map[string]json.RawMessage, choice json.RawMessage, keepCache bool) error {
 	err := setTools(b, tools, func(field string, t map[string]json.RawMessage) (presetTool, error) {
 		tool := presetTool{Type: "function"}
 		if kind, err := typeOf(field, t); err != nil || kind != "" && kind != "custom" {
 			return tool, cmp.Or(err, serverTool(field+".type", kind))
 		}
 		f := &tool.Function
-		var ignored json.RawMessage
+		var cache, ignored json.RawMessage
 		if err := readMembers(field, t, map[string]member{"type": {new(string), "a string"}, "name": {&f.Name, "a string"},
 			"description": {&f.Description, "a string"}, "input_schema": {&f.Parameters, "an object"},
-			"cache_control": {&ignored, "an object"}, "defer_loading": {&ignored, "a boolean"}}); err != nil {
+			"cache_control": {&cache, "an object"}, "defer_loading": {&ignored, "a boolean"}}); err != nil {
 			return tool, err
+		}
+		if keepCache && !isNull(cache) {
+			cc, err := cacheControl(field+".cache_control", cache)
+			if err != nil {
+				return tool, err
+			}
+			tool.CacheControl = cc
 		}
 		return tool, f.check(field)
 	})

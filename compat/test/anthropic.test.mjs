@@ -2,9 +2,11 @@
 // pinned in package.json): what an application that speaks Anthropic's API
 // meets when it points baseURL at Gatehouse (http://HOST:PORT/api, the SDK
 // adds /v1/messages). Whole and streamed messages, with tools, through an
-// OpenAI-compatible upstream (cmd/fakellm): the answer in Anthropic's
-// shapes, and the metered cost exactly the upstream's usage at the
-// configured prices. Errors as the SDK's typed errors. Not part of the
+// OpenAI-compatible upstream (cmd/fakellm), and prompt caching on a tool
+// through an upstream of type anthropic (fakellm's stand-in of Anthropic's
+// API): the answer in Anthropic's shapes, and the metered cost exactly the
+// upstream's usage at the configured prices, cache writes and reads
+// included. Errors as the SDK's typed errors. Not part of the
 // @openrouter/sdk coverage table.
 
 import assert from "node:assert/strict";
@@ -22,7 +24,22 @@ const ctx = {};
 before(async () => {
   ctx.dir = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-anthropic-"));
   ctx.fake = await startFakeLLM(ctx.dir);
-  ctx.server = await startServer({ env: { GATEHOUSE_PROVIDERS_FILE: ctx.fake.providers } });
+  // A provider of type anthropic too, served by fakellm's strict stand-in of
+  // Anthropic's API, whose model prices its cache: per million tokens,
+  // prompt $1000, completion $2000, cache reads $100, cache writes $1250.
+  fs.appendFileSync(ctx.fake.providers, `  - id: claude
+    type: anthropic
+    base_url: http://127.0.0.1:${ctx.fake.port}
+    api_key_env: ANTHROPIC_TEST_KEY
+    models:
+      - id: chat
+        prompt_price: 1000
+        completion_price: 2000
+        cache_read_price: 100
+        cache_write_price: 1250
+        max_completion_tokens: 100
+`);
+  ctx.server = await startServer({ env: { GATEHOUSE_PROVIDERS_FILE: ctx.fake.providers, ANTHROPIC_TEST_KEY: "anthropic-key" } });
 }, { timeout: 10 * 60_000 });
 
 after(async () => {
@@ -163,6 +180,26 @@ describe("the Anthropic Node SDK against Gatehouse's Messages API", () => {
     assert.deepEqual(JSON.parse(json), { city: "Paris" });
     const total = costOf(first.usage) + costOf(answer.usage) + costOf(final.usage);
     assert.equal(nano(await usageOf(hash)), total);
+  });
+
+  it("prompt caching: a tool's cache_control reaches an Anthropic provider; the next call reads what the first wrote, each charged at the cache prices", async () => {
+    const { key, hash } = await newKey({ limit: 1 });
+    const cachedCost = (u) => nano(u.input_tokens * 0.001 + u.cache_creation_input_tokens * 0.00125 +
+      u.cache_read_input_tokens * 0.0001 + u.output_tokens * 0.002);
+    const ask = (content) => anthropic(key).messages.create({ model: "claude/chat", max_tokens: 50,
+      tools: [{ ...weather, cache_control: { type: "ephemeral" } }], tool_choice: { type: "none" },
+      messages: [{ role: "user", content }] });
+    const first = await ask(uniq("first"));
+    const second = await ask(uniq("second"));
+    // The tools come first in Anthropic's prompt: the first call writes them
+    // to the cache, the second reads them.
+    assert.ok(first.usage.cache_creation_input_tokens > 0, JSON.stringify(first.usage));
+    assert.equal(first.usage.cache_read_input_tokens, 0);
+    assert.equal(second.usage.cache_read_input_tokens, first.usage.cache_creation_input_tokens);
+    assert.equal(second.usage.cache_creation_input_tokens, 0);
+    assert.equal(nano(first.usage.cost), cachedCost(first.usage));
+    assert.equal(nano(second.usage.cost), cachedCost(second.usage));
+    assert.equal(nano(await usageOf(hash)), cachedCost(first.usage) + cachedCost(second.usage));
   });
 
   it("errors arrive as the SDK's typed errors, in Anthropic's shape, with a request id", async () => {

@@ -31,7 +31,8 @@ import (
 // names), its string properties set to the user's text. With thinking
 // enabled, a thinking block (signed) comes first. Tokens are words;
 // max_tokens and stop_sequences cut the answer as the API does. Prompt
-// caching: the prompt up to a cache_control block is written to the cache
+// caching: the prompt (tools, system, messages, in that order) up to a
+// block or tool with cache_control is written to the cache
 // (cache_creation_input_tokens) the first time, and read from it
 // (cache_read_input_tokens) after; input_tokens are the rest. The model
 // "overloaded" answers 529 overloaded_error, "rate-limited" 429
@@ -118,8 +119,10 @@ type anthropicReq struct {
 	Temperature   *float64           `json:"temperature"`
 	TopK          *int64             `json:"top_k"`
 	Tools         []struct {
-		Name        string          `json:"name"`
-		InputSchema json.RawMessage `json:"input_schema"`
+		Name         string          `json:"name"`
+		Description  string          `json:"description"`
+		InputSchema  json.RawMessage `json:"input_schema"`
+		CacheControl json.RawMessage `json:"cache_control"`
 	} `json:"tools"`
 	ToolChoice *struct {
 		Type string `json:"type"`
@@ -227,6 +230,11 @@ func (a *Anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // what the API would say of a breach.
 func (a *Anthropic) check(req *anthropicReq) string {
 	cached := 0
+	for _, t := range req.Tools {
+		if len(t.CacheControl) > 0 && string(t.CacheControl) != "null" {
+			cached++
+		}
+	}
 	if len(req.System) > 0 {
 		for _, b := range blocksOf(req.System) {
 			if len(b.CacheControl) > 0 && string(b.CacheControl) != "null" {
@@ -304,7 +312,7 @@ func (ans *anthropicAnswer) usage(output int64) map[string]any {
 // text is what a block says, for counting and echoing.
 func (b aBlock) text() string {
 	switch b.Type {
-	case "text":
+	case "text", "tool":
 		return b.Text
 	case "tool_use":
 		return b.Name + " " + string(b.Input)
@@ -328,8 +336,14 @@ func (b aBlock) text() string {
 
 func (a *Anthropic) answer(req *anthropicReq) *anthropicAnswer {
 	ans := &anthropicAnswer{id: "msg_" + randomHex(12), stop: "end_turn"}
-	// The prompt, block by block, and its cache breakpoints.
+	// The prompt, block by block, and its cache breakpoints: the tools
+	// first, then the system prompt and the messages, as the API renders
+	// them (a tool's tokens are the words of its name, description and
+	// schema).
 	var all []aBlock
+	for _, t := range req.Tools {
+		all = append(all, aBlock{Type: "tool", Text: t.Name + " " + t.Description + " " + string(t.InputSchema), CacheControl: t.CacheControl})
+	}
 	if len(req.System) > 0 {
 		all = append(all, blocksOf(req.System)...)
 	}

@@ -46,6 +46,8 @@ func TestAnthropicStrict(t *testing.T) {
 		{h, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":""}]}]}`, 400, "text content blocks must be non-empty"},
 		{h, `{"model":"m","max_tokens":1000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}`, 400, "`max_tokens` must be greater than `thinking.budget_tokens`"},
 		{h, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}]}`, 400, "unexpected `tool_use_id`"},
+		{h, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s","cache_control":{"type":"ephemeral"}}]}]}`, 400, "messages.1.content.0.cache_control: Extra inputs are not permitted"},
+		{h, `{"model":"m","max_tokens":10,"tools":[` + strings.Repeat(`{"name":"f","input_schema":{},"cache_control":{"type":"ephemeral"}},`, 4) + `{"name":"g","input_schema":{}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`, 400, "A maximum of 4 blocks with cache_control may be provided. Found 5."},
 		{h, ok, 200, `"type":"message"`},
 	} {
 		status, body := post(t, a, "/v1/messages", c.headers, c.body)
@@ -56,6 +58,40 @@ func TestAnthropicStrict(t *testing.T) {
 			t.Errorf("%s: error shape %s", c.body, body)
 		}
 	}
+}
+
+// TestAnthropicToolCache: the tools come first in the prompt; a tool's
+// cache_control writes the tools up to it to the cache, and the next call
+// with the same tools reads them.
+func TestAnthropicToolCache(t *testing.T) {
+	a := &Anthropic{}
+	h := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
+	body := `{"model":"m","max_tokens":10,"tools":[{"name":"lookup","description":"Looks things up","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],"tool_choice":{"type":"none"},"messages":[{"role":"user","content":"%s"}]}`
+	for _, q := range []string{"first question", "second question here"} {
+		if status, res := post(t, a, "/v1/messages", h, strings.Replace(body, "%s", q, 1)); status != 200 {
+			t.Fatalf("%d %s", status, res)
+		}
+	}
+	// "lookup Looks things up {...}": 5 words; the questions 2 and 3.
+	u := a.Reported()
+	if want := (Usage{"input_tokens": 2, "cache_creation_input_tokens": 5, "cache_read_input_tokens": 0, "output_tokens": 4}); !equalUsage(u[0], want) {
+		t.Errorf("first %v, want %v", u[0], want)
+	}
+	if want := (Usage{"input_tokens": 3, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 5, "output_tokens": 5}); !equalUsage(u[1], want) {
+		t.Errorf("second %v, want %v", u[1], want)
+	}
+}
+
+func equalUsage(a, b Usage) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // TestGeminiStrict: the stand-in refuses what the Gemini API refuses, and
