@@ -74,6 +74,8 @@ func TestMessagesToChatRefusals(t *testing.T) {
 			"messages[1].content[0].cache_control: is not accepted on redacted_thinking blocks"},
 		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text", "text": "x", "citations": [{}]}]}]}`,
 			"messages[0].content[0].citations: is not supported"},
+		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "tools": [{"name": "n", "input_schema": {}, "defer_loading": true}]}`,
+			"tools[0].defer_loading: needs Anthropic's tool search tool"},
 		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user"}]}`, "messages[0].content: is required"},
 		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "stream": "yes"}`, "stream: must be a boolean"},
 		{`{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "tools": {}}`, "tools: must be an array"},

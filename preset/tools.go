@@ -152,11 +152,18 @@ func messagesTools(b *configBuilder, tools []map[string]json.RawMessage, choice 
 			return tool, cmp.Or(err, serverTool(field+".type", kind))
 		}
 		f := &tool.Function
-		var cache, ignored json.RawMessage
+		var cache json.RawMessage
+		var deferred bool
 		if err := readMembers(field, t, map[string]member{"type": {new(string), "a string"}, "name": {&f.Name, "a string"},
 			"description": {&f.Description, "a string"}, "input_schema": {&f.Parameters, "an object"},
-			"cache_control": {&cache, "an object"}, "defer_loading": {&ignored, "a boolean"}}); err != nil {
+			"cache_control": {&cache, "an object"}, "defer_loading": {&deferred, "a boolean"}}); err != nil {
 			return tool, err
+		}
+		if deferred {
+			// A deferred tool is loaded only when the tool search tool finds
+			// it; without that server tool, dropping the flag would put the
+			// tool in every prompt, which is not what was asked (nor its price).
+			return tool, gatehouse.FieldError(field+".defer_loading", "needs Anthropic's tool search tool, which this gateway does not run; leave it out or false")
 		}
 		if keepCache && !isNull(cache) {
 			cc, err := cacheControl(field+".cache_control", cache)
