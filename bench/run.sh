@@ -23,7 +23,9 @@
 # should be a multiple of it), BENCH_DESTINATIONS (0: with N, the regular
 # key's workspace gets N observability destinations at sampling 1.0 -- a
 # webhook, an otel-collector, a langfuse, over again -- all delivering to a
-# local sink, bench/baseline answering 200). Needs go, jq and wrk
+# local sink, bench/baseline answering 200), BENCH_IO_LOGGING (0: with 1,
+# that workspace logs I/O, so each event carries the prompt and completion
+# and each call's content is sealed and stored). Needs go, jq and wrk
 # (apt-get install wrk).
 set -euo pipefail
 
@@ -33,7 +35,7 @@ for arg in "$@"; do
   case "$arg" in
     sqlite | postgres) ENGINE=$arg ;;
     --scale) SCALE=1 ;;
-    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "usage: bash bench/run.sh [sqlite|postgres] [--scale]" >&2; exit 2 ;;
   esac
 done
@@ -183,6 +185,11 @@ add_destinations() {
       -H 'Content-Type: application/json' -d "$body" > /dev/null || { echo "cannot create destination $i" >&2; return 1; }
   done
   log "$n destinations in workspace $ws, delivering to the sink at $sink"
+  if [[ ${BENCH_IO_LOGGING:-0} == 1 ]]; then
+    curl -sf -X PATCH "$GH/api/v1/workspaces/$ws" -H "Authorization: Bearer $MGMT" -H 'Content-Type: application/json' \
+      -d '{"is_observability_io_logging_enabled": true}' > /dev/null || { echo "cannot turn on I/O logging" >&2; return 1; }
+    log "workspace $ws logs I/O: the events carry the text, and the calls' content is stored"
+  fi
 }
 
 # report_destinations logs what the destinations delivered (a second after
