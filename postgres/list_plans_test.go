@@ -33,7 +33,7 @@ func TestListPlans(t *testing.T) {
 	defer db.Close()
 	log := &sqlstore.QueryLog{Engine: engine{db}}
 	s := sqlstore.New(log, box)
-	lists := plantest.Lists(t, s, log)
+	lists := append(plantest.Lists(t, s, log, sqlstore.WalkForward), plantest.Lists(t, s, log, sqlstore.WalkBackward)...)
 	ctx := context.Background()
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {

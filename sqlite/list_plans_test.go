@@ -28,7 +28,8 @@ func TestListPlans(t *testing.T) {
 	defer db.Close()
 	log := &sqlstore.QueryLog{Engine: engine{db}}
 	s := sqlstore.New(log, box)
-	for _, l := range plantest.Lists(t, s, log) {
+	lists := append(plantest.Lists(t, s, log, sqlstore.WalkForward), plantest.Lists(t, s, log, sqlstore.WalkBackward)...)
+	for _, l := range lists {
 		for _, q := range l.Queries {
 			plan := queryPlan(t, db, q)
 			if msg := checkListPlan(plan); msg != "" {

@@ -25,19 +25,25 @@ type List struct {
 }
 
 // Lists makes an organization with a workspace besides its default, a
-// guardrail and a preset, runs each list of the store on it through log
-// (which s runs on) at offset 100, and returns each list's statements that
-// count or page (those naming OFFSET, or count(*)).
-func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
+// guardrail, a preset and four keys, runs each list of the store on it
+// through log (which s runs on) at offset 100, every page read from the end
+// walk names (sqlstore.WalkForward or WalkBackward: the queries of both
+// ways, which the store picks between by the page's offset), and returns
+// each list's statements that count or page (those naming OFFSET, or
+// count(*)). The keys are read from an end of their list and from a mark
+// of the keys API (where an earlier page ended).
+func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog, walk sqlstore.PageWalk) []List {
 	t.Helper()
 	ctx := context.Background()
+	s.SetPageWalk(walk)
+	defer s.SetPageWalk(sqlstore.WalkNearer)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	org, err := s.CreateOrganization(ctx, "Plans")
+	org, err := s.CreateOrganization(ctx, fmt.Sprint("Plans ", walk))
 	must(err)
 	ws, err := s.CreateWorkspace(ctx, org.ID, gatehouse.WorkspaceUpdate{Name: gatehouse.Val("Other"), Slug: gatehouse.Val("other")}, nil)
 	must(err)
@@ -49,6 +55,10 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
 		m, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: fmt.Sprintf("m%d@example.com", i)})
 		must(err)
 		_, _, err = s.AddWorkspaceMembers(ctx, org.ID, ws.ID, []string{m.ID})
+		must(err)
+	}
+	for i := range 4 {
+		_, _, err := s.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: fmt.Sprint("k", i)})
 		must(err)
 	}
 	since := time.UnixMilli(1)
@@ -64,6 +74,9 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
 				qs = append(qs, q)
 			}
 		}
+		if walk == sqlstore.WalkBackward {
+			name += " (read backward)"
+		}
 		if len(qs) == 0 {
 			t.Fatalf("%s: no statement counted or paged", name)
 		}
@@ -75,6 +88,21 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
 	run("keys, all", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100, IncludeDisabled: true})))
 	run("keys of a workspace", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100, WorkspaceID: ws.ID})))
 	run("keys of a workspace, all", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100, WorkspaceID: ws.ID, IncludeDisabled: true})))
+	// Pages that end at offsets 1 and 3 leave marks there; the page at 1
+	// is then read from the mark before it (forward) or after it
+	// (backward).
+	for _, p := range []gatehouse.KeyFilter{{Offset: 0, Limit: 1}, {Offset: 2, Limit: 1}} {
+		keys, err := s.FindKeys(ctx, org.ID, p)
+		must(err)
+		if len(keys) != 1 {
+			t.Fatalf("the keys at offset %d: %d, want 1", p.Offset, len(keys))
+		}
+	}
+	log.Take()
+	run("keys, from a mark", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 1, Limit: 1})))
+	if marked := lists[len(lists)-1]; !strings.Contains(marked.Queries[len(marked.Queries)-1].Query, "(created_at, hash)") {
+		t.Fatalf("%s: the page was not read from a mark:\n%s", marked.Name, marked.Queries[len(marked.Queries)-1].Query)
+	}
 	run("members", third(s.FindMembers(ctx, org.ID, page)))
 	run("workspaces", third(s.FindWorkspaces(ctx, org.ID, page)))
 	run("workspace members", third(s.FindWorkspaceMembers(ctx, org.ID, ws.ID, page)))
