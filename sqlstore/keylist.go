@@ -14,7 +14,11 @@ import (
 // page ended is remembered (a mark: the offset after it, and the created_at
 // and hash of its last key), and the next page, or any later one, walks on
 // from the nearest mark before it: each page of a paginator's walk costs
-// what the first does.
+// what the first does. A page nearer the end of its list than the start
+// and any mark before it is read backwards, from the end (whose distance
+// the list's length, kept by triggers in list_counts, migration 0051,
+// gives) or from a mark after the page: the index walked the other way,
+// skipping the keys after the page.
 //
 // A mark holds while the organization's list of keys is what it was: the
 // organization's key_list_version (in list_counts, migration 0030), which

@@ -312,8 +312,10 @@ func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, a
 // The page is found in counted too, by its key alone, and only its rows
 // are read whole: the rows the offset skips are skipped in the index that
 // holds counted's filter and order (each list has one, and a test of its
-// plan), never read from the table (the last page of a million rows: a
-// walk of the index, not a million reads of the table's pages).
+// plan), never read from the table; and from the nearer end of the list
+// (walkPage): the last page of a million rows walks no more of the index
+// than the first, the middle one half of it, and none reads the table's
+// pages for the rows skipped.
 func findCountedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
 	return countAndPage(ctx, tx, columns, from, counted, order, false, args, page, scan)
 }
