@@ -113,3 +113,18 @@ func checkListPlan(n planNode, underLimit bool) string {
 	}
 	return ""
 }
+
+// TestViewIsOneSnapshot: a list's count and page, read apart in a view
+// (REPEATABLE READ), see the same rows, whatever is written meanwhile.
+func TestViewIsOneSnapshot(t *testing.T) {
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), pgtest.NewDatabase(t), box, Options{OpTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	plantest.CountAndPageSnapshot(t, db.Store, engine{db}.View)
+}

@@ -88,3 +88,18 @@ func queryPlan(t *testing.T, db *DB, q sqlstore.LoggedQuery) []string {
 	}
 	return plan
 }
+
+// TestViewIsOneSnapshot: a list's count and page, read apart in a view,
+// see the same rows, whatever is written meanwhile.
+func TestViewIsOneSnapshot(t *testing.T) {
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	plantest.CountAndPageSnapshot(t, db.Store, engine{db}.View)
+}

@@ -2,7 +2,8 @@
 // returns the statements each ran: the engines' plan tests read their
 // plans (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN) and fail when
 // one would read the table for each row its offset skips, or count the
-// list's rows from the table.
+// list's rows from the table. CountAndPageSnapshot checks that an engine's
+// view reads a list's count and its page in one snapshot.
 package plantest
 
 import (
@@ -128,4 +129,55 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog, walk sqlstor
 	run("scim users", third(s.FindSCIMUsers(ctx, org.ID, gatehouse.SCIMUserFilter{StartIndex: 101, Count: 50})))
 	run("scim groups", third(s.FindSCIMGroups(ctx, org.ID, gatehouse.SCIMGroupFilter{StartIndex: 101, Count: 50})))
 	return lists
+}
+
+// CountAndPageSnapshot checks that view (an engine's View, on the database
+// s writes to) reads in one snapshot: a list's count and its page are read
+// apart (the page from the end the count puts it nearer), and a write
+// between them must not move the page. It reads an organization's kept
+// count of members and its members' rows, writes a member from another
+// connection, and reads both again in the same view: all must be as before.
+func CountAndPageSnapshot(t *testing.T, s *sqlstore.Store, view func(context.Context, func(sqlstore.Querier) error) error) {
+	t.Helper()
+	ctx := context.Background()
+	org, err := s.CreateOrganization(ctx, "Snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: "first@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(q sqlstore.Querier) (kept, rows int, err error) {
+		if err := q.QueryRow(ctx, `SELECT COALESCE(SUM(n), 0) FROM list_counts WHERE list = 'members' AND scope = ?`, org.ID).Scan(&kept); err != nil {
+			return 0, 0, err
+		}
+		err = q.QueryRow(ctx, `SELECT count(*) FROM members WHERE organization_id = ?`, org.ID).Scan(&rows)
+		return kept, rows, err
+	}
+	err = view(ctx, func(q sqlstore.Querier) error {
+		kept, rows, err := read(q)
+		if err != nil {
+			return err
+		}
+		if kept != 1 || rows != 1 {
+			return fmt.Errorf("before the write: a kept count of %d and %d rows, want 1 and 1", kept, rows)
+		}
+		if _, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: "second@example.com"}); err != nil {
+			return err
+		}
+		kept, rows, err = read(q)
+		if err != nil {
+			return err
+		}
+		if kept != 1 || rows != 1 {
+			return fmt.Errorf("a write committed meanwhile shows in the view: a kept count of %d and %d rows, want 1 and 1", kept, rows)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, total, err := s.FindMembers(ctx, org.ID, gatehouse.Page{Limit: 1}); err != nil || total != 2 {
+		t.Fatalf("after the view: %d members (%v), want 2", total, err)
+	}
 }
