@@ -33,7 +33,7 @@ func TestListPlans(t *testing.T) {
 	defer db.Close()
 	log := &sqlstore.QueryLog{Engine: engine{db}}
 	s := sqlstore.New(log, box)
-	lists := plantest.Lists(t, s, log)
+	lists := append(plantest.Lists(t, s, log, sqlstore.WalkForward), plantest.Lists(t, s, log, sqlstore.WalkBackward)...)
 	ctx := context.Background()
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
@@ -112,4 +112,19 @@ func checkListPlan(n planNode, underLimit bool) string {
 		}
 	}
 	return ""
+}
+
+// TestViewIsOneSnapshot: a list's count and page, read apart in a view
+// (REPEATABLE READ), see the same rows, whatever is written meanwhile.
+func TestViewIsOneSnapshot(t *testing.T) {
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), pgtest.NewDatabase(t), box, Options{OpTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	plantest.CountAndPageSnapshot(t, db.Store, engine{db}.View)
 }

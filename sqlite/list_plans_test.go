@@ -28,7 +28,8 @@ func TestListPlans(t *testing.T) {
 	defer db.Close()
 	log := &sqlstore.QueryLog{Engine: engine{db}}
 	s := sqlstore.New(log, box)
-	for _, l := range plantest.Lists(t, s, log) {
+	lists := append(plantest.Lists(t, s, log, sqlstore.WalkForward), plantest.Lists(t, s, log, sqlstore.WalkBackward)...)
+	for _, l := range lists {
 		for _, q := range l.Queries {
 			plan := queryPlan(t, db, q)
 			if msg := checkListPlan(plan); msg != "" {
@@ -86,4 +87,19 @@ func queryPlan(t *testing.T, db *DB, q sqlstore.LoggedQuery) []string {
 		plan = append(plan, detail)
 	}
 	return plan
+}
+
+// TestViewIsOneSnapshot: a list's count and page, read apart in a view,
+// see the same rows, whatever is written meanwhile.
+func TestViewIsOneSnapshot(t *testing.T) {
+	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	plantest.CountAndPageSnapshot(t, db.Store, engine{db}.View)
 }

@@ -14,7 +14,11 @@ import (
 // page ended is remembered (a mark: the offset after it, and the created_at
 // and hash of its last key), and the next page, or any later one, walks on
 // from the nearest mark before it: each page of a paginator's walk costs
-// what the first does.
+// what the first does. A page nearer the end of its list than the start
+// and any mark before it is read backwards, from the end (whose distance
+// the list's length, kept by triggers in list_counts, migration 0051,
+// gives) or from a mark after the page: the index walked the other way,
+// skipping the keys after the page.
 //
 // A mark holds while the organization's list of keys is what it was: the
 // organization's key_list_version (in list_counts, migration 0030), which
@@ -52,26 +56,31 @@ type keyMarks struct {
 	lists map[keyList]*keyListMarks
 }
 
-// nearest returns the mark of l at the greatest offset not past offset in
-// version, if any.
-func (m *keyMarks) nearest(l keyList, version int64, offset int) (int, *KeyListCursor) {
+// around returns the marks of l in version nearest to a page: the one at
+// the greatest offset not past from, and the one at the least offset not
+// before to, if any.
+func (m *keyMarks) around(l keyList, version int64, from, to int) (before, after *keyMark) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	marks := m.lists[l]
 	if marks == nil || marks.version != version {
-		return 0, nil
+		return nil, nil
 	}
-	best, found := 0, false
-	var c KeyListCursor
 	for at, cur := range marks.at {
-		if at <= offset && (!found || at > best) {
-			best, c, found = at, cur, true
+		if at <= from && (before == nil || at > before.at) {
+			before = &keyMark{at, cur}
+		}
+		if at >= to && (after == nil || at < after.at) {
+			after = &keyMark{at, cur}
 		}
 	}
-	if !found {
-		return 0, nil
-	}
-	return best, &c
+	return before, after
+}
+
+// keyMark is a mark: the key just before the offset at.
+type keyMark struct {
+	at  int
+	key KeyListCursor
 }
 
 // mark remembers that the key before offset is c, in version.
@@ -106,10 +115,13 @@ func (m *keyMarks) mark(l keyList, version int64, offset int, c KeyListCursor) {
 
 // KeyPageQuery is the query of a page of the keys API, and its arguments:
 // the list's keys after the key c (nil: from the first), skipping skip of
-// them, at most limit. The keys are found by hash in the index of the
-// list's filter and order; only the page's are read from the table
+// them, at most limit. Reversed, the list is read backwards: its keys up to
+// c and including it (nil: from the last), newest first, skipping skip of
+// them, and the page's rows returned in the list's order. The keys are
+// found by hash in the index of the list's filter and order (walked
+// backwards when reversed); only the page's are read from the table
 // (pageOf).
-func KeyPageQuery(orgID string, workspaceID string, includeDisabled bool, c *KeyListCursor, skip, limit int) (string, []any) {
+func KeyPageQuery(orgID string, workspaceID string, includeDisabled bool, c *KeyListCursor, skip, limit int, reversed bool) (string, []any) {
 	where, args := `organization_id = ? AND management = FALSE`, []any{orgID}
 	if workspaceID != "" {
 		where, args = `workspace_id = ?`, []any{workspaceID}
@@ -117,13 +129,17 @@ func KeyPageQuery(orgID string, workspaceID string, includeDisabled bool, c *Key
 	if !includeDisabled {
 		where += ` AND disabled = FALSE`
 	}
+	order, after := `created_at, hash`, `>`
+	if reversed {
+		order, after = `created_at DESC, hash DESC`, `<=`
+	}
 	inner, innerArgs := where, args[:len(args):len(args)]
 	if c != nil {
-		inner, innerArgs = where+` AND (created_at, hash) > (?, ?)`, append(innerArgs, c.createdAt, c.hash)
+		inner, innerArgs = where+` AND (created_at, hash) `+after+` (?, ?)`, append(innerArgs, c.createdAt, c.hash)
 	}
 	all := append(innerArgs, limit, skip)
 	return pageOf(keyColumns, `api_keys`, `hash`, `SELECT hash AS page_key FROM api_keys WHERE `+inner+`
-		ORDER BY created_at, hash LIMIT ? OFFSET ?`), all
+		ORDER BY `+order+` LIMIT ? OFFSET ?`, reversed), all
 }
 
 // KeyCursorAt is a cursor for tests of KeyPageQuery's plans.
@@ -131,15 +147,67 @@ func KeyCursorAt(createdAtMillis int64, hash string) *KeyListCursor {
 	return &KeyListCursor{createdAt: createdAtMillis, hash: hash}
 }
 
-// FindKeys lists regular keys of the organization.
+// keyListCount is the list_counts list that counts the keys of a list
+// (migration 0051), scoped by its workspace or else its organization.
+func keyListCount(l keyList) (list, scope string) {
+	list, scope = "keys", l.org
+	if l.workspace != "" {
+		list, scope = "workspace_keys", l.workspace
+	}
+	if !l.includeDisabled {
+		list += "_enabled"
+	}
+	return list, scope
+}
+
+// keyWalk is the way a page of the keys API is read: from a mark (nil:
+// from an end of the list), forward or reversed, skipping skip keys, at
+// most limit (reversed: the page's keys, which the last page may have
+// fewer of).
+type keyWalk struct {
+	from        *KeyListCursor
+	skip, limit int
+	reversed    bool
+}
+
+// walkKeys returns the way to read the page of limit keys at offset of a
+// list of total keys that skips the fewest keys: from its start or the
+// nearest mark before the page, forward; or from its end or the nearest
+// mark after the page, reversed. ok is false when the page is empty.
+func (s *Store) walkKeys(l keyList, version int64, total, offset, limit int) (w keyWalk, ok bool) {
+	rows := max(min(limit, total-offset), 0) // the page's
+	end := offset + rows
+	before, after := s.keyMarks.around(l, version, offset, end)
+	forward := keyWalk{skip: offset, limit: limit}
+	if before != nil {
+		forward = keyWalk{from: &before.key, skip: offset - before.at, limit: limit}
+	}
+	backward := keyWalk{skip: max(total-end, 0), limit: rows, reversed: true}
+	if after != nil && after.at-end < backward.skip {
+		backward = keyWalk{from: &after.key, skip: after.at - end, limit: rows, reversed: true}
+	}
+	switch s.pageWalk {
+	case WalkForward:
+		return forward, true
+	case WalkBackward:
+		return backward, true
+	}
+	if rows <= 0 {
+		return keyWalk{}, false
+	}
+	if backward.skip < forward.skip {
+		return backward, true
+	}
+	return forward, true
+}
+
+// FindKeys lists regular keys of the organization: the page is read from
+// the nearest of the list's ends and the marks around it (walkKeys), the
+// list's length kept by triggers (migration 0051) and read, with its
+// version, in the page's snapshot.
 func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilter) (_ []*gatehouse.Key, err error) {
 	defer wrap(&err, "FindKeys")
 	return view(ctx, s, func(tx *Tx) ([]*gatehouse.Key, error) {
-		var version int64
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(n), 0) FROM list_counts WHERE list = 'key_list_version' AND scope = ?`,
-			orgID).Scan(&version); err != nil {
-			return nil, err
-		}
 		l := keyList{org: orgID, includeDisabled: f.IncludeDisabled}
 		if f.WorkspaceID != "" {
 			w, err := tx.findWorkspace(ctx, orgID, f.WorkspaceID)
@@ -148,13 +216,24 @@ func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilte
 			}
 			l.workspace = w.ID
 		}
+		list, scope := keyListCount(l)
+		var version, total int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(CASE WHEN list = 'key_list_version' THEN n END), 0),
+			COALESCE(SUM(CASE WHEN list = ? THEN n END), 0) FROM list_counts
+			WHERE (list = 'key_list_version' AND scope = ?) OR (list = ? AND scope = ?)`,
+			list, orgID, list, scope).Scan(&version, &total); err != nil {
+			return nil, err
+		}
 		limit := f.Limit
 		if limit <= 0 || limit > gatehouse.MaxKeysPerList {
 			limit = gatehouse.MaxKeysPerList
 		}
 		offset := max(f.Offset, 0)
-		from, c := s.keyMarks.nearest(l, version, offset)
-		query, args := KeyPageQuery(orgID, l.workspace, l.includeDisabled, c, offset-from, limit)
+		w, ok := s.walkKeys(l, version, int(total), offset, limit)
+		if !ok {
+			return []*gatehouse.Key{}, nil
+		}
+		query, args := KeyPageQuery(orgID, l.workspace, l.includeDisabled, w.from, w.skip, w.limit, w.reversed)
 		rows, err := tx.Query(ctx, query, args...)
 		keys, err := collect(rows, err, scanKey)
 		if err != nil {

@@ -148,6 +148,8 @@ type Store struct {
 	// keyMarks remember where the pages of the keys API ended
 	// (keylist.go).
 	keyMarks keyMarks
+	// pageWalk is the end from which pages are read (SetPageWalk).
+	pageWalk PageWalk
 }
 
 // SetSyncMetering makes the metering writes (admission, the ledger) commit
@@ -310,8 +312,10 @@ func findPage[T any](ctx context.Context, tx *Tx, columns, from, order string, a
 // The page is found in counted too, by its key alone, and only its rows
 // are read whole: the rows the offset skips are skipped in the index that
 // holds counted's filter and order (each list has one, and a test of its
-// plan), never read from the table (the last page of a million rows: a
-// walk of the index, not a million reads of the table's pages).
+// plan), never read from the table; and from the nearer end of the list
+// (walkPage): the last page of a million rows walks no more of the index
+// than the first, the middle one half of it, and none reads the table's
+// pages for the rows skipped.
 func findCountedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
 	return countAndPage(ctx, tx, columns, from, counted, order, false, args, page, scan)
 }
@@ -329,7 +333,10 @@ func findKeptCountPage[T any](ctx context.Context, tx *Tx, list, scope string, c
 }
 
 // countAndPage reads a list's count (list_counts' for list and scope,
-// when list is given), then its page.
+// when list is given), then its page, both in tx's snapshot (every caller
+// reads in view: one snapshot on both engines, so the count says where the
+// page is). The page is read from the nearer end of the list (walkPage):
+// past the middle, in the reversed order, skipping the rows after it.
 func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error), list ...string) (*listing[T], error) {
 	var total int
 	count, countArgs := `SELECT count(*) FROM `+counted, args
@@ -339,7 +346,11 @@ func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, or
 	if err := tx.QueryRow(ctx, count, countArgs...).Scan(&total); err != nil {
 		return nil, err
 	}
-	query, qargs := PageQuery(columns, from, counted, order, scoped, args, page)
+	w, ok := tx.s.walkPage(total, page)
+	if !ok {
+		return &listing[T]{[]T{}, total}, nil
+	}
+	query, qargs := PageQuery(columns, from, counted, order, scoped, args, w.page, w.reversed)
 	rows, err := tx.Query(ctx, query, qargs...)
 	items, err := collect(rows, err, scan)
 	if err != nil {
@@ -348,11 +359,96 @@ func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, or
 	return &listing[T]{items, total}, nil
 }
 
+// PageWalk is the end of a list from which the store reads a page of it
+// when it knows the list's length.
+type PageWalk int
+
+const (
+	// WalkNearer reads each page from the nearer end of its list: the
+	// default.
+	WalkNearer PageWalk = iota
+	// WalkForward reads every page from the list's start, as it is
+	// ordered, and WalkBackward from its end, in the reversed order; both
+	// read even a page that is empty. For tests: of the reversed queries'
+	// plans, and that both ways find the same rows.
+	WalkForward
+	WalkBackward
+)
+
+// SetPageWalk sets the end of a list from which its pages are read
+// (WalkNearer unless told). Call it before using the store: tests only.
+func (s *Store) SetPageWalk(w PageWalk) { s.pageWalk = w }
+
+// pageWalk is the way a page is read: a page of the list as it is
+// ordered, or of the list reversed (every ORDER BY term's direction
+// flipped, the same index walked backwards) whose rows are then returned
+// in the list's order.
+type pageWalk struct {
+	page     gatehouse.Page
+	reversed bool
+}
+
+// walkPage returns the way to read page of a list of total rows (as read
+// in the page's snapshot) that skips fewer rows in the index: forward,
+// skipping the page's offset, or reversed, skipping the rows after the page
+// (total - offset - limit; the last page skips none). The middle page is
+// the worst: half the list is skipped. ok is false when the page is empty
+// (past the end, or of no rows): nothing to read.
+//
+// Every list's order is total (its last term is a key unique in the list),
+// so the reversed page holds exactly the rows of the forward one.
+func (s *Store) walkPage(total int, page gatehouse.Page) (w pageWalk, ok bool) {
+	offset, limit := max(page.Offset, 0), page.Limit
+	after := total - offset - limit // the rows after the page
+	rows := limit                   // the page's
+	if after < 0 {
+		rows, after = limit+after, 0
+	}
+	forward := pageWalk{page: gatehouse.Page{Offset: offset, Limit: limit}}
+	backward := pageWalk{page: gatehouse.Page{Offset: after, Limit: max(rows, 0)}, reversed: true}
+	switch s.pageWalk {
+	case WalkForward:
+		return forward, true
+	case WalkBackward:
+		return backward, true
+	}
+	if rows <= 0 {
+		return pageWalk{}, false
+	}
+	if after < offset {
+		return backward, true
+	}
+	return forward, true
+}
+
+// reverseOrder is an ORDER BY list with every term's direction flipped.
+// The NULLs of a column go last in the reversed order where they went
+// first, on both engines, so the reversed order is exactly the list's
+// backwards.
+func reverseOrder(order string) string {
+	terms := strings.Split(order, ",")
+	for i, t := range terms {
+		t = strings.TrimSpace(t)
+		switch {
+		case strings.HasSuffix(t, " DESC"):
+			t = strings.TrimSuffix(t, " DESC")
+		case strings.HasSuffix(t, " ASC"):
+			t = strings.TrimSuffix(t, " ASC") + " DESC"
+		default:
+			t += " DESC"
+		}
+		terms[i] = t
+	}
+	return strings.Join(terms, ", ")
+}
+
 // PageQuery is the query of one page of findCountedPage, and its
 // arguments: the keys of the page's rows are found in counted (skipping the
 // offset in its index), then each of those rows in from by its key (and
-// from's filter when scoped: the key is unique only within it).
-func PageQuery(columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page) (string, []any) {
+// from's filter when scoped: the key is unique only within it). When
+// reversed, the keys are found in the reversed order (page is a page of
+// the list reversed), and the rows returned in the list's.
+func PageQuery(columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, reversed bool) (string, []any) {
 	terms := strings.Split(order, ",")
 	key := strings.TrimSuffix(strings.TrimSpace(terms[len(terms)-1]), " DESC")
 	qargs := append(append(make([]any, 0, 2*len(args)+2), args...), page.Limit, page.Offset)
@@ -361,23 +457,30 @@ func PageQuery(columns, from, counted, order string, scoped bool, args []any, pa
 	} else if i := strings.LastIndex(from, "WHERE"); i >= 0 {
 		from = strings.TrimSpace(from[:i])
 	}
-	return pageOf(columns, from, key, `SELECT `+key+` AS page_key FROM `+counted+` ORDER BY `+order+` LIMIT ? OFFSET ?`), qargs
+	if reversed {
+		order = reverseOrder(order)
+	}
+	return pageOf(columns, from, key, `SELECT `+key+` AS page_key FROM `+counted+` ORDER BY `+order+` LIMIT ? OFFSET ?`, reversed), qargs
 }
 
 // pageOf is the query of the rows of from whose keys the query keys
-// returns (as page_key), in its order. The keys come first (CROSS JOIN:
-// SQLite keeps the order of the tables), each row then found by its key,
-// never by walking from's index and testing keys: a page's rows are read,
-// no others. The rows are ordered by their rank among the keys (page_row),
-// which no index of from holds, so that no engine walks one to skip the
-// sort of a page.
-func pageOf(columns, from, key, keys string) string {
+// returns (as page_key), in its order (reversed: in the reverse of it).
+// The keys come first (CROSS JOIN: SQLite keeps the order of the tables),
+// each row then found by its key, never by walking from's index and
+// testing keys: a page's rows are read, no others. The rows are ordered by
+// their rank among the keys (page_row), which no index of from holds, so
+// that no engine walks one to skip the sort of a page.
+func pageOf(columns, from, key, keys string, reversed bool) string {
 	join := " WHERE "
 	if strings.Contains(from, "WHERE") {
 		join = " AND "
 	}
+	rank := ` ORDER BY page.page_row`
+	if reversed {
+		rank += ` DESC`
+	}
 	return `SELECT ` + columns + ` FROM (SELECT page_key, row_number() OVER () AS page_row FROM (` + keys + `) page_keys) page CROSS JOIN ` +
-		from + join + key + ` = page.page_key ORDER BY page.page_row`
+		from + join + key + ` = page.page_key` + rank
 }
 
 // placeholders returns "?, ?, ..." for n values.

@@ -152,14 +152,19 @@ func insertSQL(t table, rows int) string {
 }
 
 // recountLists counts again the lists whose counts triggers keep
-// (migration 0031_list_counts.sql), whose triggers dropIndexes dropped
+// (migrations 0031_list_counts.sql and 0051_key_counts.sql), whose
+// triggers dropIndexes dropped
 // while their tables were filled (a fresh organization's key_list_version
 // needs no change: no page of it was read).
 const recountLists = `DELETE FROM list_counts WHERE list <> 'key_list_version';
 INSERT INTO list_counts SELECT 'members', organization_id, 0, count(*) FROM members GROUP BY organization_id;
 INSERT INTO list_counts SELECT 'audit_log', organization_id, 0, count(*) FROM audit_log GROUP BY organization_id;
 INSERT INTO list_counts SELECT 'key_assignments', organization_id, 0, count(*) FROM key_assignments GROUP BY organization_id;
-INSERT INTO list_counts SELECT 'member_assignments', organization_id, 0, count(*) FROM member_assignments GROUP BY organization_id;`
+INSERT INTO list_counts SELECT 'member_assignments', organization_id, 0, count(*) FROM member_assignments GROUP BY organization_id;
+INSERT INTO list_counts SELECT 'keys', organization_id, 0, count(*) FROM api_keys WHERE management = 0 GROUP BY organization_id;
+INSERT INTO list_counts SELECT 'keys_enabled', organization_id, 0, count(*) FROM api_keys WHERE management = 0 AND disabled = 0 GROUP BY organization_id;
+INSERT INTO list_counts SELECT 'workspace_keys', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL GROUP BY workspace_id;
+INSERT INTO list_counts SELECT 'workspace_keys_enabled', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL AND disabled = 0 GROUP BY workspace_id;`
 
 func (b *sqliteBulk) finish(ctx context.Context) error {
 	if _, err := b.db.ExecContext(ctx, recountLists); err != nil {

@@ -2,7 +2,8 @@
 // returns the statements each ran: the engines' plan tests read their
 // plans (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN) and fail when
 // one would read the table for each row its offset skips, or count the
-// list's rows from the table.
+// list's rows from the table. CountAndPageSnapshot checks that an engine's
+// view reads a list's count and its page in one snapshot.
 package plantest
 
 import (
@@ -25,19 +26,25 @@ type List struct {
 }
 
 // Lists makes an organization with a workspace besides its default, a
-// guardrail and a preset, runs each list of the store on it through log
-// (which s runs on) at offset 100, and returns each list's statements that
-// count or page (those naming OFFSET, or count(*)).
-func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
+// guardrail, a preset and four keys, runs each list of the store on it
+// through log (which s runs on) at offset 100, every page read from the end
+// walk names (sqlstore.WalkForward or WalkBackward: the queries of both
+// ways, which the store picks between by the page's offset), and returns
+// each list's statements that count or page (those naming OFFSET, or
+// count(*)). The keys are read from an end of their list and from a mark
+// of the keys API (where an earlier page ended).
+func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog, walk sqlstore.PageWalk) []List {
 	t.Helper()
 	ctx := context.Background()
+	s.SetPageWalk(walk)
+	defer s.SetPageWalk(sqlstore.WalkNearer)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	org, err := s.CreateOrganization(ctx, "Plans")
+	org, err := s.CreateOrganization(ctx, fmt.Sprint("Plans ", walk))
 	must(err)
 	ws, err := s.CreateWorkspace(ctx, org.ID, gatehouse.WorkspaceUpdate{Name: gatehouse.Val("Other"), Slug: gatehouse.Val("other")}, nil)
 	must(err)
@@ -49,6 +56,10 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
 		m, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: fmt.Sprintf("m%d@example.com", i)})
 		must(err)
 		_, _, err = s.AddWorkspaceMembers(ctx, org.ID, ws.ID, []string{m.ID})
+		must(err)
+	}
+	for i := range 4 {
+		_, _, err := s.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: fmt.Sprint("k", i)})
 		must(err)
 	}
 	since := time.UnixMilli(1)
@@ -64,6 +75,9 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
 				qs = append(qs, q)
 			}
 		}
+		if walk == sqlstore.WalkBackward {
+			name += " (read backward)"
+		}
 		if len(qs) == 0 {
 			t.Fatalf("%s: no statement counted or paged", name)
 		}
@@ -75,6 +89,21 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
 	run("keys, all", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100, IncludeDisabled: true})))
 	run("keys of a workspace", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100, WorkspaceID: ws.ID})))
 	run("keys of a workspace, all", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 100, WorkspaceID: ws.ID, IncludeDisabled: true})))
+	// Pages that end at offsets 1 and 3 leave marks there; the page at 1
+	// is then read from the mark before it (forward) or after it
+	// (backward).
+	for _, p := range []gatehouse.KeyFilter{{Offset: 0, Limit: 1}, {Offset: 2, Limit: 1}} {
+		keys, err := s.FindKeys(ctx, org.ID, p)
+		must(err)
+		if len(keys) != 1 {
+			t.Fatalf("the keys at offset %d: %d, want 1", p.Offset, len(keys))
+		}
+	}
+	log.Take()
+	run("keys, from a mark", second(s.FindKeys(ctx, org.ID, gatehouse.KeyFilter{Offset: 1, Limit: 1})))
+	if marked := lists[len(lists)-1]; !strings.Contains(marked.Queries[len(marked.Queries)-1].Query, "(created_at, hash)") {
+		t.Fatalf("%s: the page was not read from a mark:\n%s", marked.Name, marked.Queries[len(marked.Queries)-1].Query)
+	}
 	run("members", third(s.FindMembers(ctx, org.ID, page)))
 	run("workspaces", third(s.FindWorkspaces(ctx, org.ID, page)))
 	run("workspace members", third(s.FindWorkspaceMembers(ctx, org.ID, ws.ID, page)))
@@ -100,4 +129,55 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
 	run("scim users", third(s.FindSCIMUsers(ctx, org.ID, gatehouse.SCIMUserFilter{StartIndex: 101, Count: 50})))
 	run("scim groups", third(s.FindSCIMGroups(ctx, org.ID, gatehouse.SCIMGroupFilter{StartIndex: 101, Count: 50})))
 	return lists
+}
+
+// CountAndPageSnapshot checks that view (an engine's View, on the database
+// s writes to) reads in one snapshot: a list's count and its page are read
+// apart (the page from the end the count puts it nearer), and a write
+// between them must not move the page. It reads an organization's kept
+// count of members and its members' rows, writes a member from another
+// connection, and reads both again in the same view: all must be as before.
+func CountAndPageSnapshot(t *testing.T, s *sqlstore.Store, view func(context.Context, func(sqlstore.Querier) error) error) {
+	t.Helper()
+	ctx := context.Background()
+	org, err := s.CreateOrganization(ctx, "Snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: "first@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(q sqlstore.Querier) (kept, rows int, err error) {
+		if err := q.QueryRow(ctx, `SELECT COALESCE(SUM(n), 0) FROM list_counts WHERE list = 'members' AND scope = ?`, org.ID).Scan(&kept); err != nil {
+			return 0, 0, err
+		}
+		err = q.QueryRow(ctx, `SELECT count(*) FROM members WHERE organization_id = ?`, org.ID).Scan(&rows)
+		return kept, rows, err
+	}
+	err = view(ctx, func(q sqlstore.Querier) error {
+		kept, rows, err := read(q)
+		if err != nil {
+			return err
+		}
+		if kept != 1 || rows != 1 {
+			return fmt.Errorf("before the write: a kept count of %d and %d rows, want 1 and 1", kept, rows)
+		}
+		if _, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: "second@example.com"}); err != nil {
+			return err
+		}
+		kept, rows, err = read(q)
+		if err != nil {
+			return err
+		}
+		if kept != 1 || rows != 1 {
+			return fmt.Errorf("a write committed meanwhile shows in the view: a kept count of %d and %d rows, want 1 and 1", kept, rows)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, total, err := s.FindMembers(ctx, org.ID, gatehouse.Page{Limit: 1}); err != nil || total != 2 {
+		t.Fatalf("after the view: %d members (%v), want 2", total, err)
+	}
 }
