@@ -52,65 +52,97 @@ func deliverWebhook(ctx context.Context, s *sender, d *gatehouse.Destination, ev
 		method = http.MethodPut
 	}
 	var last outcome
-	for _, e := range evs {
+	for i, e := range evs {
 		r, err := newRequest(method, d.Config.Values["url"], d, webhookPayload(e),
 			map[string]string{"Idempotency-Key": e.Generation.ID})
 		if err != nil {
-			return failed(err)
+			o := failed(err)
+			o.delivered, o.oneByOne = i, true
+			return o
 		}
 		if last = s.do(ctx, r); !last.ok() {
+			last.delivered, last.oneByOne = i, true // the events before it were received
 			return last
 		}
 	}
 	return last
 }
 
+// maxBatch is the most events one attempt sends to a destination: the
+// deliveries its lane holds when a worker comes for it, up to this.
+const maxBatch = 100
+
 // maxRetryAfter caps how long a destination's Retry-After can hold a retry.
 const maxRetryAfter = time.Minute
 
-// run makes one attempt of a delivery and counts it; it returns whether to
-// try again, and after how long.
-func (p *Publisher) run(d *delivery) (retry bool, delay time.Duration) {
-	typ := d.dest.Type
-	d.attempts++
+// run makes one attempt of a batch of one destination's deliveries and
+// counts it; it returns those to try again, and after how long.
+func (p *Publisher) run(batch []*delivery) (retry []*delivery, delay time.Duration) {
+	dest := batch[0].dest
+	evs := make([]*event, len(batch))
+	for i, d := range batch {
+		d.attempts++
+		evs[i] = d.event
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.opts.Timeout)
-	o := d.deliver(ctx, p.sender, d.dest, []*event{d.event})
+	o := batch[0].deliver(ctx, p.sender, dest, evs)
 	cancel()
 	if !o.permanent || o.status != 0 {
 		p.metrics.attempts.Inc() // something was sent
 	}
-	o.answer = redact(d.dest, o.answer)
-	if o.ok() {
-		p.metrics.deliveries.WithLabelValues("delivered").Inc()
-		p.status.record(d.dest, 1, 0, 0, o, p.now())
-		p.finished(d)
-		return false, 0
+	o.answer = redact(dest, o.answer)
+	delivered := len(batch)
+	if !o.ok() {
+		delivered = min(max(o.delivered, 0), len(batch))
 	}
-	if !o.permanent && retryable(o.status) && p.ctx.Err() != nil {
-		p.abandoned(d) // Close gave up during the attempt: the outbox keeps it
-		return false, 0
+	if delivered > 0 {
+		p.metrics.deliveries.WithLabelValues("delivered").Add(float64(delivered))
+		p.status.record(dest, int64(delivered), 0, 0, o, p.now())
+		p.finished(batch[:delivered]...)
 	}
-	if !o.permanent && retryable(o.status) && d.attempts < p.opts.MaxAttempts {
-		p.logger.Debug("observability: delivery attempt failed; retrying", "destination_id", d.dest.ID,
-			"destination_type", typ, "generation_id", d.event.Generation.ID, "attempt", d.attempts,
-			"status", o.status, "error", describe(o.err))
-		p.retried(d)
-		return true, max(p.backoff(d.attempts), min(o.retryAfter, maxRetryAfter))
+	if delivered == len(batch) {
+		return nil, 0
 	}
-	p.metrics.deliveries.WithLabelValues("failed").Inc()
-	p.status.record(d.dest, 0, 1, 0, o, p.now())
-	p.finished(d)
-	msg := "the delivery failed"
-	if o.permanent {
-		msg = "the delivery cannot be made as configured"
+	if o.oneByOne {
+		for _, d := range batch[delivered+1:] {
+			d.attempts-- // not sent: the request before it failed
+		}
 	}
-	p.logFailure(d, o.status, o.err, msg)
-	return false, 0
+	var failedNow []*delivery
+	for _, d := range batch[delivered:] {
+		switch {
+		case !o.permanent && retryable(o.status) && p.ctx.Err() != nil:
+			p.abandoned(d) // Close gave up during the attempt: the outbox keeps it
+		case !o.permanent && retryable(o.status) && d.attempts < p.opts.MaxAttempts:
+			p.retried(d)
+			retry = append(retry, d)
+			delay = max(delay, p.backoff(max(d.attempts, 1)), min(o.retryAfter, maxRetryAfter))
+		default:
+			failedNow = append(failedNow, d)
+		}
+	}
+	if len(retry) > 0 {
+		p.logger.Debug("observability: delivery attempt failed; retrying", "destination_id", dest.ID,
+			"destination_type", dest.Type, "events", len(retry), "generation_id", retry[0].event.Generation.ID,
+			"attempt", retry[0].attempts, "status", o.status, "error", describe(o.err))
+	}
+	if len(failedNow) > 0 {
+		p.metrics.deliveries.WithLabelValues("failed").Add(float64(len(failedNow)))
+		p.status.record(dest, 0, int64(len(failedNow)), 0, o, p.now())
+		p.finished(failedNow...)
+		msg := "the delivery failed"
+		if o.permanent {
+			msg = "the delivery cannot be made as configured"
+		}
+		p.logFailure(failedNow[0], len(failedNow), o.status, o.err, msg)
+	}
+	return retry, delay
 }
 
-func (p *Publisher) logFailure(d *delivery, status int, err error, msg string) {
+// logFailure logs that n events, d's first, failed for good.
+func (p *Publisher) logFailure(d *delivery, n, status int, err error, msg string) {
 	p.logger.Warn("observability: "+msg, "destination_id", d.dest.ID, "destination_type", d.dest.Type,
-		"generation_id", d.event.Generation.ID, "attempts", d.attempts, "status", status, "error", describe(err))
+		"generation_id", d.event.Generation.ID, "events", n, "attempts", d.attempts, "status", status, "error", describe(err))
 }
 
 // retryable reports whether an attempt that ended with status (0 for a

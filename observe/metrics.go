@@ -12,7 +12,8 @@ import "github.com/prometheus/client_golang/prometheus"
 //     not retried); skipped (a stored-only type); filtered (api_key_hashes,
 //     sampling_rate or filter_rules left it out); dropped (the destination's
 //     backlog was full, or Close gave up on it).
-//   - gatehouse_observability_delivery_attempts_total: HTTP attempts.
+//   - gatehouse_observability_delivery_attempts_total: attempts, one per
+//     batch of a destination's events sent (see scheduler).
 //
 // None is labelled by tenant, destination or destination type: /metrics
 // needs no credential, and a counter per destination (or per type, on a
@@ -43,7 +44,7 @@ func newMetrics(reg prometheus.Registerer, events, deliveries func() float64) *m
 		}, []string{"result"}),
 		attempts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_observability_delivery_attempts_total",
-			Help: "HTTP attempts to deliver traces.",
+			Help: "Attempts to deliver traces: one per batch of a destination's events sent.",
 		}),
 		lookupErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_observability_lookup_errors_total",

@@ -429,12 +429,12 @@ func (p *Publisher) abandoned(d *delivery) {
 func (p *Publisher) work() {
 	defer p.wg.Done()
 	for {
-		d, ok := p.lanes.next()
+		batch, ok := p.lanes.next(maxBatch)
 		if !ok {
 			return
 		}
-		retry, delay := p.run(d)
-		p.lanes.complete(d, retry, delay)
+		retry, delay := p.run(batch)
+		p.lanes.complete(batch, retry, delay)
 	}
 }
 

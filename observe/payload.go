@@ -2,8 +2,10 @@ package observe
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"gatehouse"
@@ -26,6 +28,22 @@ func view(ev *gatehouse.TraceEvent, privacy bool, ids *spanIDs) *event {
 		ev = &cp
 	}
 	return &event{TraceEvent: ev, privacy: privacy, ids: ids}
+}
+
+// batchID names a batch of events: its generation id when it holds one,
+// else the first's, the count of the others and a hash of all their ids.
+// A batch sent again is named alike; another batch never is (a retried
+// event may travel with other events than the first time).
+func batchID(evs []*event) string {
+	if len(evs) == 1 {
+		return evs[0].Generation.ID
+	}
+	h := sha256.New()
+	for _, e := range evs {
+		h.Write([]byte(e.Generation.ID))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%s+%d-%x", evs[0].Generation.ID, len(evs)-1, h.Sum(nil)[:8])
 }
 
 // spanIDs are the random ids of an event's span, kept across retries so a

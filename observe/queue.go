@@ -26,9 +26,12 @@ type lane struct {
 	ready    bool // in scheduler.ready
 }
 
-// scheduler hands deliveries to workers: round-robin over the destinations
-// that have work, at most maxInFlight at once per destination, at most
-// maxPending waiting per destination.
+// scheduler hands deliveries to workers in batches: round-robin over the
+// destinations that have work, at most maxInFlight batches at once per
+// destination, at most maxPending waiting per destination. A batch is what
+// a destination's lane holds when a worker comes for it (up to a worker's
+// maximum): one event when deliveries keep up, more when they fall behind,
+// so that a busy destination is sent fewer, larger requests.
 type scheduler struct {
 	mu          sync.Mutex
 	cond        *sync.Cond
@@ -98,9 +101,10 @@ func (s *scheduler) forget(l *lane) {
 	}
 }
 
-// next waits for a delivery to run. It returns false once the input is
-// closed and nothing is queued, in flight or waiting, or on abort.
-func (s *scheduler) next() (*delivery, bool) {
+// next waits for a batch to run: up to max deliveries of one destination,
+// oldest first. It returns false once the input is closed and nothing is
+// queued, in flight or waiting, or on abort.
+func (s *scheduler) next(max int) ([]*delivery, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
@@ -112,14 +116,16 @@ func (s *scheduler) next() (*delivery, bool) {
 			s.ready[0] = nil
 			s.ready = s.ready[1:]
 			l.ready = false
-			d := l.queue[0]
-			l.queue[0] = nil
-			l.queue = l.queue[1:]
-			s.queued--
+			n := min(len(l.queue), max)
+			batch := make([]*delivery, n)
+			copy(batch, l.queue)
+			clear(l.queue[:n])
+			l.queue = l.queue[n:]
+			s.queued -= n
 			l.inFlight++
 			s.inFlight++
 			s.markReady(l) // behind the other ready lanes: round-robin
-			return d, true
+			return batch, true
 		}
 		if s.inputClosed && s.queued == 0 && s.inFlight == 0 && s.waiting == 0 {
 			return nil, false
@@ -128,18 +134,20 @@ func (s *scheduler) next() (*delivery, bool) {
 	}
 }
 
-// complete ends an attempt of d; with retry, d goes back to its lane after
-// delay (dropped instead when the scheduler was aborted).
-func (s *scheduler) complete(d *delivery, retry bool, delay time.Duration) {
+// complete ends an attempt of a batch (next's); the deliveries of retry,
+// some of the batch's, go back to its lane after delay (dropped instead
+// when the scheduler was aborted).
+func (s *scheduler) complete(batch, retry []*delivery, delay time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := d.lane
+	l := batch[0].lane
 	l.inFlight--
 	s.inFlight--
-	switch {
-	case retry && s.aborted:
-		s.onDrop(d)
-	case retry:
+	for _, d := range retry {
+		if s.aborted {
+			s.onDrop(d)
+			continue
+		}
 		l.waiting++
 		s.waiting++
 		s.timers[d] = time.AfterFunc(delay, func() { s.requeue(d) })

@@ -138,10 +138,11 @@ func TestDeadAndSlowDestinationsDelayNothing(t *testing.T) {
 		t.Errorf("the fast destination had its events after %v, not before the slow one's timeout", d)
 	}
 	// The slow and the dead destination fail every event, after two
-	// attempts each; the fast one takes one attempt per event.
+	// attempts each; the fast one takes one attempt. An attempt sends what
+	// its destination's lane holds: one event, or several that waited.
 	waitMetric(t, reg, 2*events, "gatehouse_observability_deliveries_total", "result", "failed")
-	if got := metric(t, reg, "gatehouse_observability_delivery_attempts_total"); got != 5*events {
-		t.Errorf("attempts = %v, want %d", got, 5*events)
+	if got := metric(t, reg, "gatehouse_observability_delivery_attempts_total"); got < 5 || got > 5*events {
+		t.Errorf("attempts = %v, want from 5 (every event in one batch a destination) to %d (one each)", got, 5*events)
 	}
 	closeNow(t, p)
 	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "delivered"); got != events {

@@ -266,5 +266,5 @@ func deliverRamp(ctx context.Context, s *sender, d *gatehouse.Destination, evs [
 		gens = append(gens, webhookPayload(e))
 	}
 	return post(ctx, s, d, base(d, "baseUrl"), map[string]any{"generations": gens},
-		map[string]string{"Authorization": "Bearer " + d.Config.Values["apiKey"], "Idempotency-Key": evs[0].Generation.ID})
+		map[string]string{"Authorization": "Bearer " + d.Config.Values["apiKey"], "Idempotency-Key": batchID(evs)})
 }

@@ -44,6 +44,13 @@ type outcome struct {
 	err        error
 	permanent  bool   // err cannot change by trying again (a bad configuration)
 	answer     string // the start of the service's answer, for the test action
+	// delivered is, when the attempt failed, how many of the batch's
+	// first events were received nonetheless, and oneByOne that the
+	// type sends a request an event (the one after them failed, those
+	// after it were not sent); 0 and false for a type that sends the batch
+	// in one request.
+	delivered int
+	oneByOne  bool
 }
 
 func (o outcome) ok() bool { return o.err == nil && o.status >= 200 && o.status < 300 }

@@ -202,11 +202,7 @@ func s3Key(d *gatehouse.Destination, evs []*event) string {
 		"{year}", end.Format("2006"), "{month}", end.Format("01"), "{day}", end.Format("02"), "{hour}", end.Format("15"),
 		"{workspace_id}", evs[0].Generation.WorkspaceID, "{destination_id}", d.ID).Replace(tmpl)
 	key = strings.Trim(strings.ReplaceAll(key, "//", "/"), "/")
-	name := evs[0].Generation.ID
-	if len(evs) > 1 {
-		name += fmt.Sprintf("+%d", len(evs)-1)
-	}
-	return key + "/" + name + ".jsonl"
+	return key + "/" + batchID(evs) + ".jsonl"
 }
 
 // deliverS3 puts one JSON Lines object a batch with the AWS SDK's S3
