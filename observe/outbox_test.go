@@ -2,10 +2,12 @@ package observe
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -190,5 +192,35 @@ func TestOutboxDropIsCountedAndAudited(t *testing.T) {
 	}
 	if len(entries) == 0 || int64(audited) != st.Dropped {
 		t.Errorf("audit entries %d counting %v drops, want %d", len(entries), audited, st.Dropped)
+	}
+}
+
+// TestOutboxSealsEvents: an event waiting in the outbox may carry a prompt
+// and its completion; the database holds it sealed, and a claim reads it
+// back as it was.
+func TestOutboxSealsEvents(t *testing.T) {
+	ctx := context.Background()
+	db, d := outboxStore(t, "http://127.0.0.1:1/hook")
+	event := []byte(`{"Input":[{"role":"user","content":"secret prompt"}],"Output":"secret completion"}`)
+	now := time.Now()
+	if err := db.AddTraces(ctx, "a", now.Add(-time.Second), []gatehouse.OutboxEntry{{ID: "obx-1", OrganizationID: d.OrganizationID,
+		WorkspaceID: d.WorkspaceID, DestinationID: d.ID, Event: event}}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", "file:"+db.Path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var stored string
+	if err := raw.QueryRowContext(ctx, `SELECT event FROM observe_outbox WHERE id = 'obx-1'`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stored, "secret") || !strings.HasPrefix(stored, "v1:") {
+		t.Errorf("the outbox holds %q: want it sealed", stored)
+	}
+	got, err := db.ClaimTraces(ctx, "b", now, now.Add(time.Minute), 10)
+	if err != nil || len(got) != 1 || string(got[0].Event) != string(event) {
+		t.Fatalf("claimed %v, %v; want the event as written", got, err)
 	}
 }

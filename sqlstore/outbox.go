@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"gatehouse"
@@ -22,6 +23,14 @@ func asyncTx(ctx context.Context, s *Store, fn func(tx *Tx) error) error {
 	}, fn)
 }
 
+// An entry's event is sealed with the secret box (AES-256-GCM, bound to
+// its entry): it may carry a prompt and its completion, which the store
+// keeps sealed as a generation's content too. Without a box (a store
+// opened without a secret key) it is kept as it is.
+
+// outboxAD binds a sealed event to its entry.
+func outboxAD(id string) []byte { return []byte("observe_outbox:" + id) }
+
 // AddTraces writes entries held by owner until leaseUntil.
 func (s *Store) AddTraces(ctx context.Context, owner string, leaseUntil time.Time, entries []gatehouse.OutboxEntry) (err error) {
 	defer wrap(&err, "AddTraces")
@@ -31,7 +40,11 @@ func (s *Store) AddTraces(ctx context.Context, owner string, leaseUntil time.Tim
 	return asyncTx(ctx, s, func(tx *Tx) error {
 		rows := make([][]any, 0, len(entries))
 		for _, e := range entries {
-			rows = append(rows, []any{e.ID, e.OrganizationID, e.WorkspaceID, e.DestinationID, string(e.Event), e.Attempts,
+			event := string(e.Event)
+			if tx.box != nil {
+				event = tx.box.Seal(e.Event, outboxAD(e.ID))
+			}
+			rows = append(rows, []any{e.ID, e.OrganizationID, e.WorkspaceID, e.DestinationID, event, e.Attempts,
 				owner, ms(leaseUntil), ms(tx.now)})
 		}
 		_, err := tx.insertRows(ctx, "observe_outbox", outboxColumns, rows, "")
@@ -71,6 +84,13 @@ func (s *Store) ClaimTraces(ctx context.Context, owner string, now, leaseUntil t
 		out, err := collect(rows, err, scanOutboxEntry)
 		if err != nil {
 			return nil, err
+		}
+		for i, e := range out {
+			if sealed, ok := strings.CutPrefix(string(e.Event), "v1:"); ok && tx.box != nil {
+				// Nil when no key opens it: the entry is then dropped as
+				// unreadable by the publisher.
+				out[i].Event, _ = tx.box.Open("v1:"+sealed, outboxAD(e.ID))
+			}
 		}
 		slices.SortFunc(out, func(a, b gatehouse.OutboxEntry) int { return a.CreatedAt.Compare(b.CreatedAt) })
 		return out, nil
