@@ -134,8 +134,10 @@ func TestCheckpointsInBackground(t *testing.T) {
 		sizes = append(sizes, st.Size())
 	}
 	// Once checkpointed, the log is written again from its start: its size
-	// stays that of one round of writes.
-	if sizes[3] > 2*sizes[0] {
+	// stays that of a round of writes, or two when a loaded machine delays
+	// a checkpoint past a round (the file keeps its largest size); without
+	// checkpoints it would hold all four rounds.
+	if sizes[3] > 3*sizes[0] {
 		t.Errorf("the log grows: %v bytes after each round", sizes)
 	}
 }
