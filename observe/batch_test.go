@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"gatehouse"
+
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -126,5 +128,25 @@ func TestBatchOneByOne(t *testing.T) {
 	}
 	if got := metric(t, reg, "gatehouse_observability_deliveries_total", "result", "failed"); got != 1 {
 		t.Errorf("failed = %v, want 1 (the refused event)", got)
+	}
+}
+
+// TestBatchOfOneConfiguration: deliveries made before and after a change
+// of their destination's configuration never share a request.
+func TestBatchOfOneConfiguration(t *testing.T) {
+	s := newScheduler(100, 1, func(*delivery) {})
+	before := testDest("webhook", map[string]string{"url": "http://127.0.0.1:1/a"})
+	after := *before // the same destination, read again after a change
+	after.Config.Values = map[string]string{"url": "http://127.0.0.1:1/b"}
+	for _, d := range []*gatehouse.Destination{before, before, &after, &after, &after} {
+		if !s.add(&delivery{dest: d}) {
+			t.Fatal("add refused")
+		}
+	}
+	first, _ := s.next(maxBatch)
+	s.complete(first, nil, 0)
+	second, _ := s.next(maxBatch)
+	if len(first) != 2 || first[0].dest != before || len(second) != 3 || second[0].dest != &after {
+		t.Errorf("batches of %d and %d deliveries; want 2 of the old configuration, then 3 of the new", len(first), len(second))
 	}
 }

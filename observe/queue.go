@@ -116,7 +116,13 @@ func (s *scheduler) next(max int) ([]*delivery, bool) {
 			s.ready[0] = nil
 			s.ready = s.ready[1:]
 			l.ready = false
-			n := min(len(l.queue), max)
+			// A batch is of one configuration of the destination: a change
+			// of it while deliveries wait (the publisher reads the new one)
+			// ends the batch before the first delivery made with the new.
+			n := 1
+			for n < min(len(l.queue), max) && l.queue[n].dest == l.queue[0].dest {
+				n++
+			}
 			batch := make([]*delivery, n)
 			copy(batch, l.queue)
 			clear(l.queue[:n])
