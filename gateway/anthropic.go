@@ -455,13 +455,19 @@ func anthropicCompletion(raw []byte) []byte {
 			msg.ToolCalls = append(msg.ToolCalls, c)
 		}
 	}
-	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
-		msg.Content = stringPtr(text.String())
-	}
-	if reasoning.Len() > 0 {
-		msg.Reasoning = stringPtr(reasoning.String())
-	}
+	msg.setText(text.String(), reasoning.String())
 	return completion(a.ID, a.Model, msg, anthropicFinish(a.StopReason), anthropicUsage(a.Usage))
+}
+
+// setText sets a translated answer's content (null when the message only
+// calls tools) and reasoning (absent when there is none).
+func (msg *oaMessage) setText(text, reasoning string) {
+	if text != "" || len(msg.ToolCalls) == 0 {
+		msg.Content = stringPtr(text)
+	}
+	if reasoning != "" {
+		msg.Reasoning = stringPtr(reasoning)
+	}
 }
 
 // cmpInput is a tool call's input, {} when it has none.

@@ -451,12 +451,7 @@ func geminiCompletion(raw []byte) []byte {
 	if a.PromptFeedback != nil && a.PromptFeedback.BlockReason != "" {
 		finish = "content_filter"
 	}
-	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
-		msg.Content = stringPtr(text.String())
-	}
-	if reasoning.Len() > 0 {
-		msg.Reasoning = stringPtr(reasoning.String())
-	}
+	msg.setText(text.String(), reasoning.String())
 	return completion(a.ResponseID, a.ModelVersion, msg, finish, geminiUsage(a.UsageMetadata))
 }
 

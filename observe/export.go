@@ -109,11 +109,12 @@ func (p *Publisher) run(batch []*delivery) (retry []*delivery, delay time.Durati
 		}
 	}
 	var failedNow []*delivery
+	again := !o.permanent && retryable(o.status)
 	for _, d := range batch[delivered:] {
 		switch {
-		case !o.permanent && retryable(o.status) && p.ctx.Err() != nil:
+		case again && p.ctx.Err() != nil:
 			p.abandoned(d) // Close gave up during the attempt: the outbox keeps it
-		case !o.permanent && retryable(o.status) && d.attempts < p.opts.MaxAttempts:
+		case again && d.attempts < p.opts.MaxAttempts:
 			p.retried(d)
 			retry = append(retry, d)
 			delay = max(delay, p.backoff(max(d.attempts, 1)), min(o.retryAfter, maxRetryAfter))

@@ -20,11 +20,10 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// TestStmtCacheNoPoolDeadlock holds every read connection in a transaction
-// whose queries miss the statement cache, while reads outside transactions
-// prepare theirs: preparing must never wait for a connection while holding
-// one, or the pool deadlocks.
-func TestStmtCacheNoPoolDeadlock(t *testing.T) {
+// openTestDB opens a store on a fresh database file of the test's, with a
+// fresh secret box, closed when the test ends.
+func openTestDB(t *testing.T) (*DB, *gatehouse.SecretBox) {
+	t.Helper()
 	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +32,16 @@ func TestStmtCacheNoPoolDeadlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db, box
+}
+
+// TestStmtCacheNoPoolDeadlock holds every read connection in a transaction
+// whose queries miss the statement cache, while reads outside transactions
+// prepare theirs: preparing must never wait for a connection while holding
+// one, or the pool deadlocks.
+func TestStmtCacheNoPoolDeadlock(t *testing.T) {
+	db, _ := openTestDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -192,15 +200,7 @@ func TestBusyKeepsTheDriverError(t *testing.T) {
 // commits with synchronous=NORMAL and the writer fsyncs the WAL within
 // syncInterval; a management write commits with FULL again.
 func TestAsyncWritesFsyncedBehind(t *testing.T) {
-	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := openTestDB(t)
 	ctx := context.Background()
 	e := engine{db}
 	mode := func(q sqlstore.Querier) int {

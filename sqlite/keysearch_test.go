@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +15,7 @@ import (
 // SQLite's planner did for a member's list before the query was written
 // to leave it no choice.
 func TestKeySearchPlans(t *testing.T) {
-	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := openTestDB(t)
 	member := "user_a"
 	after := &gatehouse.KeyCursor{CreatedAt: time.UnixMilli(1), Hash: strings.Repeat("a", 64), Name: "n"}
 	for _, tc := range []struct {

@@ -1,12 +1,9 @@
 package sqlite
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"gatehouse"
 	"gatehouse/sqlstore"
 	"gatehouse/sqlstore/plantest"
 )
@@ -17,15 +14,7 @@ import (
 // never for a row the offset skips nor to count. A table read per skipped
 // row is what made the last page of a million keys take 9 to 12 seconds.
 func TestListPlans(t *testing.T) {
-	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, box := openTestDB(t)
 	log := &sqlstore.QueryLog{Engine: engine{db}}
 	s := sqlstore.New(log, box)
 	lists := append(plantest.Lists(t, s, log, sqlstore.WalkForward), plantest.Lists(t, s, log, sqlstore.WalkBackward)...)
@@ -92,14 +81,6 @@ func queryPlan(t *testing.T, db *DB, q sqlstore.LoggedQuery) []string {
 // TestViewIsOneSnapshot: a list's count and page, read apart in a view,
 // see the same rows, whatever is written meanwhile.
 func TestViewIsOneSnapshot(t *testing.T) {
-	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := openTestDB(t)
 	plantest.CountAndPageSnapshot(t, db.Store, engine{db}.View)
 }

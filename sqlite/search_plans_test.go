@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +18,7 @@ import (
 // calls; an operation of the audit log rarely made, 1.8 s at a million
 // entries.
 func TestLedgerAndAuditSearchPlans(t *testing.T) {
-	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := openTestDB(t)
 	member, key := "user_a", strings.Repeat("a", 64)
 	since := time.UnixMilli(1)
 	later := &gatehouse.GenerationCursor{CreatedAt: time.UnixMilli(5), ID: "gen-x"}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,15 +14,7 @@ import (
 // 503, in a transaction (View) or not (Read); a long read with a deadline
 // of its own runs to that deadline instead.
 func TestReadTimeoutInterrupts(t *testing.T) {
-	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := openTestDB(t)
 	db.SetReadTimeout(50 * time.Millisecond)
 	const endless = `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 4000000000) SELECT count(*) FROM c`
 	e := engine{db}
@@ -40,7 +31,7 @@ func TestReadTimeoutInterrupts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = e.View(sqlstore.LongRead(ctx), func(q sqlstore.Querier) error {
+	err := e.View(sqlstore.LongRead(ctx), func(q sqlstore.Querier) error {
 		var n int64
 		return q.QueryRow(ctx, endless).Scan(&n)
 	})

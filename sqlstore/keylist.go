@@ -186,19 +186,7 @@ func (s *Store) walkKeys(l keyList, version int64, total, offset, limit int) (w 
 	if after != nil && after.at-end < backward.skip {
 		backward = keyWalk{from: &after.key, skip: after.at - end, limit: rows, reversed: true}
 	}
-	switch s.pageWalk {
-	case WalkForward:
-		return forward, true
-	case WalkBackward:
-		return backward, true
-	}
-	if rows <= 0 {
-		return keyWalk{}, false
-	}
-	if backward.skip < forward.skip {
-		return backward, true
-	}
-	return forward, true
+	return nearer(s.pageWalk, rows, forward, forward.skip, backward, backward.skip)
 }
 
 // FindKeys lists regular keys of the organization: the page is read from

@@ -86,10 +86,10 @@ func (s *Store) ClaimTraces(ctx context.Context, owner string, now, leaseUntil t
 			return nil, err
 		}
 		for i, e := range out {
-			if sealed, ok := strings.CutPrefix(string(e.Event), "v1:"); ok && tx.box != nil {
+			if tx.box != nil && strings.HasPrefix(string(e.Event), "v1:") {
 				// Nil when no key opens it: the entry is then dropped as
 				// unreadable by the publisher.
-				out[i].Event, _ = tx.box.Open("v1:"+sealed, outboxAD(e.ID))
+				out[i].Event, _ = tx.box.Open(string(e.Event), outboxAD(e.ID))
 			}
 		}
 		slices.SortFunc(out, func(a, b gatehouse.OutboxEntry) int { return a.CreatedAt.Compare(b.CreatedAt) })

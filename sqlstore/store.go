@@ -406,16 +406,22 @@ func (s *Store) walkPage(total int, page gatehouse.Page) (w pageWalk, ok bool) {
 	}
 	forward := pageWalk{page: gatehouse.Page{Offset: offset, Limit: limit}}
 	backward := pageWalk{page: gatehouse.Page{Offset: after, Limit: max(rows, 0)}, reversed: true}
-	switch s.pageWalk {
-	case WalkForward:
+	return nearer(s.pageWalk, rows, forward, offset, backward, after)
+}
+
+// nearer chooses between the forward and the backward walk to a page of
+// rows rows, which skip fwdSkip and backSkip index entries: the one that
+// skips fewer (forward on a tie), unless mode forces one. ok is false when
+// the page is empty and no mode forces a walk.
+func nearer[W any](mode PageWalk, rows int, forward W, fwdSkip int, backward W, backSkip int) (w W, ok bool) {
+	switch {
+	case mode == WalkForward:
 		return forward, true
-	case WalkBackward:
+	case mode == WalkBackward:
 		return backward, true
-	}
-	if rows <= 0 {
-		return pageWalk{}, false
-	}
-	if after < offset {
+	case rows <= 0:
+		return w, false
+	case backSkip < fwdSkip:
 		return backward, true
 	}
 	return forward, true
