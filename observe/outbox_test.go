@@ -46,10 +46,14 @@ func outboxStore(t *testing.T, url string) (*sqlite.DB, *gatehouse.Destination) 
 
 // dedupService is a webhook receiver that deduplicates by Idempotency-Key,
 // as a service that accepts one does, and counts every arrival; while
-// hold is set it answers 503.
+// hold is set it answers 503 to every request that arrives. Release ends
+// the hold only once no refused request is left anywhere: one a sender
+// abandoned (a publisher that gave up on stopping) may still be in the
+// server's hands, and must not be counted as a later arrival.
 type dedupService struct {
 	*httptest.Server
 	hold     atomic.Bool
+	inflight sync.WaitGroup
 	mu       sync.Mutex
 	arrivals map[string]int // by generation id, accepted ones
 }
@@ -57,8 +61,11 @@ type dedupService struct {
 func newDedupService(t *testing.T) *dedupService {
 	s := &dedupService{arrivals: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inflight.Add(1)
+		defer s.inflight.Done()
+		held := s.hold.Load() // as the request arrives
 		_, _ = io.Copy(io.Discard, r.Body)
-		if s.hold.Load() {
+		if held {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
@@ -68,6 +75,14 @@ func newDedupService(t *testing.T) *dedupService {
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// release ends the hold: the connections of the requests refused so far
+// are closed, and those still being refused are waited for.
+func (s *dedupService) release() {
+	s.CloseClientConnections()
+	s.inflight.Wait()
+	s.hold.Store(false)
 }
 
 func (s *dedupService) counts() map[string]int {
@@ -119,7 +134,7 @@ func TestOutboxSurvivesStopAndIsDeliveredOnce(t *testing.T) {
 		t.Fatalf("after the stop the outbox holds %d entries, want %d", c[d.ID], n)
 	}
 
-	svc.hold.Store(false)
+	svc.release()
 	b := New(db, nil, nil, outboxOptions(db, "instance-b"))
 	c := New(db, nil, nil, outboxOptions(db, "instance-c"))
 	eventually(t, "every event delivered", func() bool { return len(svc.counts()) == n })
