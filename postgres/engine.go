@@ -18,22 +18,8 @@ import (
 // conflict, and the metering writes in READ COMMITTED with row locks.
 type engine struct{ db *DB }
 
-var (
-	snapshot     = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	serializable = pgx.TxOptions{IsoLevel: pgx.Serializable}
-	// readCommitted is the isolation of the metering transactions: they
-	// lock the rows they change (SELECT ... FOR UPDATE), so concurrent
-	// requests on one key queue on its row instead of failing
-	// serialization and retrying.
-	readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
-	// readCommittedAsync sets synchronous_commit in the same round trip as
-	// BEGIN (a statement without parameters goes by the simple protocol,
-	// which runs several).
-	readCommittedAsync = pgx.TxOptions{BeginQuery: "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = off"}
-)
-
 func (e engine) View(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	return e.db.run(ctx, snapshot, fn)
+	return e.db.run(ctx, beginSnapshot, fn)
 }
 
 // Read runs fn on the pool outside a transaction, each of its statements
@@ -45,11 +31,14 @@ func (e engine) Read(ctx context.Context, fn func(q sqlstore.Querier) error) err
 }
 
 func (e engine) Update(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	return e.db.run(ctx, serializable, fn)
+	return e.db.run(ctx, beginSerializable, fn)
 }
 
+// Lock runs fn in READ COMMITTED: the metering transactions lock the rows
+// they change (SELECT ... FOR UPDATE), so concurrent requests on one key
+// queue on its row instead of failing serialization and retrying.
 func (e engine) Lock(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	return e.db.run(ctx, readCommitted, fn)
+	return e.db.run(ctx, beginReadCommitted, fn)
 }
 
 // LockAsync is Lock with synchronous_commit off: the commit returns before
@@ -57,7 +46,7 @@ func (e engine) Lock(ctx context.Context, fn func(q sqlstore.Querier) error) err
 // a crash of the database server may lose up to three times its
 // wal_writer_delay of such commits.
 func (e engine) LockAsync(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	return e.db.run(ctx, readCommittedAsync, fn)
+	return e.db.run(ctx, beginAsync, fn)
 }
 
 func (engine) Dialect() sqlstore.Dialect { return dialect{} }

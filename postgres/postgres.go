@@ -36,6 +36,10 @@ type Options struct {
 	// one, or another application's) instead of creating the schema in
 	// it: for the commands that administer a Gatehouse database.
 	Existing bool
+	// Tracer, when set, hears of every statement and batch the store's
+	// connections send (pgx's tracing: OpenTelemetry's, or a test's count
+	// of round trips).
+	Tracer pgx.QueryTracer
 }
 
 // DefaultOpTimeout is the default of Options.OpTimeout.
@@ -79,6 +83,9 @@ func Open(ctx context.Context, url string, box *gatehouse.SecretBox, opts Option
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
@@ -224,11 +231,13 @@ func (db *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, db.opTimeout)
 }
 
-func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(q sqlstore.Querier) error) error {
+// run runs fn in a transaction begun by begin's statements, retried while
+// it conflicts with another.
+func (db *DB) run(ctx context.Context, begin []string, fn func(q sqlstore.Querier) error) error {
 	ctx, cancel := db.bound(ctx)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		err := db.attempt(ctx, opts, fn)
+		err := db.attempt(ctx, begin, fn)
 		if !retryable(err) || attempt == maxAttempts {
 			return mapErr(err)
 		}
@@ -241,16 +250,22 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(q sqlstore.Qu
 	}
 }
 
-func (db *DB) attempt(ctx context.Context, opts pgx.TxOptions, fn func(q sqlstore.Querier) error) error {
-	pgTx, err := db.pool.BeginTx(ctx, opts)
+func (db *DB) attempt(ctx context.Context, begin []string, fn func(q sqlstore.Querier) error) error {
+	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	if err := fn(querier{pgTx, ctx}); err != nil {
-		_ = pgTx.Rollback(context.WithoutCancel(ctx))
+	defer conn.Release()
+	p := newPipeline(ctx, conn, begin)
+	if err := fn(p); err != nil {
+		p.rollback()
 		return err
 	}
-	return pgTx.Commit(ctx)
+	if err := p.commit(); err != nil {
+		p.rollback()
+		return err
+	}
+	return nil
 }
 
 // retryable reports whether a transaction failed only because it raced

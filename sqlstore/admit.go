@@ -61,7 +61,7 @@ func (s *Store) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, s
 
 func (tx *Tx) reserveBatch(ctx context.Context, rs []*gatehouse.Reservation, settles []ledgerOp) ([]error, []*gatehouse.Reservation, error) {
 	if q := tx.d.BeforeAdmission(); q != "" {
-		if _, err := tx.Exec(ctx, q); err != nil {
+		if err := tx.later(ctx, q); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -68,8 +68,7 @@ func (tx *Tx) insertContent(ctx context.Context, rows [][]any) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	_, err := tx.insertRows(ctx, "generation_content", "generation_id, sealed, created_at", rows, "ON CONFLICT DO NOTHING")
-	return err
+	return tx.insertLater(ctx, "generation_content", "generation_id, sealed, created_at", rows, "ON CONFLICT DO NOTHING")
 }
 
 // contentAD binds sealed content to its generation: it cannot be moved to

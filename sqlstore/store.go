@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"math/bits"
 	"strings"
 	"sync"
@@ -34,6 +35,26 @@ type Querier interface {
 	// QueryRow runs a query of one row; its Scan returns ErrNoRows when
 	// there is none.
 	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Later is a Querier that can hold a write back, to send it with the
+// transaction's next statement or its commit (PostgreSQL's pipeline: one
+// round trip for all). Its error then fails that statement, or the
+// commit, and so the transaction.
+type Later interface {
+	Later(ctx context.Context, query string, args ...any)
+}
+
+// later runs a write whose only answer needed is its error: now, or held
+// back when the engine can (Later). Only a write whose failure fails the
+// whole operation may go this way.
+func (tx *Tx) later(ctx context.Context, query string, args ...any) error {
+	if l, ok := tx.Querier.(Later); ok {
+		l.Later(ctx, query, args...)
+		return nil
+	}
+	_, err := tx.Exec(ctx, query, args...)
+	return err
 }
 
 // Rows are the rows of a query.
@@ -514,25 +535,48 @@ func (tx *Tx) insert(ctx context.Context, table, columns string, args []any) err
 // parameters (tens of MiB) where these are 9 at most.
 func (tx *Tx) insertRows(ctx context.Context, table, columns string, rows [][]any, then string) (int, error) {
 	total := 0
-	for len(rows) > 0 {
-		n := 1 << (bits.Len(uint(len(rows))) - 1)
-		var values strings.Builder
-		var args []any
-		for i, r := range rows[:n] {
-			if i > 0 {
-				values.WriteString(", ")
-			}
-			values.WriteString("(" + placeholders(len(r)) + ")")
-			args = append(args, r...)
-		}
-		affected, err := tx.Exec(ctx, `INSERT INTO `+table+` (`+columns+`) VALUES `+values.String()+` `+then, args...)
+	for query, args := range inserts(table, columns, rows, then) {
+		affected, err := tx.Exec(ctx, query, args...)
 		if err != nil {
 			return total, err
 		}
 		total += int(affected)
-		rows = rows[n:]
 	}
 	return total, nil
+}
+
+// insertLater is insertRows for rows whose count written is not needed:
+// their statements may be held back (Tx.later).
+func (tx *Tx) insertLater(ctx context.Context, table, columns string, rows [][]any, then string) error {
+	for query, args := range inserts(table, columns, rows, then) {
+		if err := tx.later(ctx, query, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inserts are the statements that insert rows into table: as few as a
+// few statement texts allow (each a power of two of rows).
+func inserts(table, columns string, rows [][]any, then string) iter.Seq2[string, []any] {
+	return func(yield func(string, []any) bool) {
+		for len(rows) > 0 {
+			n := 1 << (bits.Len(uint(len(rows))) - 1)
+			var values strings.Builder
+			var args []any
+			for i, r := range rows[:n] {
+				if i > 0 {
+					values.WriteString(", ")
+				}
+				values.WriteString("(" + placeholders(len(r)) + ")")
+				args = append(args, r...)
+			}
+			if !yield(`INSERT INTO `+table+` (`+columns+`) VALUES `+values.String()+` `+then, args) {
+				return
+			}
+			rows = rows[n:]
+		}
+	}
 }
 
 // prefixed qualifies every column of a comma-separated list.

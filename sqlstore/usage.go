@@ -204,13 +204,17 @@ const keyByHash = `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`
 // itself (a round trip less for every batch of the ledger).
 func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) error {
 	var guardrails []string
+	holdsRows := false
 	for _, r := range rs {
 		for _, b := range r.Budgets {
 			guardrails = append(guardrails, b.GuardrailID)
 		}
+		holdsRows = holdsRows || len(r.Budgets) > 0 || len(r.Chain) > 0
 	}
-	written, err := tx.insertReservations(ctx, rs)
-	if err != nil {
+	// Only reservations that hold against budgets or a chain need to know
+	// which were written; the others' inserts may be held back (Tx.later).
+	written, err := tx.insertReservations(ctx, rs, holdsRows)
+	if err != nil || !holdsRows {
 		return err
 	}
 	var kept []*gatehouse.Reservation
@@ -232,8 +236,9 @@ func (tx *Tx) insertHolds(ctx context.Context, rs []*gatehouse.Reservation) erro
 // insertReservations writes the reservations whose keys exist, each under
 // its key's organization, or (a call whose key was deleted while it ran,
 // not a lease) under its ledger entry's organization if that exists; it
-// returns the ids written.
-func (tx *Tx) insertReservations(ctx context.Context, rs []*gatehouse.Reservation) (map[string]bool, error) {
+// returns the ids written when asked (which), and otherwise may hold its
+// statements back (Tx.later).
+func (tx *Tx) insertReservations(ctx context.Context, rs []*gatehouse.Reservation, which bool) (map[string]bool, error) {
 	written := make(map[string]bool, len(rs))
 	for len(rs) > 0 {
 		n := 1 << (bits.Len(uint(min(len(rs), 512))) - 1) // a few statement texts, as insertRows
@@ -256,14 +261,21 @@ func (tx *Tx) insertReservations(ctx context.Context, rs []*gatehouse.Reservatio
 				nullIfEmpty(g.ID), nullIfEmpty(g.WorkspaceID), nullIfEmpty(g.Model), nullIfEmpty(g.Provider), g.Streamed,
 				nullIfEmpty(tx.instance), r.Lease, nullIfEmpty(r.LeaseID), orphanOrg)
 		}
-		rows, err := tx.Query(ctx, `INSERT INTO reservations (`+reservationColumns+`)
+		insert := `INSERT INTO reservations (` + reservationColumns + `)
 			SELECT v.column1, COALESCE(k.organization_id, o.id), v.column2, v.column3, v.column4, v.column5, v.column6,
 				v.column7, v.column8, v.column9, v.column10, v.column11, v.column12, v.column13, v.column14
-			FROM (VALUES `+values.String()+`) AS v
+			FROM (VALUES ` + values.String() + `) AS v
 			LEFT JOIN api_keys k ON k.hash = v.column2
 			LEFT JOIN organizations o ON k.hash IS NULL AND o.id = v.column15
-			WHERE k.hash IS NOT NULL OR o.id IS NOT NULL
-			RETURNING id`, args...)
+			WHERE k.hash IS NOT NULL OR o.id IS NOT NULL`
+		rs = rs[n:]
+		if !which {
+			if err := tx.later(ctx, insert, args...); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		rows, err := tx.Query(ctx, insert+` RETURNING id`, args...)
 		ids, err := collect(rows, err, scanString)
 		if err != nil {
 			return nil, err
@@ -271,7 +283,6 @@ func (tx *Tx) insertReservations(ctx context.Context, rs []*gatehouse.Reservatio
 		for _, id := range ids {
 			written[id] = true
 		}
-		rs = rs[n:]
 	}
 	return written, nil
 }
@@ -476,17 +487,21 @@ func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, err
 			chargeTo(spent, [2]string{b[1], b[2]}, g)
 		}
 	}
+	// What follows only writes: its statements may be held back to go with
+	// the commit (Tx.later).
 	for chunk := range slices.Chunk(ledger, 500) {
-		if _, err := tx.insertRows(ctx, "generations", generationColumns, chunk, ""); err != nil {
+		if err := tx.insertLater(ctx, "generations", generationColumns, chunk, ""); err != nil {
 			return nil, err
 		}
 	}
 	if err := tx.storeContent(ctx, gens); err != nil {
 		return nil, err
 	}
+	// A deleted ancestor has no row left to charge: its update changes
+	// nothing.
 	for _, hash := range slices.Sorted(maps.Keys(keys)) {
-		err := tx.addCharge(ctx, "api_keys", "hash = ?", keys[hash], hash)
-		if err != nil && !errors.Is(err, ErrNoRows) { // a deleted ancestor has nothing left to charge
+		query, args := tx.chargeSQL("api_keys", "hash = ?", keys[hash], hash)
+		if err := tx.later(ctx, query, args...); err != nil {
 			return nil, err
 		}
 	}
@@ -495,13 +510,13 @@ func (tx *Tx) settle(ctx context.Context, ss []Settlement) (map[string]bool, err
 	}) {
 		// A budget deleted meanwhile (its rows went with it) is not
 		// charged: no counter is made for it.
-		if _, err := tx.Exec(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject)
+		if err := tx.later(ctx, `INSERT INTO guardrail_usage (guardrail_id, subject)
 			SELECT ?, ? WHERE EXISTS (SELECT 1 FROM budgets WHERE id = ?) ON CONFLICT DO NOTHING`,
 			b[0], b[1], b[0]); err != nil {
 			return nil, err
 		}
-		err := tx.addCharge(ctx, "guardrail_usage", "guardrail_id = ? AND subject = ?", spent[b], b[0], b[1])
-		if err != nil && !errors.Is(err, ErrNoRows) {
+		query, args := tx.chargeSQL("guardrail_usage", "guardrail_id = ? AND subject = ?", spent[b], b[0], b[1])
+		if err := tx.later(ctx, query, args...); err != nil {
 			return nil, err
 		}
 	}
@@ -633,11 +648,11 @@ func endUnheld(rs []*gatehouse.Reservation, e *ended) {
 	}
 }
 
-// shrinkLease takes amount off a lease (no lower than nothing).
+// shrinkLease takes amount off a lease (no lower than nothing); its
+// statement may be held back (Tx.later).
 func (tx *Tx) shrinkLease(ctx context.Context, id string, amount gatehouse.Money) error {
-	_, err := tx.Exec(ctx, `UPDATE reservations SET amount = CASE WHEN amount > ? THEN amount - ? ELSE 0 END
+	return tx.later(ctx, `UPDATE reservations SET amount = CASE WHEN amount > ? THEN amount - ? ELSE 0 END
 		WHERE id = ? AND lease = TRUE`, int64(amount), int64(amount), id)
-	return err
 }
 
 // chargeTo adds a generation's cost to the charge of one key or budget.
@@ -659,6 +674,16 @@ func chargeTo[K comparable](m map[K]*charge, k K, g *gatehouse.Generation) {
 // gatehouse.Counter.Add does; the periods' starts are computed here, the
 // same for every row. ErrNoRows when there is no row.
 func (tx *Tx) addCharge(ctx context.Context, table, where string, c *charge, args ...any) error {
+	query, args := tx.chargeSQL(table, where, c, args...)
+	n, err := tx.Exec(ctx, query, args...)
+	if err == nil && n == 0 {
+		return ErrNoRows
+	}
+	return err
+}
+
+// chargeSQL is addCharge's statement.
+func (tx *Tx) chargeSQL(table, where string, c *charge, args ...any) (string, []any) {
 	var set strings.Builder
 	var vals []any
 	for _, part := range []struct {
@@ -681,11 +706,7 @@ func (tx *Tx) addCharge(ctx context.Context, table, where string, c *charge, arg
 			vals = append(vals, start, a, start, a, start, start)
 		}
 	}
-	n, err := tx.Exec(ctx, `UPDATE `+table+` SET `+set.String()+` WHERE `+where, append(vals, args...)...)
-	if err == nil && n == 0 {
-		return ErrNoRows
-	}
-	return err
+	return `UPDATE ` + table + ` SET ` + set.String() + ` WHERE ` + where, append(vals, args...)
 }
 
 // scanPair scans a row of two text columns.
