@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,5 +308,74 @@ func TestLeaseHoldOutlivingItsLease(t *testing.T) {
 	if err := db.Reserve(ctx, &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: 850_000_000,
 		ExpiresAt: time.Now().Add(time.Minute)}); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
 		t.Fatalf("$0.85 beside a $0.20 hold whose lease is gone: %v, want 402", err)
+	}
+}
+
+// TestLedgerWritersKeepEveryCharge: one instance, its ledger writing two
+// batches at once, 40 clients each calling 25 times as fast as they can,
+// every call settled (or, one in five, released) the moment its hold is
+// written: settles race the holds that the second writer commits beside
+// a batch in flight. Every settle ends its hold and charges it: the key's
+// usage is what the settled calls cost, and once the leases are retired
+// nothing is left open.
+func TestLedgerWritersKeepEveryCharge(t *testing.T) {
+	db := instances(t, 1)[0]
+	in := startLeaseInstance(t, db)
+	k := leaseKey(t, db, gatehouse.USD(1000))
+	ctx := context.Background()
+	const clients, calls, cost = 40, 25, 7_000
+	var settled atomic.Int64
+	errs := race(clients, func(c int) error {
+		for i := range calls {
+			r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: 20_000,
+				ExpiresAt: time.Now().Add(2 * time.Minute),
+				Generation: &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: k.OrganizationID,
+					KeyHash: k.Hash, Model: "acme/chat", Provider: "acme"}}
+			alone, err := in.leases.Admit(ctx, r)
+			if err != nil {
+				return err
+			}
+			var held <-chan error
+			if !alone {
+				held = in.ledger.Hold(r)
+			}
+			// The call ends before its hold is written (a provider that
+			// fails at once): its end is queued behind the hold.
+			if (c+i)%5 == 0 {
+				in.leases.Release(r)
+				in.ledger.Release(r, func(error) { in.leases.Written(r) })
+			} else {
+				in.settle(r, cost)
+				settled.Add(1)
+			}
+			if held != nil {
+				if err := <-held; err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.ledger.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.FindKey(ctx, k.OrganizationID, k.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := gatehouse.Money(settled.Load() * cost); got.Usage.Total != want {
+		t.Errorf("usage %s after %d settles of %d, want %s", got.Usage.Total, settled.Load(), cost, want)
+	}
+	in.leases.Close()
+	if err := in.ledger.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, h := reservationsLeft(t, db, k); l != 0 || h != 0 {
+		t.Errorf("%d leases and %d holds left open", l, h)
 	}
 }

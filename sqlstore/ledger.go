@@ -30,7 +30,9 @@ type Ledger struct {
 	waited    int    // ops in queue that someone waits for: holds and unheld settles
 	syncing   int    // Sync calls waiting
 	lingered  bool   // the queue has waited settleLinger for company
-	writing   bool   // the writer has a batch in flight
+	writing   int    // batches in flight
+	settling  bool   // a batch in flight ends reservations (settles, releases, charges)
+	inflight  map[string]bool // the reservations whose holds are in a batch in flight
 	submitted uint64 // ops queued, ever
 	done      uint64 // ops written (or failed), ever
 	flushed   chan struct{}
@@ -39,6 +41,9 @@ type Ledger struct {
 	lingers bool
 	wake    chan struct{}
 	stopped chan struct{}
+	// writers is the number of batches that may be in flight at once
+	// (Store.SetLedgerWriters).
+	writers int
 	// journal, when set, makes the charges of whole answers durable
 	// before they are written (UseJournal).
 	journal *chargeJournal
@@ -66,11 +71,24 @@ var maxLedgerQueue = 200_000 // a variable for the tests
 // hears of the keys each batch changed.
 func (s *Store) NewLedger(logger *slog.Logger, written func(keyHashes []string)) *Ledger {
 	l := &Ledger{s: s, logger: logger, written: written, flushed: make(chan struct{}),
-		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}), writers: max(s.ledgerWriters, 1),
+		inflight: map[string]bool{}}
 	s.ledger = l
-	go l.run()
+	var running sync.WaitGroup
+	for range l.writers {
+		running.Go(l.run)
+	}
+	go func() { running.Wait(); close(l.stopped) }()
 	return l
 }
+
+// SetLedgerWriters lets n batches of the metering ledger be written at
+// once (default 1), each on a connection of its own: on PostgreSQL, the
+// holds that come while a batch commits are written beside it, not after
+// it (a request waits for its hold), while the settles keep going one
+// batch at a time (they end holds, and charge the same rows). SQLite has
+// one writer: more would only wait for it. Call it before NewLedger.
+func (s *Store) SetLedgerWriters(n int) { s.ledgerWriters = n }
 
 // LingerSettles makes settles and releases that nobody waits for wait up
 // to settleLinger for company: a hold to share their commit (admission in
@@ -279,7 +297,7 @@ const settleLinger = 2 * time.Millisecond
 func (l *Ledger) steal(max int) []ledgerOp {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.waited > 0 || l.writing {
+	if l.waited > 0 || l.writing > 0 {
 		return nil
 	}
 	n := min(len(l.queue), max)
@@ -322,41 +340,89 @@ func (l *Ledger) finished(n int) {
 	l.mu.Unlock()
 }
 
+// run is a writer: it writes batches of the queue until the ledger is
+// closed and nothing is left.
 func (l *Ledger) run() {
-	defer close(l.stopped)
 	for {
 		l.mu.Lock()
-		if l.lingers && len(l.queue) > 0 && l.waited == 0 && l.syncing == 0 && !l.closed && !l.lingered {
+		if l.lingers && l.writing == 0 && len(l.queue) > 0 && l.waited == 0 && l.syncing == 0 && !l.closed && !l.lingered {
 			l.lingered = true
 			l.mu.Unlock()
 			l.linger()
 			continue
 		}
 		l.lingered = false
-		n := min(len(l.queue), maxLedgerBatch)
-		batch := l.queue[:n:n]
-		l.queue = l.queue[n:]
-		for _, op := range batch {
-			if op.waited {
-				l.waited--
+		batch, ends := l.take()
+		closed, left := l.closed, len(l.queue)
+		if len(batch) > 0 {
+			l.writing++
+			l.settling = l.settling || ends
+			for _, op := range batch {
+				if op.hold != nil {
+					l.inflight[op.hold.ID] = true
+				}
 			}
 		}
-		closed := l.closed
-		l.writing = n > 0
+		idle := l.writing == 0
 		l.mu.Unlock()
-		if n == 0 {
-			if closed {
+		if len(batch) == 0 {
+			if closed && left == 0 && idle {
+				l.poke() // another writer may be waiting: it ends too
 				return
 			}
 			<-l.wake
 			continue
 		}
+		if left > 0 {
+			l.poke() // what is left may make a batch of another writer's
+		}
 		l.write(batch)
 		l.mu.Lock()
-		l.writing = false
+		l.writing--
+		if ends {
+			l.settling = false
+		}
+		for _, op := range batch {
+			if op.hold != nil {
+				delete(l.inflight, op.hold.ID)
+			}
+		}
 		l.mu.Unlock()
-		l.finished(n)
+		l.finished(len(batch))
+		l.poke() // settles of the holds just written may go now
 	}
+}
+
+// take takes the next batch off the queue, in order: up to maxLedgerBatch
+// operations. While a batch that ends reservations is in flight, only
+// holds are taken (the settles wait for it: they would queue on the rows
+// it charges, and the holds beside them); and a settle or release of a
+// hold in a batch in flight is never taken (its transaction would not see
+// the hold yet, end nothing, and leave the hold open once it commits).
+// ends says the batch ends reservations. Call it with l.mu held.
+func (l *Ledger) take() (batch []ledgerOp, ends bool) {
+	if len(l.queue) == 0 || l.writing >= l.writers {
+		return nil, false
+	}
+	left := l.queue[:0:0]
+	for i, op := range l.queue {
+		if len(batch) == maxLedgerBatch {
+			left = append(left, l.queue[i:]...)
+			break
+		}
+		settle := op.hold == nil
+		if settle && (l.settling || op.settle.Unheld == nil && l.inflight[op.settle.ReservationID]) {
+			left = append(left, op)
+			continue
+		}
+		batch = append(batch, op)
+		ends = ends || settle
+		if op.waited {
+			l.waited--
+		}
+	}
+	l.queue = left
+	return batch, ends
 }
 
 // write writes a batch in one transaction, retrying while the database is

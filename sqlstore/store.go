@@ -171,6 +171,9 @@ type Store struct {
 	keyMarks keyMarks
 	// pageWalk is the end from which pages are read (SetPageWalk).
 	pageWalk PageWalk
+	// ledgerWriters is the number of the ledger's batches in flight at
+	// once (SetLedgerWriters).
+	ledgerWriters int
 }
 
 // SetSyncMetering makes the metering writes (admission, the ledger) commit
