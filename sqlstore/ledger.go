@@ -27,14 +27,14 @@ type Ledger struct {
 
 	mu        sync.Mutex
 	queue     []ledgerOp
-	waited    int    // ops in queue that someone waits for: holds and unheld settles
-	syncing   int    // Sync calls waiting
-	lingered  bool   // the queue has waited settleLinger for company
-	writing   int    // batches in flight
-	settling  bool   // a batch in flight ends reservations (settles, releases, charges)
+	waited    int             // ops in queue that someone waits for: holds and unheld settles
+	syncing   int             // Sync calls waiting
+	lingered  bool            // the queue has waited settleLinger for company
+	writing   int             // batches in flight
+	settling  bool            // a batch in flight ends reservations (settles, releases, charges)
 	inflight  map[string]bool // the reservations whose holds are in a batch in flight
-	submitted uint64 // ops queued, ever
-	done      uint64 // ops written (or failed), ever
+	submitted uint64          // ops queued, ever
+	done      uint64          // ops written (or failed), ever
 	flushed   chan struct{}
 	closed    bool
 	// lingers says settles wait for company (LingerSettles).
