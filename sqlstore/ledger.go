@@ -30,6 +30,7 @@ type Ledger struct {
 	waited    int             // ops in queue that someone waits for: holds and unheld settles
 	syncing   int             // Sync calls waiting
 	lingered  bool            // the queue has waited settleLinger for company
+	lingering bool            // a writer is waiting settleLinger for company
 	writing   int             // batches in flight
 	settling  bool            // a batch in flight ends reservations (settles, releases, charges)
 	inflight  map[string]bool // the reservations whose holds are in a batch in flight
@@ -345,10 +346,19 @@ func (l *Ledger) finished(n int) {
 func (l *Ledger) run() {
 	for {
 		l.mu.Lock()
-		if l.lingers && l.writing == 0 && len(l.queue) > 0 && l.waited == 0 && l.syncing == 0 && !l.closed && !l.lingered {
-			l.lingered = true
+		unhurried := l.waited == 0 && l.syncing == 0 && !l.closed
+		if l.lingers && l.writing == 0 && len(l.queue) > 0 && unhurried && !l.lingered {
+			l.lingered, l.lingering = true, true
 			l.mu.Unlock()
 			l.linger()
+			l.mu.Lock()
+			l.lingering = false
+			l.mu.Unlock()
+			continue
+		}
+		if l.lingering && unhurried { // another writer waits for company: so does this one
+			l.mu.Unlock()
+			<-l.wake
 			continue
 		}
 		l.lingered = false
