@@ -33,6 +33,10 @@ type pipeline struct {
 	// wrote is set once anything but BEGIN and its settings was held or
 	// sent: a transaction that did nothing commits nothing.
 	wrote bool
+	// implicit says a transaction that read nothing may go without BEGIN
+	// and COMMIT: its isolation is READ COMMITTED, which a single
+	// statement, or a pipeline of them, has anyway.
+	implicit bool
 }
 
 type held struct {
@@ -52,7 +56,7 @@ var (
 )
 
 func newPipeline(ctx context.Context, conn *pgxpool.Conn, begin []string) *pipeline {
-	p := &pipeline{conn: conn, ctx: ctx}
+	p := &pipeline{conn: conn, ctx: ctx, implicit: begin[0] == beginReadCommitted[0]}
 	for _, q := range begin {
 		p.held = append(p.held, held{sql: q})
 	}
@@ -119,10 +123,28 @@ func (p *pipeline) QueryRow(ctx context.Context, query string, args ...any) sqls
 }
 
 // commit sends what is held with COMMIT; a transaction that sent and held
-// nothing but its BEGIN sends nothing.
+// nothing but its BEGIN sends nothing. A READ COMMITTED transaction that
+// sent nothing (it only wrote: a batch of the ledger's holds) sends its
+// writes without BEGIN and COMMIT: the server runs the statements of a
+// pipeline, up to its Sync, as one implicit transaction, which an error
+// rolls back whole, and in which SET LOCAL holds (two statements fewer).
 func (p *pipeline) commit() error {
 	if !p.wrote {
 		return nil
+	}
+	if p.implicit && !p.begun {
+		p.held = p.held[1:] // BEGIN
+		last := p.held[len(p.held)-1]
+		p.held = p.held[:len(p.held)-1]
+		br, err := p.send(last.sql, last.args)
+		if err != nil {
+			return err
+		}
+		_, err = br.Exec()
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
 	}
 	br, err := p.send("COMMIT", nil)
 	if err != nil {
@@ -138,7 +160,8 @@ func (p *pipeline) commit() error {
 	return err
 }
 
-// rollback ends a transaction that failed, if the server has begun it. A
+// rollback ends a transaction that failed, if the server has begun it (an
+// implicit one has ended with its pipeline). A
 // connection left in a transaction (the rollback failed too) is closed by
 // the pool when released.
 func (p *pipeline) rollback() {

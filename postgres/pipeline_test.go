@@ -18,7 +18,7 @@ import (
 // roundTrips counts what the store's connections send: each batch, and
 // each statement sent alone (a rollback, a read on the pool), is one round
 // trip to the server.
-type roundTrips struct{ n atomic.Int64 }
+type roundTrips struct{ n, statements atomic.Int64 }
 
 func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)
@@ -29,8 +29,10 @@ func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 	c.n.Add(1)
 	return ctx
 }
-func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.statements.Add(1)
+}
+func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // counted opens a database whose round trips are counted.
 func counted(t *testing.T) (*DB, *roundTrips) {
@@ -151,6 +153,11 @@ func TestPipelineHeldWriteFails(t *testing.T) {
 			var n int
 			return q.QueryRow(ctx, `SELECT count(*) FROM piped`).Scan(&n)
 		}},
+		{"with only held writes", func(q sqlstore.Querier) error {
+			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (1)`)
+			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (0)`)
+			return nil
+		}},
 		{"first in the transaction", func(q sqlstore.Querier) error {
 			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (0)`)
 			_, err := q.Exec(ctx, `INSERT INTO piped VALUES (1)`)
@@ -249,4 +256,49 @@ func count(t *testing.T, db *DB, query string, args ...any) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestPipelineImplicitTransaction: a READ COMMITTED transaction that only
+// wrote sends its writes without BEGIN and COMMIT, as one implicit
+// transaction, in which LockAsync's SET LOCAL still holds (and nothing of
+// it is left on the connection); a SERIALIZABLE one keeps its BEGIN.
+func TestPipelineImplicitTransaction(t *testing.T) {
+	db, trips := counted(t)
+	ctx := context.Background()
+	e := engine{db}
+	mustExec(t, db, `CREATE TABLE settings (way text, sync text, iso text)`)
+	for _, c := range []struct {
+		name       string
+		way        func(context.Context, func(sqlstore.Querier) error) error
+		sync, iso  string
+		statements int64
+	}{
+		{"LockAsync", e.LockAsync, "off", "read committed", 2},
+		{"Lock", e.Lock, "on", "read committed", 1},
+		{"Update", e.Update, "on", "serializable", 3},
+	} {
+		before := trips.statements.Load()
+		if n := trips.of(t, func() error {
+			return c.way(ctx, func(q sqlstore.Querier) error {
+				q.(sqlstore.Later).Later(ctx, `INSERT INTO settings VALUES (?, current_setting('synchronous_commit'), current_setting('transaction_isolation'))`, c.name)
+				return nil
+			})
+		}); n != 1 {
+			t.Errorf("%s: %d round trips, want 1", c.name, n)
+		}
+		if n := trips.statements.Load() - before; n != c.statements {
+			t.Errorf("%s: %d statements, want %d", c.name, n, c.statements)
+		}
+		var sync, iso string
+		if err := db.pool.QueryRow(ctx, `SELECT sync, iso FROM settings WHERE way = $1`, c.name).Scan(&sync, &iso); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if sync != c.sync || iso != c.iso {
+			t.Errorf("%s: written with synchronous_commit %s, %s; want %s, %s", c.name, sync, iso, c.sync, c.iso)
+		}
+	}
+	var after string
+	if err := db.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&after); err != nil || after != "on" {
+		t.Errorf("synchronous_commit on the pool after: %s, %v; want on", after, err)
+	}
 }
