@@ -6,6 +6,7 @@ import (
 	"gatehouse/sqlstore"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -89,15 +90,21 @@ func (p *pipeline) send(query string, args []any) (pgx.BatchResults, error) {
 	return br, nil
 }
 
-func (p *pipeline) Exec(_ context.Context, query string, args ...any) (int64, error) {
-	br, err := p.send(rebind(query), args)
+// exec sends what is held and then query, and returns query's answer.
+func (p *pipeline) exec(query string, args []any) (pgconn.CommandTag, error) {
+	br, err := p.send(query, args)
 	if err != nil {
-		return 0, err
+		return pgconn.CommandTag{}, err
 	}
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	return tag, err
+}
+
+func (p *pipeline) Exec(_ context.Context, query string, args ...any) (int64, error) {
+	tag, err := p.exec(rebind(query), args)
 	return tag.RowsAffected(), err
 }
 
@@ -133,27 +140,12 @@ func (p *pipeline) commit() error {
 		return nil
 	}
 	if p.implicit && !p.begun {
-		p.held = p.held[1:] // BEGIN
 		last := p.held[len(p.held)-1]
-		p.held = p.held[:len(p.held)-1]
-		br, err := p.send(last.sql, last.args)
-		if err != nil {
-			return err
-		}
-		_, err = br.Exec()
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
+		p.held = p.held[1 : len(p.held)-1] // without BEGIN
+		_, err := p.exec(last.sql, last.args)
 		return err
 	}
-	br, err := p.send("COMMIT", nil)
-	if err != nil {
-		return err
-	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	tag, err := p.exec("COMMIT", nil)
 	if err == nil && tag.String() == "ROLLBACK" { // the transaction had failed
 		err = pgx.ErrTxCommitRollback
 	}
@@ -211,17 +203,17 @@ func (r *batchRows) Err() error {
 type batchRow struct{ rows *batchRows }
 
 func (r batchRow) Scan(dest ...any) error {
-	defer r.rows.Close()
-	if !r.rows.Next() {
-		if err := r.rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
+	found := r.rows.Next()
+	var err error
+	if found {
+		err = r.rows.Scan(dest...)
 	}
-	err := r.rows.Scan(dest...)
 	r.rows.Close()
 	if err == nil {
 		err = r.rows.Err()
+	}
+	if err == nil && !found {
+		err = pgx.ErrNoRows
 	}
 	return err
 }

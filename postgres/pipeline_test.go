@@ -76,23 +76,22 @@ func TestPipelineRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	settle := func() error {
+	// reserved returns a reservation held in the database and the
+	// generation that settles it.
+	reserved := func() (*gatehouse.Reservation, *gatehouse.Generation) {
 		r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: 5_000, ExpiresAt: time.Now().Add(time.Minute)}
 		if err := db.Reserve(ctx, r); err != nil {
-			return err
+			t.Fatal(err)
 		}
-		return db.Settle(ctx, r.ID, &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: org.ID,
-			KeyHash: k.Hash, Model: "acme/chat", Provider: "acme", Status: gatehouse.GenerationCompleted, Cost: 3_000})
+		return r, &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: org.ID, KeyHash: k.Hash,
+			Model: "acme/chat", Provider: "acme", Status: gatehouse.GenerationCompleted, Cost: 3_000}
 	}
-	if err := settle(); err != nil { // the statements are prepared on first use: one more round trip each
+	// The statements are prepared on first use: one more round trip each.
+	first, firstGen := reserved()
+	if err := db.Settle(ctx, first.ID, firstGen); err != nil {
 		t.Fatal(err)
 	}
-	r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: 5_000, ExpiresAt: time.Now().Add(time.Minute)}
-	if err := db.Reserve(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	g := &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: org.ID, KeyHash: k.Hash,
-		Model: "acme/chat", Provider: "acme", Status: gatehouse.GenerationCompleted, Cost: 3_000}
+	r, g := reserved()
 	if n := trips.of(t, func() error { return db.Settle(ctx, r.ID, g) }); n != 2 {
 		t.Errorf("a settle took %d round trips, want 2", n)
 	}
@@ -109,11 +108,11 @@ func TestPipelineRoundTrips(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("a transaction that did nothing took %d round trips, want 0", n)
 	}
-	mustExec(t, db, `CREATE TABLE piped (id int PRIMARY KEY)`)
+	mustExec(t, db, pipedTable)
 	if n := trips.of(t, func() error {
 		return e.LockAsync(ctx, func(q sqlstore.Querier) error {
-			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (1)`)
-			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (2)`)
+			later(q, `INSERT INTO piped VALUES (1)`)
+			later(q, `INSERT INTO piped VALUES (2)`)
 			return nil
 		})
 	}); n != 1 {
@@ -129,10 +128,8 @@ func TestPipelineRoundTrips(t *testing.T) {
 // what was sent before it included; the connection goes back to the pool
 // clean.
 func TestPipelineHeldWriteFails(t *testing.T) {
-	db, _ := counted(t)
+	db, e := piped(t)
 	ctx := context.Background()
-	e := engine{db}
-	mustExec(t, db, `CREATE TABLE piped (id int PRIMARY KEY)`)
 	mustExec(t, db, `INSERT INTO piped VALUES (0)`)
 	for _, c := range []struct {
 		name string
@@ -142,24 +139,24 @@ func TestPipelineHeldWriteFails(t *testing.T) {
 			if _, err := q.Exec(ctx, `INSERT INTO piped VALUES (1)`); err != nil {
 				return err
 			}
-			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (0)`) // a duplicate
+			later(q, `INSERT INTO piped VALUES (0)`) // a duplicate
 			return nil
 		}},
 		{"at the next statement", func(q sqlstore.Querier) error {
 			if _, err := q.Exec(ctx, `INSERT INTO piped VALUES (1)`); err != nil {
 				return err
 			}
-			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (0)`)
+			later(q, `INSERT INTO piped VALUES (0)`)
 			var n int
 			return q.QueryRow(ctx, `SELECT count(*) FROM piped`).Scan(&n)
 		}},
 		{"with only held writes", func(q sqlstore.Querier) error {
-			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (1)`)
-			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (0)`)
+			later(q, `INSERT INTO piped VALUES (1)`)
+			later(q, `INSERT INTO piped VALUES (0)`)
 			return nil
 		}},
 		{"first in the transaction", func(q sqlstore.Querier) error {
-			q.(sqlstore.Later).Later(ctx, `INSERT INTO piped VALUES (0)`)
+			later(q, `INSERT INTO piped VALUES (0)`)
 			_, err := q.Exec(ctx, `INSERT INTO piped VALUES (1)`)
 			return err
 		}},
@@ -189,12 +186,10 @@ func TestPipelineHeldWriteFails(t *testing.T) {
 // TestPipelineReads: a query's rows read at the end of a batch, a row
 // that is not there, and statements after them on the same transaction.
 func TestPipelineReads(t *testing.T) {
-	db, _ := counted(t)
+	db, e := piped(t)
 	ctx := context.Background()
-	e := engine{db}
-	mustExec(t, db, `CREATE TABLE piped (id int PRIMARY KEY)`)
 	err := e.Lock(ctx, func(q sqlstore.Querier) error {
-		q.(sqlstore.Later).Later(ctx, `INSERT INTO piped SELECT generate_series(1, 5)`)
+		later(q, `INSERT INTO piped SELECT generate_series(1, 5)`)
 		rows, err := q.Query(ctx, `SELECT id FROM piped ORDER BY id`)
 		if err != nil {
 			return err
@@ -242,11 +237,27 @@ func TestPipelineReads(t *testing.T) {
 	}
 }
 
+// pipedTable is the table the pipeline's tests write.
+const pipedTable = `CREATE TABLE piped (id int PRIMARY KEY)`
+
+// piped opens a database with the table piped, and its engine.
+func piped(t *testing.T) (*DB, engine) {
+	t.Helper()
+	db, _ := counted(t)
+	mustExec(t, db, pipedTable)
+	return db, engine{db}
+}
+
 func mustExec(t *testing.T, db *DB, query string) {
 	t.Helper()
 	if _, err := db.pool.Exec(context.Background(), query); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// later holds a write back on q, a pipeline.
+func later(q sqlstore.Querier, query string, args ...any) {
+	q.(sqlstore.Later).Later(context.Background(), query, args...)
 }
 
 func count(t *testing.T, db *DB, query string, args ...any) int {
@@ -280,7 +291,7 @@ func TestPipelineImplicitTransaction(t *testing.T) {
 		before := trips.statements.Load()
 		if n := trips.of(t, func() error {
 			return c.way(ctx, func(q sqlstore.Querier) error {
-				q.(sqlstore.Later).Later(ctx, `INSERT INTO settings VALUES (?, current_setting('synchronous_commit'), current_setting('transaction_isolation'))`, c.name)
+				later(q, `INSERT INTO settings VALUES (?, current_setting('synchronous_commit'), current_setting('transaction_isolation'))`, c.name)
 				return nil
 			})
 		}); n != 1 {
