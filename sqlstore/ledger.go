@@ -34,10 +34,14 @@ type Ledger struct {
 	writing   int             // batches in flight
 	settling  bool            // a batch in flight ends reservations (settles, releases, charges)
 	inflight  map[string]bool // the reservations whose holds are in a batch in flight
-	submitted uint64          // ops queued, ever
-	done      uint64          // ops written (or failed), ever
-	flushed   chan struct{}
-	closed    bool
+	submitted uint64          // ops queued, ever: the next op's seq
+	// done is the number of ops, in the order they were queued, all
+	// written (or failed): batches end out of order, so those written
+	// beyond it wait in ended until the ops before them are.
+	done    uint64
+	ended   map[uint64]bool
+	flushed chan struct{}
+	closed  bool
 	// lingers says settles wait for company (LingerSettles).
 	lingers bool
 	wake    chan struct{}
@@ -55,6 +59,7 @@ type ledgerOp struct {
 	hold    *gatehouse.Reservation
 	settle  Settlement
 	waited  bool               // someone waits for it: a hold, or the settle of an unheld reservation
+	seq     uint64             // its place in the order ops were queued
 	keys    []string           // the keys it touches
 	budgets []gatehouse.Budget // the budgets it touches
 	result  func(error)
@@ -73,7 +78,7 @@ var maxLedgerQueue = 200_000 // a variable for the tests
 func (s *Store) NewLedger(logger *slog.Logger, written func(keyHashes []string)) *Ledger {
 	l := &Ledger{s: s, logger: logger, written: written, flushed: make(chan struct{}),
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), writers: max(s.ledgerWriters, 1),
-		inflight: map[string]bool{}}
+		inflight: map[string]bool{}, ended: map[uint64]bool{}}
 	s.ledger = l
 	var running sync.WaitGroup
 	for range l.writers {
@@ -206,6 +211,7 @@ func (l *Ledger) submit(op ledgerOp) {
 	case (op.hold != nil || op.waited && op.settle.Unheld != nil) && len(l.queue) >= maxLedgerQueue:
 		refused = errLedgerFull
 	default:
+		op.seq = l.submitted
 		l.queue = append(l.queue, op)
 		l.submitted++
 		if op.waited {
@@ -321,7 +327,7 @@ func (l *Ledger) settled(batch []ledgerOp, err error) {
 		return
 	}
 	l.report(batch, nil)
-	l.finished(len(batch))
+	l.finished(batch)
 }
 
 // poke wakes the writer, if it is not awake already.
@@ -332,10 +338,16 @@ func (l *Ledger) poke() {
 	}
 }
 
-// finished counts n operations as done, and wakes the Sync calls.
-func (l *Ledger) finished(n int) {
+// finished counts a batch's operations as done, and wakes the Sync calls.
+func (l *Ledger) finished(batch []ledgerOp) {
 	l.mu.Lock()
-	l.done += uint64(n)
+	for _, op := range batch {
+		l.ended[op.seq] = true
+	}
+	for l.ended[l.done] {
+		delete(l.ended, l.done)
+		l.done++
+	}
 	close(l.flushed)
 	l.flushed = make(chan struct{})
 	l.mu.Unlock()
@@ -398,7 +410,7 @@ func (l *Ledger) run() {
 			}
 		}
 		l.mu.Unlock()
-		l.finished(len(batch))
+		l.finished(batch)
 		l.poke() // settles of the holds just written may go now
 	}
 }

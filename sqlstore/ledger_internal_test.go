@@ -80,3 +80,31 @@ func TestTakeKeepsSettlesBehindTheirHolds(t *testing.T) {
 		t.Errorf("took %v with every writer busy", ids(batch))
 	}
 }
+
+// TestSyncWaitsForEveryOpBeforeIt: batches end out of order (two writers,
+// and settles left behind a batch that ends reservations), so Sync waits
+// until every op queued before it is written, not until as many ops as
+// were queued before it are: a later batch of holds ending first does not
+// count for a settle still queued.
+func TestSyncWaitsForEveryOpBeforeIt(t *testing.T) {
+	l := &Ledger{flushed: make(chan struct{}), ended: map[uint64]bool{}, inflight: map[string]bool{}}
+	for _, id := range []string{"r0", "r1"} {
+		l.submit(ledgerOp{settle: Settlement{ReservationID: id}})
+	}
+	target := l.submitted
+	l.submit(ledgerOp{hold: &gatehouse.Reservation{ID: "r2"}, waited: true})
+	l.submit(ledgerOp{hold: &gatehouse.Reservation{ID: "r3"}, waited: true})
+	ops := slices.Clone(l.queue)
+	l.finished(ops[2:]) // the holds queued after Sync's target end first
+	if l.done >= target {
+		t.Fatalf("done = %d with the two settles queued before it unwritten: Sync would return", l.done)
+	}
+	l.finished(ops[1:2])
+	if l.done >= target {
+		t.Fatalf("done = %d with the first settle unwritten: Sync would return", l.done)
+	}
+	l.finished(ops[:1])
+	if l.done != 4 || len(l.ended) != 0 {
+		t.Fatalf("done = %d, %d ended beyond it, once all four are written: want 4 and none", l.done, len(l.ended))
+	}
+}
