@@ -11,7 +11,9 @@ import (
 // owns its database (SQLite: one serving process, enforced with a lock).
 // It keeps, for every key and guardrail budget in use, the spend recorded
 // in the database when it was first needed plus every cost settled here
-// since, and the reservations held now. Admission takes one lock and a few
+// since, and the reservations held now: a hold counts at what it reserved
+// until its settle or release is written (or, for a whole answer that has
+// no hold, journalled), as it would be charged after a crash. Admission takes one lock and a few
 // additions, with the checks of the database path (CheckKeyLimit,
 // MintedFrom, CheckBudget, in that order) and the same all-or-nothing
 // result. The ledger catches up with the settled costs behind the request
@@ -107,8 +109,11 @@ func (a *Accountant) Admit(ctx context.Context, key *gatehouse.Key, chain []*gat
 	return nil
 }
 
-// Settle replaces r's hold with its cost, at once in memory; the caller
-// writes it to the ledger and calls Written when that is done.
+// Settle replaces r's hold with its cost. Meter calls it once the ledger
+// has written the settle (before, a crash would leave the hold open, to be
+// charged at what it reserved), or at once for an unheld reservation,
+// whose charge survives a crash before its answer is delivered; then
+// Written once the charge is in the database.
 func (a *Accountant) Settle(r *gatehouse.Reservation, cost gatehouse.Money) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -123,8 +128,8 @@ func (a *Accountant) Settle(r *gatehouse.Reservation, cost gatehouse.Money) {
 	}
 }
 
-// Release drops r's hold; the caller calls Written once the ledger has
-// dropped it too.
+// Release drops r's hold, once the ledger has dropped it too (or at once,
+// for an unheld reservation); then Written.
 func (a *Accountant) Release(r *gatehouse.Reservation) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -133,8 +138,8 @@ func (a *Accountant) Release(r *gatehouse.Reservation) {
 	}
 }
 
-// Written records that the ledger holds what Settle or Release did to r:
-// its accounts may be dropped once idle.
+// Written records that the database holds what Settle or Release did to
+// r: its accounts may be dropped once idle.
 func (a *Accountant) Written(r *gatehouse.Reservation) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -20,7 +20,9 @@ import (
 // a few additions under one lock; each still has its hold written (behind,
 // by the ledger) before its answer is delivered, naming the lease, which
 // already counts it. A settle takes the cost off the lease as it adds it to
-// the counters.
+// the counters; the lease counts the hold at what it reserved until that
+// write commits, since an instance that dies leaves its open holds to be
+// charged at what they reserved.
 //
 // A lease admits for LeaseLife, sized from what its group admitted in the
 // last LeaseLife; then, or when a request does not fit, its unused part is
@@ -209,20 +211,25 @@ func (ls *Leases) dropIfIdle(l *lease) {
 	}
 }
 
-// Settle replaces r's hold in its lease with its cost.
-func (ls *Leases) Settle(r *gatehouse.Reservation, cost gatehouse.Money) {
-	ls.update(r, func(l *lease) { l.held -= r.Amount; l.spent += cost })
-}
-
-// Release drops r's hold from its lease.
-func (ls *Leases) Release(r *gatehouse.Reservation) {
-	ls.update(r, func(l *lease) { l.held -= r.Amount })
-}
-
-// Written records that the ledger wrote r's settle or release: its lease
-// may be dropped once retired.
-func (ls *Leases) Written(r *gatehouse.Reservation) {
-	ls.update(r, func(l *lease) { l.busy--; ls.dropIfIdle(l); delete(ls.admitted, r.ID) })
+// Written records that the ledger wrote r's settle at cost, or its
+// release (cost nil), or failed to (err). Only then does r's hold leave
+// its lease (replaced by its cost): until the write commits, a crash
+// leaves the hold open, to be charged at what it reserved, and the lease
+// must cover that. A hold whose write failed stays in the lease (and, once
+// the lease is dropped, counts on its own in the database). The lease may
+// be dropped once retired and idle.
+func (ls *Leases) Written(r *gatehouse.Reservation, cost *gatehouse.Money, err error) {
+	ls.update(r, func(l *lease) {
+		if err == nil {
+			l.held -= r.Amount
+			if cost != nil {
+				l.spent += *cost
+			}
+		}
+		l.busy--
+		ls.dropIfIdle(l)
+		delete(ls.admitted, r.ID)
+	})
 }
 
 // update runs fn on r's lease, if r was admitted against one.

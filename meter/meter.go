@@ -251,7 +251,7 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 			mt.Reservation.Chain = append(mt.Reservation.Chain, k.Hash)
 		}
 	}
-	if err := m.Accounts.Admit(ctx, c.Key, chain, mt.Reservation); err != nil {
+	if err := admitInMemory(ctx, m.Accounts, m.Ledger, c.Key, chain, mt.Reservation); err != nil {
 		return nil, err
 	}
 	if c.Stream {
@@ -279,6 +279,18 @@ func (m *Meter) chooseBYOKKeys(ctx context.Context, c MeteredCall) ([]*gatehouse
 		return nil, err
 	}
 	return gatehouse.ChooseBYOKKeys(keys, c.Key, c.Provider.ID, c.Model.Slug())
+}
+
+// admitInMemory admits r with the accountant. A refusal while settles and
+// releases are still being written is checked again once they are: memory
+// holds their reservations until then (Meter.written), and those may
+// exceed their costs.
+func admitInMemory(ctx context.Context, a *Accountant, ledger Ledger, key *gatehouse.Key, chain []*gatehouse.Key, r *gatehouse.Reservation) error {
+	err := a.Admit(ctx, key, chain, r)
+	if code := gatehouse.ErrorCode(err); (code == gatehouse.EPAYMENT || code == gatehouse.EFORBIDDEN) && ledger.Sync(ctx) == nil {
+		err = a.Admit(ctx, key, chain, r)
+	}
+	return err
 }
 
 // reserveInDB admits r in the database. A refusal while settles are still
@@ -348,17 +360,16 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c provider.Completion,
 		}
 	} else {
 		r := mt.Reservation
-		if m.Accounts != nil {
-			m.Accounts.Settle(r, gen.Cost)
-		} else if m.Leases != nil {
-			m.Leases.Settle(r, gen.Cost)
-		}
 		if r.Unheld {
+			// Its charge survives a crash before its answer is delivered
+			// (record): memory takes its cost at once.
+			m.Accounts.Settle(r, gen.Cost)
 			if err := m.record(ctx, r, gen); err != nil {
 				return err
 			}
 		} else {
-			m.Ledger.Settle(r, gen, m.holdContent(gen, m.written(r)))
+			cost := gen.Cost
+			m.Ledger.Settle(r, gen, m.holdContent(gen, m.written(r, &cost)))
 		}
 	}
 	m.trace(mt, c, ended)
@@ -383,23 +394,42 @@ func usageFinal(callErr error) bool {
 func (m *Meter) record(ctx context.Context, r *gatehouse.Reservation, gen *gatehouse.Generation) error {
 	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
 	defer cancel()
-	return m.Ledger.Charge(ctx, r, gen, m.holdContent(gen, m.written(r)))
+	return m.Ledger.Charge(ctx, r, gen, m.holdContent(gen, m.written(r, nil)))
 }
 
 // recordTimeout bounds the wait for a charge to be written before its answer
 // is delivered.
 const recordTimeout = 10 * time.Second
 
-// written returns what hears of a reservation's settle or release being
-// written: the accountant may then forget its accounts. (The ledger logs a
-// failure; the reservation, left open, is charged at what it reserved at
-// the next start or once it expires.)
-func (m *Meter) written(r *gatehouse.Reservation) func(error) {
+// written returns what hears that the ledger wrote r's settle at cost, or
+// its release (cost nil), or failed to. Only then does memory (the
+// accountant, or r's lease) replace r's hold with its cost or drop it:
+// until the write commits, a crash leaves the hold open in the database,
+// to be charged at what it reserved, so admitting against the difference
+// could take a key or budget past its limit. A write that failed leaves
+// the hold open in the database, and so in memory too (the accountant
+// keeps its accounts; a lease counts it until it is dropped, and the
+// database on its own after). An unheld reservation's memory was settled
+// at once (its charge is durable first): its accounts may go once it is
+// written.
+func (m *Meter) written(r *gatehouse.Reservation, cost *gatehouse.Money) func(error) {
 	switch {
-	case m.Accounts != nil:
+	case r.Unheld:
 		return func(error) { m.Accounts.Written(r) }
+	case m.Accounts != nil:
+		return func(err error) {
+			if err != nil {
+				return
+			}
+			if cost != nil {
+				m.Accounts.Settle(r, *cost)
+			} else {
+				m.Accounts.Release(r)
+			}
+			m.Accounts.Written(r)
+		}
 	case m.Leases != nil && r.LeaseID != "":
-		return func(error) { m.Leases.Written(r) }
+		return func(err error) { m.Leases.Written(r, cost, err) }
 	}
 	return nil
 }
@@ -441,12 +471,7 @@ func (m *Meter) Release(ctx context.Context, mt *Metering) error {
 		return nil
 	}
 	if m.Ledger != nil {
-		if m.Accounts != nil {
-			m.Accounts.Release(mt.Reservation)
-		} else if m.Leases != nil {
-			m.Leases.Release(mt.Reservation)
-		}
-		m.Ledger.Release(mt.Reservation, m.written(mt.Reservation))
+		m.Ledger.Release(mt.Reservation, m.written(mt.Reservation, nil))
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"gatehouse/meter"
 	"gatehouse/provider"
 	"gatehouse/sqlite"
+	"gatehouse/sqlstore"
 )
 
 // meterEnv is a Meter over a real SQLite store with one organization, a
@@ -296,5 +299,141 @@ func TestMeterReserveRefuses(t *testing.T) {
 	}
 	if len(e.traces) != 0 {
 		t.Errorf("%d traces of refused calls", len(e.traces))
+	}
+}
+
+// gatedLedger is a real ledger whose settles and releases wait until open
+// is called: the moment between a call's end and the write of its settle,
+// when a crash leaves its hold open, to be charged at what it reserved.
+type gatedLedger struct {
+	*sqlstore.Ledger
+	mu   sync.Mutex
+	held []func()
+}
+
+func (g *gatedLedger) Settle(r *gatehouse.Reservation, gen *gatehouse.Generation, result func(error)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = append(g.held, func() { g.Ledger.Settle(r, gen, result) })
+}
+
+func (g *gatedLedger) Release(r *gatehouse.Reservation, result func(error)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = append(g.held, func() { g.Ledger.Release(r, result) })
+}
+
+// open submits what waited, and waits until it is written.
+func (g *gatedLedger) open(t *testing.T) {
+	t.Helper()
+	g.mu.Lock()
+	held := g.held
+	g.held = nil
+	g.mu.Unlock()
+	for _, submit := range held {
+		submit()
+	}
+	if err := g.Ledger.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gate gives e's meter a ledger whose settles and releases wait for open,
+// and admission in memory: with the accountant, or (leases) with leases
+// of the database's grant, as instances that share it do.
+func (e *meterEnv) gate(leases bool) *gatedLedger {
+	e.t.Helper()
+	l := e.store.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	e.t.Cleanup(func() { l.Close(context.Background()) })
+	g := &gatedLedger{Ledger: l}
+	e.meter.Ledger = g
+	if leases {
+		e.meter.Leases = meter.NewLeases(e.store, g, nil)
+	} else {
+		e.meter.Accounts = meter.NewAccountant(e.store, e.store.Now)
+	}
+	return g
+}
+
+// TestMeterHoldCountsUntilItsSettleIsWritten: admitting in memory, a
+// streamed call's hold counts at what it reserved until its settle is
+// written, not from the moment the call ends: a crash before the write
+// leaves the hold open, and the next start charges it at what it
+// reserved, so a call admitted against the difference would take the key
+// past its limit. Once the settle is written, the limit has room again.
+// (A settle counted at once failed this: the second call was admitted,
+// and the crash charged both reservations, over the limit.)
+func TestMeterHoldCountsUntilItsSettleIsWritten(t *testing.T) {
+	for _, crash := range []bool{true, false} {
+		e := newMeterEnv(t)
+		g := e.gate(false)
+		reserved := meter.Estimate(e.model, len(meterRequest), 100)
+		limit := reserved + reserved/2
+		k := e.key(&limit)
+		call := e.call(k, new(100))
+		call.Stream = true // a streamed answer has a hold; a whole one's charge is journalled first
+		first := e.reserve(call)
+		if err := first.Held(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.meter.Settle(e.ctx, first, provider.Completion{UsageKnown: true, PromptTokens: 1, CompletionTokens: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.meter.Reserve(e.ctx, call); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+			t.Fatalf("a second call while the first one's settle is unwritten: %v, want EPAYMENT (its hold still reserves %s of %s)", err, reserved, limit)
+		}
+		if crash {
+			// The process dies here: the next start charges the open hold.
+			if _, err := e.store.ChargeOpen(e.ctx, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := e.store.FindKey(e.ctx, e.org.ID, k.Hash); err != nil || got.Usage.Total > limit {
+				t.Fatalf("after the crash: usage %v of a limit of %s (%v)", got.Usage.Total, limit, err)
+			}
+			continue
+		}
+		g.open(t)
+		second := e.reserve(call)
+		if err := second.Held(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMeterLeaseCoversWhatACrashCharges: admitting against a lease, a
+// call's hold leaves the lease only once its settle is written: the
+// lease's amount in the database is what the holds under it are charged,
+// at what they reserved, when its instance dies first. (A lease that
+// counted the settle at once admitted a fifth call against what it freed,
+// and the crash charged five reservations on a limit of four.)
+func TestMeterLeaseCoversWhatACrashCharges(t *testing.T) {
+	e := newMeterEnv(t)
+	e.gate(true)
+	reserved := meter.Estimate(e.model, len(meterRequest), 100)
+	limit := 4 * reserved // the first lease: four calls' worth, the whole limit
+	k := e.key(&limit)
+	var calls []*meter.Metering
+	for range 4 {
+		m := e.reserve(e.call(k, new(100)))
+		if err := m.Held(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, m)
+	}
+	if calls[0].Reservation.LeaseID == "" {
+		t.Fatal("the first call was not admitted against a lease")
+	}
+	if err := e.meter.Settle(e.ctx, calls[0], provider.Completion{UsageKnown: true, PromptTokens: 1, CompletionTokens: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	small := e.call(k, new(50)) // fits what the first call's settle frees, once written
+	if _, err := e.meter.Reserve(e.ctx, small); gatehouse.ErrorCode(err) != gatehouse.EPAYMENT {
+		t.Fatalf("a call while the first one's settle is unwritten: %v, want EPAYMENT", err)
+	}
+	if _, err := e.store.ChargeOpen(e.ctx, time.Time{}); err != nil { // the instance died
+		t.Fatal(err)
+	}
+	if got, err := e.store.FindKey(e.ctx, e.org.ID, k.Hash); err != nil || got.Usage.Total > limit {
+		t.Fatalf("after the crash: usage %v of a limit of %s (%v)", got.Usage.Total, limit, err)
 	}
 }

@@ -67,10 +67,9 @@ func (in *leaseInstance) reserve(ctx context.Context, key *gatehouse.Key, amount
 
 // settle charges r at cost, as the meter does.
 func (in *leaseInstance) settle(r *gatehouse.Reservation, cost gatehouse.Money) {
-	in.leases.Settle(r, cost)
 	g := *r.Generation
 	g.Status, g.Cost = gatehouse.GenerationCompleted, cost
-	in.ledger.Settle(r, &g, func(error) { in.leases.Written(r) })
+	in.ledger.Settle(r, &g, func(err error) { in.leases.Written(r, &cost, err) })
 }
 
 func leaseKey(t *testing.T, db *postgres.DB, limit gatehouse.Money) *gatehouse.Key {
@@ -342,8 +341,7 @@ func TestLedgerWritersKeepEveryCharge(t *testing.T) {
 			// The call ends before its hold is written (a provider that
 			// fails at once): its end is queued behind the hold.
 			if (c+i)%5 == 0 {
-				in.leases.Release(r)
-				in.ledger.Release(r, func(error) { in.leases.Written(r) })
+				in.ledger.Release(r, func(err error) { in.leases.Written(r, nil, err) })
 			} else {
 				in.settle(r, cost)
 				settled.Add(1)
