@@ -387,6 +387,19 @@ func (e *testEnv) snapshot() string {
 	return out.String()
 }
 
+// fingerprint is the database's content in one statement: cheaper than
+// snapshot (one round trip), for telling whether anything changed around
+// each of many requests; snapshot then shows what did.
+func (e *testEnv) fingerprint() string {
+	e.t.Helper()
+	e.settled()
+	lines, err := rowLines(e.snapshots().whole.Query())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // readDB returns the environment's connection to its database, for reads
 // (with $1-style placeholders, which both engines accept).
 func (e *testEnv) readDB() *sql.DB {
@@ -451,6 +464,9 @@ type snapshotter struct {
 	db     *sql.DB
 	tables []string
 	stmts  []*sql.Stmt
+	// whole reads every table in one statement, each as one text value:
+	// what fingerprint compares.
+	whole *sql.Stmt
 }
 
 // open opens the connection and prepares the statements, once.
@@ -470,14 +486,47 @@ func (s *snapshotter) prepare() error {
 	if s.tables, err = tableNames(db, s.driver); err != nil {
 		return err
 	}
+	var whole []string
 	for _, table := range s.tables {
 		stmt, err := db.Prepare(`SELECT * FROM "` + table + `"`)
 		if err != nil {
 			return err
 		}
 		s.stmts = append(s.stmts, stmt)
+		text, err := tableText(db, s.driver, table)
+		if err != nil {
+			return err
+		}
+		whole = append(whole, "("+text+")")
 	}
-	return nil
+	s.whole, err = db.Prepare(`SELECT ` + strings.Join(whole, ", "))
+	return err
+}
+
+// tableText returns a query of one table's rows as one text value, each
+// row's values quoted, in order: equal texts, equal tables.
+func tableText(db *sql.DB, driver, table string) (string, error) {
+	if driver == "pgx" {
+		return `SELECT COALESCE(string_agg(t::text, E'\n' ORDER BY t::text), '') FROM "` + table + `" t`, nil
+	}
+	rows, err := db.Query(`SELECT name FROM pragma_table_info(?)`, table)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return "", err
+		}
+		cols = append(cols, `quote("`+c+`")`)
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	return `SELECT COALESCE(group_concat(x, char(10)), '') FROM (SELECT ` + strings.Join(cols, ` || ',' || `) +
+		` AS x FROM "` + table + `" ORDER BY x)`, nil
 }
 
 // tableNames returns the names of the tables of a database, sorted.
