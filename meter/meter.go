@@ -251,7 +251,7 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 			mt.Reservation.Chain = append(mt.Reservation.Chain, k.Hash)
 		}
 	}
-	if err := admitInMemory(ctx, m.Accounts, m.Ledger, c.Key, chain, mt.Reservation); err != nil {
+	if err := admitAfterWrites(ctx, m.Ledger, func() error { return m.Accounts.Admit(ctx, c.Key, chain, mt.Reservation) }); err != nil {
 		return nil, err
 	}
 	if c.Stream {
@@ -281,27 +281,19 @@ func (m *Meter) chooseBYOKKeys(ctx context.Context, c MeteredCall) ([]*gatehouse
 	return gatehouse.ChooseBYOKKeys(keys, c.Key, c.Provider.ID, c.Model.Slug())
 }
 
-// admitInMemory admits r with the accountant. A refusal while settles and
-// releases are still being written is checked again once they are: memory
-// holds their reservations until then (Meter.written), and those may
-// exceed their costs.
-func admitInMemory(ctx context.Context, a *Accountant, ledger Ledger, key *gatehouse.Key, chain []*gatehouse.Key, r *gatehouse.Reservation) error {
-	err := a.Admit(ctx, key, chain, r)
-	if code := gatehouse.ErrorCode(err); (code == gatehouse.EPAYMENT || code == gatehouse.EFORBIDDEN) && ledger.Sync(ctx) == nil {
-		err = a.Admit(ctx, key, chain, r)
-	}
-	return err
+// reserveInDB admits r in the database.
+func reserveInDB(ctx context.Context, usage gatehouse.UsageService, ledger Ledger, r *gatehouse.Reservation) error {
+	return admitAfterWrites(ctx, ledger, func() error { return usage.Reserve(ctx, r) })
 }
 
-// reserveInDB admits r in the database. A refusal while settles are still
-// being written is checked again once they are: they hold their
-// reservations, which may exceed their costs.
-func reserveInDB(ctx context.Context, usage gatehouse.UsageService, ledger Ledger, r *gatehouse.Reservation) error {
-	err := usage.Reserve(ctx, r)
-	if code := gatehouse.ErrorCode(err); (code == gatehouse.EPAYMENT || code == gatehouse.EFORBIDDEN) && ledger != nil {
-		if ledger.Sync(ctx) == nil {
-			err = usage.Reserve(ctx, r)
-		}
+// admitAfterWrites runs admit, and once more if it refused while settles
+// and releases were still being written, once they are: until then their
+// holds count at what they reserved (in the database, and in memory:
+// Meter.written), which may exceed their costs.
+func admitAfterWrites(ctx context.Context, ledger Ledger, admit func() error) error {
+	err := admit()
+	if code := gatehouse.ErrorCode(err); (code == gatehouse.EPAYMENT || code == gatehouse.EFORBIDDEN) && ledger != nil && ledger.Sync(ctx) == nil {
+		err = admit()
 	}
 	return err
 }

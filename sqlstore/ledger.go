@@ -375,17 +375,7 @@ func (l *Ledger) run() {
 		}
 		l.lingered = false
 		batch, ends := l.take()
-		closed, left := l.closed, len(l.queue)
-		if len(batch) > 0 {
-			l.writing++
-			l.settling = l.settling || ends
-			for _, op := range batch {
-				if op.hold != nil {
-					l.inflight[op.hold.ID] = true
-				}
-			}
-		}
-		idle := l.writing == 0
+		closed, left, idle := l.closed, len(l.queue), l.writing == 0
 		l.mu.Unlock()
 		if len(batch) == 0 {
 			if closed && left == 0 && idle {
@@ -399,20 +389,25 @@ func (l *Ledger) run() {
 			l.poke() // what is left may make a batch of another writer's
 		}
 		l.write(batch)
-		l.mu.Lock()
-		l.writing--
-		if ends {
-			l.settling = false
-		}
-		for _, op := range batch {
-			if op.hold != nil {
-				delete(l.inflight, op.hold.ID)
-			}
-		}
-		l.mu.Unlock()
-		l.finished(batch)
+		l.landed(batch, ends)
 		l.poke() // settles of the holds just written may go now
 	}
+}
+
+// landed ends a batch that take put in flight, written (or failed).
+func (l *Ledger) landed(batch []ledgerOp, ends bool) {
+	l.mu.Lock()
+	l.writing--
+	if ends {
+		l.settling = false
+	}
+	for _, op := range batch {
+		if op.hold != nil {
+			delete(l.inflight, op.hold.ID)
+		}
+	}
+	l.mu.Unlock()
+	l.finished(batch)
 }
 
 // take takes the next batch off the queue, in order: up to maxLedgerBatch
@@ -421,7 +416,8 @@ func (l *Ledger) run() {
 // it charges, and the holds beside them); and a settle or release of a
 // hold in a batch in flight is never taken (its transaction would not see
 // the hold yet, end nothing, and leave the hold open once it commits).
-// ends says the batch ends reservations. Call it with l.mu held.
+// The batch is then in flight until landed; ends says it ends
+// reservations. Call it with l.mu held.
 func (l *Ledger) take() (batch []ledgerOp, ends bool) {
 	if len(l.queue) == 0 || l.writing >= l.writers {
 		return nil, false
@@ -444,6 +440,15 @@ func (l *Ledger) take() (batch []ledgerOp, ends bool) {
 		}
 	}
 	l.queue = left
+	if len(batch) > 0 {
+		l.writing++
+		l.settling = l.settling || ends
+		for _, op := range batch {
+			if op.hold != nil {
+				l.inflight[op.hold.ID] = true
+			}
+		}
+	}
 	return batch, ends
 }
 
