@@ -78,6 +78,8 @@ func (dialect) IsForeignKey(err error) bool { return pgCode(err) == "23503" }
 
 // Catalog reads the tables of the current schema, in the order they were
 // created, leaving out generated columns: they cannot be written.
+// The tables that triggers keep from the others (list counts, the keys'
+// anchors and blocks) are left out: the target's triggers fill them.
 func (dialect) Catalog() string {
 	return `SELECT c.relname::text, a.columns, coalesce(a.booleans, ''), coalesce(k.parents, '') FROM pg_class c
 		CROSS JOIN LATERAL (SELECT string_agg(attname::text, ',' ORDER BY attnum) AS columns,
@@ -85,7 +87,7 @@ func (dialect) Catalog() string {
 			FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '') a
 		CROSS JOIN LATERAL (SELECT string_agg(DISTINCT p.relname::text, ',') AS parents
 			FROM pg_constraint f JOIN pg_class p ON p.oid = f.confrelid WHERE f.conrelid = c.oid AND f.contype = 'f') k
-		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND c.relname NOT IN ('schema_migrations', 'list_counts')
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND c.relname NOT IN ('schema_migrations', 'list_counts', 'list_bases', 'list_anchors', 'list_blocks')
 		ORDER BY c.oid`
 }
 

@@ -86,11 +86,13 @@ func (dialect) IsForeignKey(err error) bool {
 
 // Catalog reads the tables from sqlite_schema, in the order they were
 // created. SQLite keeps booleans as integers: no column is boolean.
+// The tables that triggers keep from the others (list counts, the keys'
+// anchors and blocks) are left out: the target's triggers fill them.
 func (dialect) Catalog() string {
 	return `SELECT t.name, (SELECT group_concat(name, ',' ORDER BY cid) FROM pragma_table_info(t.name)), '',
 			(SELECT coalesce(group_concat(DISTINCT "table"), '') FROM pragma_foreign_key_list(t.name))
 		FROM sqlite_schema t
-		WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND t.name NOT IN ('schema_migrations', 'list_counts')
+		WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND t.name NOT IN ('schema_migrations', 'list_counts', 'list_bases', 'list_anchors', 'list_blocks')
 		ORDER BY t.rowid`
 }
 

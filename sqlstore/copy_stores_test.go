@@ -155,7 +155,7 @@ func newApp(t *testing.T, s gatehouse.Store, org string) {
 
 // dump returns the rows of every table of a SQLite file, printed and
 // sorted, but for SQLite's own tables and schema_migrations (and of
-// list_counts, the counts it keeps).
+// list_counts and list_blocks, the sizes they keep).
 func dump(t *testing.T, path string) map[string][]string {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)
@@ -186,6 +186,11 @@ func dump(t *testing.T, path string) map[string][]string {
 			// count of 0 is no count (a list emptied in the source, never
 			// filled in the copy).
 			query = `SELECT list, scope, SUM(n) FROM list_counts WHERE list <> 'key_list_version' GROUP BY list, scope HAVING SUM(n) <> 0`
+		}
+		if name == "list_blocks" {
+			// The blocks' sizes (however spread over parts); an empty
+			// block is no block, as a count of 0.
+			query = `SELECT list, scope, at, id, SUM(n) FROM list_blocks GROUP BY list, scope, at, id HAVING SUM(n) <> 0`
 		}
 		rows, err := db.Query(query)
 		if err != nil {

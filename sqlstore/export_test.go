@@ -1,6 +1,10 @@
 package sqlstore
 
-import "gatehouse"
+import (
+	"context"
+
+	"gatehouse"
+)
 
 // JournalOnly appends a charge to the ledger's journal without writing it
 // to the database: what a process killed between the two leaves.
@@ -23,4 +27,13 @@ func SetLedgerQueueBound(n int) func() {
 	old := maxLedgerQueue
 	maxLedgerQueue = n
 	return func() { maxLedgerQueue = old }
+}
+
+// ExecForTest runs a statement in a write transaction of the store.
+func (s *Store) ExecForTest(ctx context.Context, query string, args ...any) error {
+	_, err := update(ctx, s, func(tx *Tx) (struct{}, error) {
+		_, err := tx.Exec(ctx, query, args...)
+		return struct{}{}, err
+	})
+	return err
 }

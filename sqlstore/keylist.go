@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"gatehouse"
@@ -37,6 +38,9 @@ const (
 type KeyListCursor struct {
 	createdAt int64 // milliseconds
 	hash      string
+	// inclusive makes the cursor a block's anchor (keyblocks.go): the
+	// page starts at the key itself rather than after it.
+	inclusive bool
 }
 
 // keyList names one list of the keys API: an organization's, of one
@@ -135,6 +139,9 @@ func KeyPageQuery(orgID string, workspaceID string, includeDisabled bool, c *Key
 	}
 	inner, innerArgs := where, args[:len(args):len(args)]
 	if c != nil {
+		if c.inclusive && !reversed {
+			after = `>=`
+		}
 		inner, innerArgs = where+` AND (created_at, hash) `+after+` (?, ?)`, append(innerArgs, c.createdAt, c.hash)
 	}
 	all := append(innerArgs, limit, skip)
@@ -221,6 +228,17 @@ func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilte
 		if !ok {
 			return []*gatehouse.Key{}, nil
 		}
+		if s.pageWalk == WalkBlocks || (s.pageWalk == WalkNearer && w.skip > keyBlockWalk) {
+			b, ok, err := tx.keyBlockWalk(ctx, l, int(total), offset, limit)
+			switch {
+			case err != nil:
+				return nil, err
+			case s.pageWalk == WalkBlocks && !ok:
+				return nil, fmt.Errorf("the blocks of list %v do not add up to its %d keys", l, total)
+			case ok && (b.skip < w.skip || s.pageWalk == WalkBlocks):
+				w = b
+			}
+		}
 		query, args := KeyPageQuery(orgID, l.workspace, l.includeDisabled, w.from, w.skip, w.limit, w.reversed)
 		rows, err := tx.Query(ctx, query, args...)
 		keys, err := collect(rows, err, scanKey)
@@ -229,7 +247,7 @@ func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilte
 		}
 		if n := len(keys); n > 0 {
 			last := keys[n-1]
-			s.keyMarks.mark(l, version, offset+n, KeyListCursor{last.CreatedAt.UnixMilli(), last.Hash})
+			s.keyMarks.mark(l, version, offset+n, KeyListCursor{createdAt: last.CreatedAt.UnixMilli(), hash: last.Hash})
 		}
 		return keys, nil
 	})

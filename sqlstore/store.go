@@ -397,6 +397,10 @@ const (
 	// plans, and that both ways find the same rows.
 	WalkForward
 	WalkBackward
+	// WalkBlocks finds every page of the keys API by its list's blocks
+	// (keyblocks.go), however near an end, and fails if they do not add
+	// up. For tests.
+	WalkBlocks
 )
 
 // SetPageWalk sets the end of a list from which its pages are read

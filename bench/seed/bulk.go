@@ -152,7 +152,8 @@ func insertSQL(t table, rows int) string {
 }
 
 // recountLists counts again the lists whose counts triggers keep
-// (migrations 0031_list_counts.sql and 0051_key_counts.sql), whose
+// (migrations 0031_list_counts.sql and 0051_key_counts.sql), and places
+// the keys' anchors and blocks again (0052_key_blocks.sql), whose
 // triggers dropIndexes dropped
 // while their tables were filled (a fresh organization's key_list_version
 // needs no change: no page of it was read).
@@ -164,7 +165,21 @@ INSERT INTO list_counts SELECT 'member_assignments', organization_id, 0, count(*
 INSERT INTO list_counts SELECT 'keys', organization_id, 0, count(*) FROM api_keys WHERE management = 0 GROUP BY organization_id;
 INSERT INTO list_counts SELECT 'keys_enabled', organization_id, 0, count(*) FROM api_keys WHERE management = 0 AND disabled = 0 GROUP BY organization_id;
 INSERT INTO list_counts SELECT 'workspace_keys', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL GROUP BY workspace_id;
-INSERT INTO list_counts SELECT 'workspace_keys_enabled', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL AND disabled = 0 GROUP BY workspace_id;`
+INSERT INTO list_counts SELECT 'workspace_keys_enabled', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL AND disabled = 0 GROUP BY workspace_id;
+DELETE FROM list_anchors;
+DELETE FROM list_blocks;
+INSERT INTO list_anchors SELECT 'keys', organization_id, created_at, hash FROM api_keys WHERE substr(hash, -3) IN ('000', '001', '002', '003');
+INSERT INTO list_anchors SELECT 'workspace_keys', workspace_id, created_at, hash FROM api_keys
+    WHERE workspace_id IS NOT NULL AND substr(hash, -3) IN ('000', '001', '002', '003');
+INSERT INTO list_blocks (list, scope, at, id, part, n)
+    SELECT list, scope, at, id, 0, count(*) FROM (
+        SELECT r.list, r.scope,
+            COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = r.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+                ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
+            COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = r.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+                ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id
+        FROM key_list_rows r)
+    GROUP BY list, scope, at, id;`
 
 func (b *sqliteBulk) finish(ctx context.Context) error {
 	if _, err := b.db.ExecContext(ctx, recountLists); err != nil {

@@ -104,6 +104,14 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog, walk sqlstor
 	if marked := lists[len(lists)-1]; !strings.Contains(marked.Queries[len(marked.Queries)-1].Query, "(created_at, hash)") {
 		t.Fatalf("%s: the page was not read from a mark:\n%s", marked.Name, marked.Queries[len(marked.Queries)-1].Query)
 	}
+	for _, f := range []gatehouse.KeyFilter{{}, {IncludeDisabled: true}, {WorkspaceID: ws.ID}, {WorkspaceID: ws.ID, IncludeDisabled: true}} {
+		// A page found by its list's blocks (migration 0052), from a
+		// block's anchor: four keys hold no anchor, so the query is made
+		// as the store makes it. (The blocks themselves are read whole,
+		// each row needed, in list_blocks' primary key.)
+		_, page := sqlstore.KeyBlockQueries(org.ID, f.WorkspaceID, f.IncludeDisabled, time.Now().UnixMilli(), "abc001", 1500, 100)
+		lists = append(lists, List{Name: fmt.Sprintf("keys from a block's anchor %+v", f), Queries: []sqlstore.LoggedQuery{page}})
+	}
 	run("members", third(s.FindMembers(ctx, org.ID, page)))
 	run("workspaces", third(s.FindWorkspaces(ctx, org.ID, page)))
 	run("workspace members", third(s.FindWorkspaceMembers(ctx, org.ID, ws.ID, page)))
