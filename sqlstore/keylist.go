@@ -228,7 +228,7 @@ func (s *Store) FindKeys(ctx context.Context, orgID string, f gatehouse.KeyFilte
 		if !ok {
 			return []*gatehouse.Key{}, nil
 		}
-		if s.pageWalk == WalkBlocks || (s.pageWalk == WalkNearer && w.skip > keyBlockWalk) {
+		if s.byBlocks(w.skip) {
 			b, ok, err := tx.keyBlockWalk(ctx, l, int(total), offset, limit)
 			switch {
 			case err != nil:

@@ -153,7 +153,8 @@ func insertSQL(t table, rows int) string {
 
 // recountLists counts again the lists whose counts triggers keep
 // (migrations 0031_list_counts.sql and 0051_key_counts.sql), and places
-// the keys' anchors and blocks again (0052_key_blocks.sql), whose
+// the anchors and blocks of the keys and the audit log again
+// (0052_list_blocks.sql), whose
 // triggers dropIndexes dropped
 // while their tables were filled (a fresh organization's key_list_version
 // needs no change: no page of it was read).
@@ -171,6 +172,7 @@ DELETE FROM list_blocks;
 INSERT INTO list_anchors SELECT 'keys', organization_id, created_at, hash FROM api_keys WHERE substr(hash, -3) IN ('000', '001', '002', '003');
 INSERT INTO list_anchors SELECT 'workspace_keys', workspace_id, created_at, hash FROM api_keys
     WHERE workspace_id IS NOT NULL AND substr(hash, -3) IN ('000', '001', '002', '003');
+INSERT INTO list_anchors SELECT 'audit_log', organization_id, at, id FROM audit_log WHERE substr(id, -3) IN ('000', '001', '002', '003');
 INSERT INTO list_blocks (list, scope, at, id, part, n)
     SELECT list, scope, at, id, 0, count(*) FROM (
         SELECT r.list, r.scope,
@@ -178,7 +180,7 @@ INSERT INTO list_blocks (list, scope, at, id, part, n)
                 ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
             COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = r.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
                 ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id
-        FROM key_list_rows r)
+        FROM list_rows r)
     GROUP BY list, scope, at, id;`
 
 func (b *sqliteBulk) finish(ctx context.Context) error {

@@ -15,18 +15,20 @@ import (
 	"gatehouse/sqlstore"
 )
 
-// TestKeyBlocks checks the blocks that find a deep page of the keys API
-// (migration 0052), on both engines: keys made in no order of their time
+// TestListBlocks checks the blocks that find a deep page of the keys API
+// and of the audit log (migration 0052), on both engines. The keys: keys made in no order of their time
 // (so anchors land inside blocks and split them), many of them anchors (a
 // hash ending in 000-003: one in 12 here, one in 1,024 in use), ties on
 // the time, management keys (anchors of no list), keys disabled and
 // enabled, deleted one by one and in bulk, and a workspace deleted with
 // its keys. After each step the kept blocks must equal the blocks counted
-// again (CheckKeyBlocks), and every page of the four lists, found by the
-// blocks, must be the page found by skipping from the start.
-func TestKeyBlocks(t *testing.T) {
+// again (CheckListBlocks), and every page of the four lists, found by the
+// blocks, must be the page found by skipping from the start. The audit
+// log likewise: entries made in no order of their time, many of them
+// anchors, deleted one by one and the oldest in bulk.
+func TestListBlocks(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
-		testKeyBlocks(t, openSQLite(t, "blocks.db").Store)
+		testListBlocks(t, openSQLite(t, "blocks.db").Store)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		db, err := postgres.Open(context.Background(), pgtest.NewDatabase(t), box(t), postgres.Options{OpTimeout: 30 * time.Second})
@@ -34,11 +36,11 @@ func TestKeyBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		testKeyBlocks(t, db.Store)
+		testListBlocks(t, db.Store)
 	})
 }
 
-func testKeyBlocks(t *testing.T, s *sqlstore.Store) {
+func testListBlocks(t *testing.T, s *sqlstore.Store) {
 	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()
@@ -95,7 +97,7 @@ func testKeyBlocks(t *testing.T, s *sqlstore.Store) {
 	}
 	check := func(step string) {
 		t.Helper()
-		if err := s.CheckKeyBlocks(ctx); err != nil {
+		if err := s.CheckListBlocks(ctx); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
 		for _, f := range []gatehouse.KeyFilter{{}, {IncludeDisabled: true}, {WorkspaceID: workspaces[0]}, {WorkspaceID: workspaces[0], IncludeDisabled: true}} {
@@ -135,8 +137,8 @@ func testKeyBlocks(t *testing.T, s *sqlstore.Store) {
 	insert(300, 300)
 	check("made")
 	must(s.ExecForTest(ctx, `UPDATE list_blocks SET n = n + 1 WHERE list = 'keys' AND scope = ? AND at = -1`, org.ID))
-	if err := s.CheckKeyBlocks(ctx); err == nil {
-		t.Fatal("CheckKeyBlocks finds nothing wrong with a block one key too long")
+	if err := s.CheckListBlocks(ctx); err == nil {
+		t.Fatal("CheckListBlocks finds nothing wrong with a block one key too long")
 	}
 	must(s.ExecForTest(ctx, `UPDATE list_blocks SET n = n - 1 WHERE list = 'keys' AND scope = ? AND at = -1`, org.ID))
 	insert(150, 150) // anchors among the keys before split their blocks
@@ -168,4 +170,73 @@ func testKeyBlocks(t *testing.T, s *sqlstore.Store) {
 		t.Error("a key's creation time changed: its blocks could not follow")
 	}
 	check("a move refused")
+
+	// The audit log, newest first.
+	var ids []string
+	entries := func(n int) {
+		var values []string
+		var args []any
+		for range n {
+			suffix := fmt.Sprintf("%03x", 4+rng.IntN(4092))
+			if rng.IntN(12) == 0 {
+				suffix = fmt.Sprintf("%03x", rng.IntN(4))
+			}
+			id := fmt.Sprintf("%033x", rng.Uint64()) + suffix
+			ids = append(ids, id)
+			values = append(values, "(?, ?, ?, 'key.update', 'key', '[]', 'success')")
+			args = append(args, id, org.ID, base+rng.Int64N(100))
+		}
+		must(s.ExecForTest(ctx, `INSERT INTO audit_log (id, organization_id, at, operation, resource_type, resource_ids, result)
+			VALUES `+strings.Join(values, ", "), args...))
+	}
+	checkLog := func(step string) {
+		t.Helper()
+		if err := s.CheckListBlocks(ctx); err != nil {
+			t.Fatalf("audit log, %s: %v", step, err)
+		}
+		page := func(mode sqlstore.PageWalk, offset, limit int) []string {
+			t.Helper()
+			s.SetPageWalk(mode)
+			defer s.SetPageWalk(sqlstore.WalkNearer)
+			found, _, err := s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{Page: gatehouse.Page{Offset: offset, Limit: limit}})
+			if err != nil {
+				t.Fatalf("audit log, %s: at %d: %v", step, offset, err)
+			}
+			var out []string
+			for _, e := range found {
+				out = append(out, e.ID)
+			}
+			return out
+		}
+		var all []string
+		for next := page(sqlstore.WalkForward, 0, gatehouse.MaxPageSize); len(next) > 0; next = page(sqlstore.WalkForward, len(all), gatehouse.MaxPageSize) {
+			all = append(all, next...)
+		}
+		for offset := 0; offset <= len(all)+1; offset += 1 + rng.IntN(9) {
+			limit := 1 + rng.IntN(12)
+			want := all[min(offset, len(all)):min(offset+limit, len(all))]
+			if got := page(sqlstore.WalkBlocks, offset, limit); !slices.Equal(got, want) {
+				t.Fatalf("audit log, %s: the page of %d at %d by the blocks is\n%v, want\n%v", step, limit, offset, got, want)
+			}
+		}
+	}
+	entries(300)
+	checkLog("made")
+	entries(150)
+	checkLog("made among")
+	for range 40 {
+		entries(1)
+	}
+	checkLog("made one by one")
+	for i, id := range ids {
+		if i%5 == 2 {
+			must(s.ExecForTest(ctx, `DELETE FROM audit_log WHERE id = ?`, id))
+		}
+	}
+	checkLog("deleted one by one")
+	must(s.ExecForTest(ctx, `DELETE FROM audit_log WHERE organization_id = ? AND at < ?`, org.ID, base+30))
+	checkLog("the oldest deleted")
+	if err := s.ExecForTest(ctx, `UPDATE audit_log SET at = at + 1 WHERE organization_id = ?`, org.ID); err == nil {
+		t.Error("an audit entry's time changed: its blocks could not follow")
+	}
 }
