@@ -2,20 +2,25 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"gatehouse"
 )
 
 // The longest lists, the keys API's four and the audit log, are cut into
-// blocks whose sizes triggers keep (migration 0052_list_blocks.sql): a
-// block starts at an anchor, a row whose key ends in 000 to 003 (one in
-// 1,024), and holds its list's rows from the anchor up to the next one, in
-// the ascending order of (time, key). The page at an offset deep in a list
-// is found by adding the sizes of the blocks before it, in the page's
-// snapshot (a thousand rows at a million), and walking the index from the
-// anchor of the block it starts in: about a thousand entries skipped,
-// where the walk from the nearer end of the list skips up to half of it.
+// blocks whose sizes are kept (migration 0052_list_blocks.sql): a block
+// starts at an anchor, a row of its base, and holds its list's rows from
+// the anchor up to the next one, in the ascending order of (time, key).
+// The page at an offset deep in a list is found by adding the sizes of the
+// blocks before it, in the page's snapshot (a thousand rows at a million),
+// and walking the index from the anchor of the block it starts in: about a
+// thousand entries skipped, where the walk from the nearer end of the list
+// skips up to half of it. The last block, from the last anchor on, is where
+// rows are made: its size is not kept but is what the others leave of the
+// list's count, and CloseListBlocks places anchors in it once its rows are
+// a minute old.
 
 // blockWalk is the number of entries above which a page is found by the
 // blocks rather than by skipping them: below it, the skip costs less than
@@ -33,9 +38,10 @@ type block struct {
 // blockStart finds the row at position pos of the list (list, scope) of
 // total rows, in the ascending order of (time, key): the anchor of the
 // block that holds it (nil: the block before the first anchor) and the
-// rows of the block before it. ok is false when the blocks do not add up to
-// total, which a correct database never gives: the caller then walks as
-// without blocks.
+// rows of the block before it. The blocks kept are every block but the
+// last, which starts at the last anchor and holds what the others leave of
+// total. ok is false when the blocks do not add up to total, which a
+// correct database never gives: the caller then walks as without blocks.
 func (tx *Tx) blockStart(ctx context.Context, list, scope string, total, pos int) (anchor *block, skip int, ok bool, err error) {
 	query, args := blocksQuery(list, scope)
 	rows, err := tx.Query(ctx, query, args...)
@@ -46,27 +52,37 @@ func (tx *Tx) blockStart(ctx context.Context, list, scope string, total, pos int
 	if err != nil {
 		return nil, 0, false, err
 	}
-	sum, start := 0, -1
-	for i, b := range blocks {
-		if b.n < 0 {
+	last := block{at: -1}
+	err = tx.QueryRow(ctx, `SELECT at, id FROM list_anchors WHERE base = (SELECT base FROM list_bases WHERE list = ?) AND scope = ?
+		ORDER BY at DESC, id DESC LIMIT 1`, list, scope).Scan(&last.at, &last.id)
+	if err != nil && !errors.Is(err, ErrNoRows) {
+		return nil, 0, false, err
+	}
+	sum := 0
+	for _, b := range blocks {
+		if b.n < 0 || b.at > last.at || (b.at == last.at && b.id >= last.id) {
 			return nil, 0, false, nil
-		}
-		if start < 0 && sum+b.n > pos {
-			start, skip = i, pos-sum
 		}
 		sum += b.n
 	}
-	if sum != total || start < 0 {
+	if last.n = total - sum; last.n < 0 {
 		return nil, 0, false, nil
 	}
-	if b := blocks[start]; b.at >= 0 {
-		anchor = &b
+	sum = 0
+	for _, b := range append(blocks, last) {
+		if sum+b.n > pos {
+			if b.at >= 0 {
+				anchor = &b
+			}
+			return anchor, pos - sum, true, nil
+		}
+		sum += b.n
 	}
-	return anchor, skip, true, nil
+	return nil, 0, false, nil // pos is past the end: no page to find
 }
 
-// blocksQuery reads the blocks of a list in its order, with their sizes:
-// in the primary key of list_blocks, the list's rows in order.
+// blocksQuery reads the blocks kept of a list in its order, with their
+// sizes: in the primary key of list_blocks, the list's rows in order.
 func blocksQuery(list, scope string) (string, []any) {
 	return `SELECT at, id, SUM(n) FROM list_blocks WHERE list = ? AND scope = ? GROUP BY at, id ORDER BY at, id`, []any{list, scope}
 }
@@ -138,8 +154,9 @@ func KeyBlockQueries(orgID, workspaceID string, includeDisabled bool, createdAtM
 	return blocks, page
 }
 
-// CheckListBlocks compares the blocks the triggers kept with those counted
-// again from the rows, and the anchors with the rows whose keys make them,
+// CheckListBlocks compares the blocks kept with those counted again from
+// the rows (every block but each list's last, which is not kept), and
+// checks that every anchor is a row of its base,
 // and returns the first difference: for tests and for an operator who
 // suspects them.
 func (s *Store) CheckListBlocks(ctx context.Context) error {
@@ -149,11 +166,14 @@ func (s *Store) CheckListBlocks(ctx context.Context) error {
 				UNION ALL
 				SELECT list, scope, at, id, 0, count(*) FROM (
 					SELECT r.list, r.scope,
-						COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = r.base AND a.scope = r.scope
+						COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope
 							AND (a.at, a.id) <= (r.at, r.id) ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
-						COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = r.base AND a.scope = r.scope
-							AND (a.at, a.id) <= (r.at, r.id) ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id
-					FROM list_rows r) placed
+						COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope
+							AND (a.at, a.id) <= (r.at, r.id) ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id,
+						b.base
+					FROM list_rows r JOIN list_bases b ON b.list = r.list) placed
+				WHERE EXISTS (SELECT 1 FROM list_anchors a
+					WHERE a.base = placed.base AND a.scope = placed.scope AND (a.at, a.id) > (placed.at, placed.id))
 				GROUP BY list, scope, at, id) both_ways
 			GROUP BY list, scope, at, id HAVING SUM(kept) <> SUM(counted) ORDER BY list, scope, at, id LIMIT 1`)
 		if err != nil {
@@ -166,39 +186,138 @@ func (s *Store) CheckListBlocks(ctx context.Context) error {
 			if err := rows.Scan(&list, &scope, &at, &id, &kept, &counted); err != nil {
 				return struct{}{}, err
 			}
-			return struct{}{}, fmt.Errorf("list %s of %s: the block at (%d, %s) is kept at %d keys and holds %d", list, scope, at, id, kept, counted)
+			return struct{}{}, fmt.Errorf("list %s of %s: the block at (%d, %s) is kept at %d rows and holds %d", list, scope, at, id, kept, counted)
 		}
 		if err := rows.Err(); err != nil {
 			return struct{}{}, err
 		}
 		var stray int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM list_anchors a WHERE NOT EXISTS (
-				SELECT 1 FROM api_keys k WHERE k.hash = a.id AND k.created_at = a.at
-				AND ((a.base = 'keys' AND k.organization_id = a.scope) OR (a.base = 'workspace_keys' AND k.workspace_id = a.scope)))
-			AND NOT EXISTS (SELECT 1 FROM audit_log e WHERE a.base = 'audit_log' AND e.id = a.id AND e.at = a.at AND e.organization_id = a.scope)`).Scan(&stray); err != nil {
+				SELECT 1 FROM list_rows r WHERE r.list = a.base AND r.scope = a.scope AND r.at = a.at AND r.id = a.id)`).Scan(&stray); err != nil {
 			return struct{}{}, err
 		}
 		if stray > 0 {
-			return struct{}{}, fmt.Errorf("%d anchors are of no key", stray)
-		}
-		var missing int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys k CROSS JOIN (SELECT 'keys' AS base UNION ALL SELECT 'workspace_keys') b
-			WHERE substr(k.hash, length(k.hash) - 2, 3) IN ('000', '001', '002', '003')
-			AND (b.base = 'keys' OR k.workspace_id IS NOT NULL) AND NOT EXISTS (
-				SELECT 1 FROM list_anchors a WHERE a.base = b.base AND a.at = k.created_at AND a.id = k.hash
-				AND a.scope = CASE b.base WHEN 'keys' THEN k.organization_id ELSE k.workspace_id END)`).Scan(&missing); err != nil {
-			return struct{}{}, err
-		}
-		var missingEntries int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM audit_log e
-			WHERE substr(e.id, length(e.id) - 2, 3) IN ('000', '001', '002', '003') AND NOT EXISTS (
-				SELECT 1 FROM list_anchors a WHERE a.base = 'audit_log' AND a.scope = e.organization_id AND a.at = e.at AND a.id = e.id)`).Scan(&missingEntries); err != nil {
-			return struct{}{}, err
-		}
-		if missing+missingEntries > 0 {
-			return struct{}{}, fmt.Errorf("%d keys and %d audit entries that make anchors are not anchors", missing, missingEntries)
+			return struct{}{}, fmt.Errorf("%d anchors are no row of their base", stray)
 		}
 		return struct{}{}, nil
 	})
 	return err
 }
+
+// BlockSize is the number of rows of a base between the anchors that
+// CloseListBlocks places.
+const BlockSize = 1024
+
+// CloseListBlocks places anchors in the last block of each base whose last
+// block holds two blocks' rows or more: one every size rows of the base
+// after its last anchor, among those made before horizon (a minute ago:
+// no row is being made there, so no write waits on this one); and keeps
+// the blocks before the new last anchor. It returns the anchors placed.
+// Every instance may run it: each base is closed in a write of its own,
+// which two instances do one after the other.
+func (s *Store) CloseListBlocks(ctx context.Context, horizon time.Time, size int) (placed int, err error) {
+	defer wrap(&err, "CloseListBlocks")
+	type base struct{ base, scope string }
+	long, err := view(ctx, s, func(tx *Tx) ([]base, error) {
+		rows, err := tx.Query(ctx, `SELECT c.list, c.scope
+			FROM (SELECT list, scope, SUM(n) AS total FROM list_counts WHERE list IN (SELECT base FROM list_bases) GROUP BY list, scope) c
+			LEFT JOIN (SELECT list, scope, SUM(n) AS kept FROM list_blocks WHERE list IN (SELECT base FROM list_bases) GROUP BY list, scope) b
+				ON b.list = c.list AND b.scope = c.scope
+			WHERE c.total - COALESCE(b.kept, 0) >= ? ORDER BY c.list, c.scope`, 2*size)
+		return collect(rows, err, func(r Scanner) (b base, err error) {
+			err = r.Scan(&b.base, &b.scope)
+			return b, err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, b := range long {
+		n, err := update(ctx, s, func(tx *Tx) (int, error) { return tx.closeBlocks(ctx, b.base, b.scope, horizon, size) })
+		if err != nil {
+			return placed, err
+		}
+		placed += n
+	}
+	return placed, nil
+}
+
+// closeBlocks places the anchors of one base's scope (CloseListBlocks).
+func (tx *Tx) closeBlocks(ctx context.Context, base, scope string, horizon time.Time, size int) (int, error) {
+	lastAnchor := func() (block, error) {
+		last := block{at: -1}
+		err := tx.QueryRow(ctx, `SELECT at, id FROM list_anchors WHERE base = ? AND scope = ? ORDER BY at DESC, id DESC LIMIT 1`,
+			base, scope).Scan(&last.at, &last.id)
+		if errors.Is(err, ErrNoRows) {
+			err = nil
+		}
+		return last, err
+	}
+	from, err := lastAnchor()
+	if err != nil {
+		return 0, err
+	}
+	placed, err := tx.Exec(ctx, `INSERT INTO list_anchors (base, scope, at, id)
+		SELECT ?, ?, at, id FROM (
+			SELECT at, id, row_number() OVER (ORDER BY at, id) AS k FROM list_rows
+			WHERE list = ? AND scope = ? AND (at, id) > (?, ?) AND at < ?) t
+		WHERE k % ? = 0`, base, scope, base, scope, from.at, from.id, ms(horizon), size)
+	if err != nil || placed == 0 {
+		return 0, err
+	}
+	to, err := lastAnchor()
+	if err != nil {
+		return 0, err
+	}
+	rows, err := tx.Query(ctx, `SELECT list FROM list_bases WHERE base = ? ORDER BY list`, base)
+	lists, err := collect(rows, err, func(r Scanner) (l string, err error) { return l, r.Scan(&l) })
+	if err != nil {
+		return 0, err
+	}
+	// The rows of the base's lists from the last anchor before to the last
+	// now, each in the block of the anchor at or before it.
+	args := append([]any{base, base}, anyOf(lists)...)
+	args = append(args, scope, from.at, from.id, to.at, to.id)
+	_, err = tx.Exec(ctx, `INSERT INTO list_blocks (list, scope, at, id, part, n)
+		SELECT list, scope, at, id, 0, count(*) FROM (
+			SELECT r.list, r.scope,
+				COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = ? AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+					ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
+				COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = ? AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+					ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id
+			FROM list_rows r
+			WHERE r.list IN (`+placeholders(len(lists))+`) AND r.scope = ? AND (r.at, r.id) >= (?, ?) AND (r.at, r.id) < (?, ?)) placed
+		GROUP BY list, scope, at, id`, args...)
+	return int(placed), err
+}
+
+// anyOf returns the strings as values of a statement's arguments.
+func anyOf(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// RebuildListBlocks places again, from scratch, the anchors and blocks of
+// every list (as migration 0052 did): one statement after another, for a
+// database filled without its triggers (gatehouse bench-seed).
+const RebuildListBlocks = `DELETE FROM list_anchors;
+DELETE FROM list_blocks;
+INSERT INTO list_anchors (base, scope, at, id)
+    SELECT list, scope, at, id FROM (
+        SELECT list, scope, at, id, row_number() OVER (PARTITION BY list, scope ORDER BY at, id) AS k
+        FROM list_rows WHERE list IN (SELECT base FROM list_bases)) t
+    WHERE k % 1024 = 0;
+INSERT INTO list_blocks (list, scope, at, id, part, n)
+    SELECT list, scope, at, id, 0, count(*) FROM (
+        SELECT r.list, r.scope,
+            COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+                ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
+            COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+                ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id,
+            b.base
+        FROM list_rows r JOIN list_bases b ON b.list = r.list) placed
+    WHERE EXISTS (SELECT 1 FROM list_anchors a WHERE a.base = placed.base AND a.scope = placed.scope AND (a.at, a.id) > (placed.at, placed.id))
+    GROUP BY list, scope, at, id;`

@@ -16,10 +16,11 @@ import (
 )
 
 // TestListBlocks checks the blocks that find a deep page of the keys API
-// and of the audit log (migration 0052), on both engines. The keys: keys made in no order of their time
-// (so anchors land inside blocks and split them), many of them anchors (a
-// hash ending in 000-003: one in 12 here, one in 1,024 in use), ties on
-// the time, management keys (anchors of no list), keys disabled and
+// and of the audit log (migration 0052), on both engines, closed every 7
+// rows (CloseListBlocks) now and then, some only up to a horizon. The
+// keys: keys made in no order of their time
+// (so keys land in blocks kept, and anchors are deleted), ties on the
+// time, management keys (in no list), keys disabled and
 // enabled, deleted one by one and in bulk, and a workspace deleted with
 // its keys. After each step the kept blocks must equal the blocks counted
 // again (CheckListBlocks), and every page of the four lists, found by the
@@ -68,11 +69,7 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 		var args []any
 		for _, i := range rng.Perm(n) {
 			i += made
-			suffix := fmt.Sprintf("%03x", 4+rng.IntN(4092))
-			if rng.IntN(12) == 0 {
-				suffix = fmt.Sprintf("%03x", rng.IntN(4))
-			}
-			hash := fmt.Sprintf("%061x", rng.Uint64()) + suffix
+			hash := fmt.Sprintf("%064x", rng.Uint64())
 			management := i%50 == 7
 			var workspace any = workspaces[i%2]
 			if management {
@@ -95,6 +92,15 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 		}
 		insert1(n)
 	}
+	closeBlocks := func(horizon int64) int {
+		t.Helper()
+		placed, err := s.CloseListBlocks(ctx, time.UnixMilli(horizon), 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return placed
+	}
+	const always = 1 << 50
 	check := func(step string) {
 		t.Helper()
 		if err := s.CheckListBlocks(ctx); err != nil {
@@ -136,6 +142,12 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 
 	insert(300, 300)
 	check("made")
+	if placed := closeBlocks(base + 50); placed < 10 {
+		t.Fatalf("%d anchors placed among 150 keys of a list and 75 of each workspace's", placed)
+	}
+	check("closed up to a time")
+	closeBlocks(always)
+	check("closed")
 	must(s.ExecForTest(ctx, `UPDATE list_blocks SET n = n + 1 WHERE list = 'keys' AND scope = ? AND at = -1`, org.ID))
 	if err := s.CheckListBlocks(ctx); err == nil {
 		t.Fatal("CheckListBlocks finds nothing wrong with a block one key too long")
@@ -143,6 +155,8 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 	must(s.ExecForTest(ctx, `UPDATE list_blocks SET n = n - 1 WHERE list = 'keys' AND scope = ? AND at = -1`, org.ID))
 	insert(150, 150) // anchors among the keys before split their blocks
 	check("made among")
+	closeBlocks(always)
+	check("closed again")
 	insert(40, 1)
 	check("made one by one")
 	for i, h := range hashes {
@@ -158,6 +172,7 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 		}
 	}
 	check("deleted one by one")
+	closeBlocks(always)
 	must(s.ExecForTest(ctx, `DELETE FROM api_keys WHERE organization_id = ? AND created_at % 3 = 0`, org.ID))
 	check("deleted in bulk")
 	must(s.ExecForTest(ctx, `UPDATE api_keys SET disabled = TRUE WHERE workspace_id = ?`, workspaces[1]))
@@ -177,11 +192,7 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 		var values []string
 		var args []any
 		for range n {
-			suffix := fmt.Sprintf("%03x", 4+rng.IntN(4092))
-			if rng.IntN(12) == 0 {
-				suffix = fmt.Sprintf("%03x", rng.IntN(4))
-			}
-			id := fmt.Sprintf("%033x", rng.Uint64()) + suffix
+			id := fmt.Sprintf("%036x", rng.Uint64())
 			ids = append(ids, id)
 			values = append(values, "(?, ?, ?, 'key.update', 'key', '[]', 'success')")
 			args = append(args, id, org.ID, base+rng.Int64N(100))
@@ -222,8 +233,11 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 	}
 	entries(300)
 	checkLog("made")
+	closeBlocks(always)
+	checkLog("closed")
 	entries(150)
 	checkLog("made among")
+	closeBlocks(always)
 	for range 40 {
 		entries(1)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite" // the driver of the bulk connection to a SQLite file
+
+	"gatehouse/sqlstore"
 )
 
 // bulkWriter writes seeded rows fast.
@@ -152,9 +154,7 @@ func insertSQL(t table, rows int) string {
 }
 
 // recountLists counts again the lists whose counts triggers keep
-// (migrations 0031_list_counts.sql and 0051_key_counts.sql), and places
-// the anchors and blocks of the keys and the audit log again
-// (0052_list_blocks.sql), whose
+// (migrations 0031_list_counts.sql and 0051_key_counts.sql), whose
 // triggers dropIndexes dropped
 // while their tables were filled (a fresh organization's key_list_version
 // needs no change: no page of it was read).
@@ -166,25 +166,15 @@ INSERT INTO list_counts SELECT 'member_assignments', organization_id, 0, count(*
 INSERT INTO list_counts SELECT 'keys', organization_id, 0, count(*) FROM api_keys WHERE management = 0 GROUP BY organization_id;
 INSERT INTO list_counts SELECT 'keys_enabled', organization_id, 0, count(*) FROM api_keys WHERE management = 0 AND disabled = 0 GROUP BY organization_id;
 INSERT INTO list_counts SELECT 'workspace_keys', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL GROUP BY workspace_id;
-INSERT INTO list_counts SELECT 'workspace_keys_enabled', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL AND disabled = 0 GROUP BY workspace_id;
-DELETE FROM list_anchors;
-DELETE FROM list_blocks;
-INSERT INTO list_anchors SELECT 'keys', organization_id, created_at, hash FROM api_keys WHERE substr(hash, -3) IN ('000', '001', '002', '003');
-INSERT INTO list_anchors SELECT 'workspace_keys', workspace_id, created_at, hash FROM api_keys
-    WHERE workspace_id IS NOT NULL AND substr(hash, -3) IN ('000', '001', '002', '003');
-INSERT INTO list_anchors SELECT 'audit_log', organization_id, at, id FROM audit_log WHERE substr(id, -3) IN ('000', '001', '002', '003');
-INSERT INTO list_blocks (list, scope, at, id, part, n)
-    SELECT list, scope, at, id, 0, count(*) FROM (
-        SELECT r.list, r.scope,
-            COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = r.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
-                ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
-            COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = r.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
-                ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id
-        FROM list_rows r)
-    GROUP BY list, scope, at, id;`
+INSERT INTO list_counts SELECT 'workspace_keys_enabled', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL AND disabled = 0 GROUP BY workspace_id;`
 
 func (b *sqliteBulk) finish(ctx context.Context) error {
 	if _, err := b.db.ExecContext(ctx, recountLists); err != nil {
+		return err
+	}
+	// The anchors and blocks of the long lists (migration 0052), which the
+	// triggers would have kept no better: they place no anchors.
+	if _, err := b.db.ExecContext(ctx, sqlstore.RebuildListBlocks); err != nil {
 		return err
 	}
 	_, err := b.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
@@ -251,6 +241,11 @@ func (b *pgBulk) insert(ctx context.Context, t table, progress func(int)) (int, 
 // map then tells the index-only scans of the lists (migration 0030) that
 // they need not read the table for the rows they skip; and analyzes it.
 func (b *pgBulk) finish(ctx context.Context) error {
+	// The anchors and blocks of the long lists (migration 0052), which the
+	// triggers would have kept no better: they place no anchors.
+	if _, err := b.conn.Exec(ctx, sqlstore.RebuildListBlocks); err != nil {
+		return err
+	}
 	_, err := b.conn.Exec(ctx, "VACUUM ANALYZE")
 	return err
 }

@@ -92,6 +92,7 @@ func serveStore(ctx context.Context, cfg Config, lns *listeners, catalog *provid
 	pruneCtx, stopPruning := context.WithCancel(ctx)
 	defer stopPruning()
 	go pruneContent(pruneCtx, store, cfg.ContentRetention, logger)
+	go closeListBlocks(pruneCtx, store.Store, logger)
 	handler, metrics, closeHandler, err := newServeHandler(ctx, cfg, store, catalog, logger, metering)
 	if err != nil {
 		return false, err
@@ -713,6 +714,42 @@ const (
 	pruneEvery = time.Minute
 	pruneBatch = 500
 )
+
+// closeEvery is how often the last blocks of the long lists are closed
+// (sqlstore.CloseListBlocks), and closeAfter how old their rows must be.
+const (
+	closeEvery = time.Minute
+	closeAfter = time.Minute
+)
+
+// closeListBlocks places, at start and then every closeEvery, the anchors
+// of the long lists (the keys, the audit log) in the rows made since,
+// which lets a page deep in them be found by their blocks. Every instance
+// does; they close each list one after the other.
+func closeListBlocks(ctx context.Context, store gatehouse.Store, logger *slog.Logger) {
+	closer, ok := store.(interface {
+		CloseListBlocks(ctx context.Context, horizon time.Time, size int) (int, error)
+	})
+	if !ok {
+		return
+	}
+	t := time.NewTicker(closeEvery)
+	defer t.Stop()
+	for {
+		n, err := closer.CloseListBlocks(ctx, time.Now().Add(-closeAfter), sqlstore.BlockSize)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("closing the blocks of the long lists failed; retrying", "error", err.Error())
+		}
+		if n > 0 {
+			logger.Debug("closed blocks of the long lists", "anchors", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
 
 // pruneContent deletes, at start and then every pruneEvery, the content of
 // generations older than the retention (reads refuse it already). Every

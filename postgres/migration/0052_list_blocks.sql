@@ -1,28 +1,33 @@
--- Where a page deep in a long list starts, kept by triggers (issue 30): the
--- keys API's four lists and the audit log. They page by offset; skipping
--- half a million entries of an index costs 0.1-0.4 s, so each list is cut
--- into blocks whose sizes the writes keep, and a page at any offset is
--- found by adding the sizes of the blocks before it (a thousand rows at a
--- million) and skipping within its block (about a thousand entries):
--- sqlstore/blocks.go.
+-- Where a page deep in a long list starts (issue 30): the keys API's four
+-- lists and the audit log. They page by offset; skipping half a million
+-- entries of an index costs 0.1-0.4 s, so each list is cut into blocks
+-- whose sizes are kept, and a page at any offset is found by adding the
+-- sizes of the blocks before it (a thousand rows at a million) and skipping
+-- within its block (at most about a thousand entries): sqlstore/blocks.go.
 --
--- A block starts at an anchor: a row whose key (a key's hash, an audit
--- entry's id) ends in 000 to 003, one in 1,024 whatever the order the rows
--- were made in. The anchors of a base place the rows of its lists
--- (list_bases): an organization's keys place its lists 'keys' and
--- 'keys_enabled', a workspace's keys 'workspace_keys' and
--- 'workspace_keys_enabled', an organization's audit entries its
--- 'audit_log'. A key disabled or enabled moves between lists but stays an
--- anchor, so only a row made or deleted moves an anchor. A block holds the
--- rows of its list at or after its anchor and before the next anchor, in
--- the ascending order of (time, key) (the audit log is listed newest
--- first: backwards); the block before the first anchor is at (-1, ''). Its
--- size is the sum of its parts: a statement adds to one of 16 at random,
--- so that rows made at once (all in the newest block) seldom write the
--- same row (as list_counts).
+-- A block starts at an anchor, a row of its base: an organization's keys
+-- (the rows of its list 'keys') place its lists 'keys' and 'keys_enabled',
+-- a workspace's keys 'workspace_keys' and 'workspace_keys_enabled', an
+-- organization's audit entries its 'audit_log' (list_bases). A block holds
+-- the rows of its list at or after its anchor and before the next anchor,
+-- in the ascending order of (time, key) (the audit log is listed newest
+-- first: backwards); the block before the first anchor is at (-1, '').
 --
--- Writes are SERIALIZABLE: two that read and move the same anchors or
--- blocks at once are retried one after the other.
+-- The last block of a list, from the last anchor on, is where rows being
+-- made go: it is never kept, its size is the list's count (list_counts)
+-- less the others', so that making a row writes no block. Anchors are
+-- placed in it later, every 1,024 rows of the base, by the store
+-- (sqlstore.CloseListBlocks, every minute, for rows older than a minute),
+-- which keeps the blocks it closes. The triggers below keep the kept
+-- blocks: a row made, deleted, disabled or enabled before the last anchor
+-- moves its block's size by one; an anchor deleted joins its block to the
+-- one before it (or, the last, makes that one the last). A block's size is
+-- the sum of its parts: a statement adds to one of 16 at random, so that
+-- rows changed at once seldom write the same row (as list_counts). Writes
+-- are SERIALIZABLE: two that read and move the same anchors or blocks at
+-- once are retried one after the other; making a row reads the anchors and
+-- writes no block, and the store places anchors only among rows a minute
+-- old, where no row is being made.
 CREATE TABLE list_bases (
     list TEXT PRIMARY KEY,
     base TEXT NOT NULL
@@ -46,24 +51,34 @@ CREATE TABLE list_blocks (
     PRIMARY KEY (list, scope, at, id, part)
 );
 
--- The rows of the lists, with the base whose anchors place them.
-CREATE VIEW list_rows (list, base, scope, at, id) AS
-    SELECT 'keys', 'keys', organization_id, created_at, hash FROM api_keys WHERE NOT management
-    UNION ALL SELECT 'keys_enabled', 'keys', organization_id, created_at, hash FROM api_keys WHERE NOT management AND NOT disabled
-    UNION ALL SELECT 'workspace_keys', 'workspace_keys', workspace_id, created_at, hash FROM api_keys WHERE workspace_id IS NOT NULL
-    UNION ALL SELECT 'workspace_keys_enabled', 'workspace_keys', workspace_id, created_at, hash FROM api_keys
+-- The rows of the lists (a base's are those of the list of its name).
+CREATE VIEW list_rows (list, scope, at, id) AS
+    SELECT 'keys', organization_id, created_at, hash FROM api_keys WHERE NOT management
+    UNION ALL SELECT 'keys_enabled', organization_id, created_at, hash FROM api_keys WHERE NOT management AND NOT disabled
+    UNION ALL SELECT 'workspace_keys', workspace_id, created_at, hash FROM api_keys WHERE workspace_id IS NOT NULL
+    UNION ALL SELECT 'workspace_keys_enabled', workspace_id, created_at, hash FROM api_keys
         WHERE workspace_id IS NOT NULL AND NOT disabled
-    UNION ALL SELECT 'audit_log', 'audit_log', organization_id, at, id FROM audit_log;
+    UNION ALL SELECT 'audit_log', organization_id, at, id FROM audit_log;
 
-CREATE FUNCTION gatehouse_anchor(key TEXT) RETURNS BOOLEAN LANGUAGE sql IMMUTABLE AS $$
-    SELECT right(key, 3) IN ('000', '001', '002', '003')
-$$;
--- The bases a key is placed in: (base, scope) rows.
-CREATE FUNCTION gatehouse_key_bases(organization_id TEXT, workspace_id TEXT)
-RETURNS TABLE (base TEXT, scope TEXT) LANGUAGE sql IMMUTABLE AS $$
-    SELECT b.base, b.scope FROM (VALUES ('keys', organization_id), ('workspace_keys', workspace_id)) b (base, scope)
-    WHERE b.scope IS NOT NULL
-$$;
+-- The rows there are now: an anchor every 1,024 rows of each base, and the
+-- blocks before the last anchor (sqlstore.RebuildListBlocks, likewise).
+INSERT INTO list_anchors (base, scope, at, id)
+    SELECT list, scope, at, id FROM (
+        SELECT list, scope, at, id, row_number() OVER (PARTITION BY list, scope ORDER BY at, id) AS k
+        FROM list_rows WHERE list IN (SELECT base FROM list_bases)) t
+    WHERE k % 1024 = 0;
+INSERT INTO list_blocks (list, scope, at, id, part, n)
+    SELECT list, scope, at, id, 0, count(*) FROM (
+        SELECT r.list, r.scope,
+            COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+                ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
+            COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+                ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id,
+            b.base
+        FROM list_rows r JOIN list_bases b ON b.list = r.list) placed
+    WHERE EXISTS (SELECT 1 FROM list_anchors a WHERE a.base = placed.base AND a.scope = placed.scope AND (a.at, a.id) > (placed.at, placed.id))
+    GROUP BY list, scope, at, id;
+
 -- The anchor of a base's scope at or before (at, id), or before it
 -- (strictly); (-1, '') if none.
 CREATE FUNCTION gatehouse_anchor_at(b TEXT, s TEXT, a BIGINT, i TEXT, strictly BOOLEAN)
@@ -73,12 +88,34 @@ RETURNS TABLE (at BIGINT, id TEXT) LANGUAGE sql STABLE AS $$
             AND (l.at, l.id) <= (a, i) AND NOT (strictly AND (l.at, l.id) = (a, i))
         ORDER BY l.at DESC, l.id DESC LIMIT 1) x ON true
 $$;
--- The anchor of a base's scope after (at, id); (max, '') if none.
-CREATE FUNCTION gatehouse_anchor_after(b TEXT, s TEXT, a BIGINT, i TEXT)
-RETURNS TABLE (at BIGINT, id TEXT) LANGUAGE sql STABLE AS $$
-    SELECT COALESCE(x.at, 9223372036854775807), COALESCE(x.id, '') FROM (SELECT 1) one LEFT JOIN LATERAL (
-        SELECT l.at, l.id FROM list_anchors l WHERE l.base = b AND l.scope = s AND (l.at, l.id) > (a, i)
-        ORDER BY l.at, l.id LIMIT 1) x ON true
+-- Whether a block of a base's scope is kept: whether an anchor follows it.
+CREATE FUNCTION gatehouse_block_kept(b TEXT, s TEXT, a BIGINT, i TEXT) RETURNS BOOLEAN LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT 1 FROM list_anchors l WHERE l.base = b AND l.scope = s AND (l.at, l.id) > (a, i))
+$$;
+-- The bases and lists a key is in: (list, base, scope) rows.
+CREATE FUNCTION gatehouse_key_blocks(organization_id TEXT, workspace_id TEXT, management BOOLEAN, disabled BOOLEAN)
+RETURNS TABLE (list TEXT, base TEXT, scope TEXT) LANGUAGE sql IMMUTABLE AS $$
+    SELECT l.list, lb.base, l.scope FROM gatehouse_key_lists(organization_id, workspace_id, management, disabled) l
+        JOIN (VALUES ('keys', 'keys'), ('keys_enabled', 'keys'), ('workspace_keys', 'workspace_keys'),
+            ('workspace_keys_enabled', 'workspace_keys')) lb (list, base) ON lb.list = l.list
+$$;
+
+-- Counts again, whole, the blocks of a base's lists at an anchor (or at
+-- (-1, '')), whatever was added to them; the last is not kept.
+CREATE FUNCTION gatehouse_block_recount(b TEXT, s TEXT, a BIGINT, i TEXT) RETURNS VOID LANGUAGE plpgsql AS $$
+DECLARE
+    na BIGINT;
+    ni TEXT;
+BEGIN
+    DELETE FROM list_blocks o USING list_bases lb WHERE lb.base = b AND o.list = lb.list AND o.scope = s AND o.at = a AND o.id = i;
+    SELECT l.at, l.id INTO na, ni FROM list_anchors l WHERE l.base = b AND l.scope = s AND (l.at, l.id) > (a, i)
+        ORDER BY l.at, l.id LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN; -- the last block
+    END IF;
+    INSERT INTO list_blocks (list, scope, at, id, part, n)
+        SELECT lb.list, s, a, i, 0, gatehouse_list_count(lb.list, s, a, i, na, ni) FROM list_bases lb WHERE lb.base = b;
+END
 $$;
 -- The rows of a list in [from, to), each list by its index.
 CREATE FUNCTION gatehouse_list_count(l TEXT, s TEXT, fa BIGINT, fi TEXT, ta BIGINT, ti TEXT)
@@ -105,66 +142,47 @@ BEGIN
     RETURN n;
 END
 $$;
--- Counts again, whole, the blocks of a base's lists at an anchor (or at
--- (-1, '')), whatever was added to them.
-CREATE FUNCTION gatehouse_block_recount(b TEXT, s TEXT, a BIGINT, i TEXT) RETURNS VOID LANGUAGE plpgsql AS $$
+-- Anchors whose rows were deleted go, with their blocks; the blocks
+-- before them are counted again (each now reaches the next anchor left,
+-- or is the last).
+CREATE FUNCTION gatehouse_anchors_removed(removed list_anchors[]) RETURNS VOID LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM list_blocks o USING list_bases lb WHERE lb.base = b AND o.list = lb.list AND o.scope = s AND o.at = a AND o.id = i;
-    INSERT INTO list_blocks (list, scope, at, id, part, n)
-        SELECT lb.list, s, a, i, 0, gatehouse_list_count(lb.list, s, a, i, nx.at, nx.id)
-        FROM list_bases lb CROSS JOIN gatehouse_anchor_after(b, s, a, i) nx WHERE lb.base = b;
+    IF removed IS NULL THEN
+        RETURN;
+    END IF;
+    DELETE FROM list_blocks o USING unnest(removed) r, list_bases lb
+        WHERE lb.base = r.base AND o.list = lb.list AND o.scope = r.scope AND o.at = r.at AND o.id = r.id;
+    PERFORM gatehouse_block_recount(x.base, x.scope, x.at, x.id) FROM (
+        SELECT DISTINCT r.base, r.scope, p.at, p.id
+        FROM unnest(removed) r CROSS JOIN LATERAL gatehouse_anchor_at(r.base, r.scope, r.at, r.id, true) p) x;
 END
 $$;
 
-INSERT INTO list_anchors SELECT b.base, b.scope, k.created_at, k.hash
-    FROM api_keys k CROSS JOIN LATERAL gatehouse_key_bases(k.organization_id, k.workspace_id) b
-    WHERE gatehouse_anchor(k.hash);
-INSERT INTO list_anchors SELECT 'audit_log', organization_id, at, id FROM audit_log WHERE gatehouse_anchor(id);
-INSERT INTO list_blocks (list, scope, at, id, part, n)
-    SELECT r.list, r.scope, x.at, x.id, 0, count(*)
-    FROM list_rows r CROSS JOIN LATERAL gatehouse_anchor_at(r.base, r.scope, r.at, r.id, false) x
-    GROUP BY r.list, r.scope, x.at, x.id;
-
 -- Keys made or deleted (a statement's, all in the table or all gone; the
--- audit log's entries below, likewise):
--- first the anchors among them come or go; then each key moves the size of
--- the block it falls in by one; last, the blocks an anchor moved (the
--- block before each anchor that came or went, and a new anchor's own) are
--- counted again from the keys, whole, whatever the moves added to them.
+-- audit log's entries below, likewise): each moves the size of the block
+-- it falls in by one, unless it is the last; then the anchors among the
+-- keys deleted go.
 CREATE FUNCTION gatehouse_keys_blocked() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     d INT := CASE TG_OP WHEN 'DELETE' THEN -1 ELSE 1 END;
+    removed list_anchors[];
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM moved_keys) THEN
-        RETURN NULL;
-    END IF;
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO list_anchors (base, scope, at, id)
-            SELECT b.base, b.scope, k.created_at, k.hash
-            FROM moved_keys k CROSS JOIN LATERAL gatehouse_key_bases(k.organization_id, k.workspace_id) b
-            WHERE gatehouse_anchor(k.hash);
-    ELSE
-        DELETE FROM list_anchors a USING moved_keys k CROSS JOIN LATERAL gatehouse_key_bases(k.organization_id, k.workspace_id) b
-            WHERE gatehouse_anchor(k.hash) AND a.base = b.base AND a.scope = b.scope AND a.at = k.created_at AND a.id = k.hash;
-        DELETE FROM list_blocks o USING moved_keys k CROSS JOIN LATERAL gatehouse_key_bases(k.organization_id, k.workspace_id) b
-            JOIN list_bases lb ON lb.base = b.base
-            WHERE gatehouse_anchor(k.hash) AND o.list = lb.list AND o.scope = b.scope AND o.at = k.created_at AND o.id = k.hash;
-    END IF;
     INSERT INTO list_blocks (list, scope, at, id, part, n)
         SELECT l.list, l.scope, x.at, x.id, floor(random() * 16)::int, d * count(*)
-        FROM moved_keys k CROSS JOIN LATERAL gatehouse_key_lists(k.organization_id, k.workspace_id, k.management, k.disabled) l
-            JOIN list_bases lb ON lb.list = l.list
-            CROSS JOIN LATERAL gatehouse_anchor_at(lb.base, l.scope, k.created_at, k.hash, false) x
+        FROM moved_keys k CROSS JOIN LATERAL gatehouse_key_blocks(k.organization_id, k.workspace_id, k.management, k.disabled) l
+            CROSS JOIN LATERAL gatehouse_anchor_at(l.base, l.scope, k.created_at, k.hash, false) x
+        WHERE gatehouse_block_kept(l.base, l.scope, x.at, x.id)
         GROUP BY l.list, l.scope, x.at, x.id
         ON CONFLICT (list, scope, at, id, part) DO UPDATE SET n = list_blocks.n + excluded.n;
-    PERFORM gatehouse_block_recount(m.base, m.scope, m.at, m.id) FROM (
-        SELECT b.base, b.scope, p.at, p.id
-        FROM moved_keys k CROSS JOIN LATERAL gatehouse_key_bases(k.organization_id, k.workspace_id) b
-            CROSS JOIN LATERAL gatehouse_anchor_at(b.base, b.scope, k.created_at, k.hash, true) p
-        WHERE gatehouse_anchor(k.hash)
-        UNION SELECT b.base, b.scope, k.created_at, k.hash
-        FROM moved_keys k CROSS JOIN LATERAL gatehouse_key_bases(k.organization_id, k.workspace_id) b
-        WHERE gatehouse_anchor(k.hash) AND TG_OP = 'INSERT') m;
+    IF TG_OP = 'DELETE' THEN
+        WITH gone AS (
+            DELETE FROM list_anchors a USING moved_keys k
+            WHERE (a.base, a.scope, a.at, a.id) IN (('keys', k.organization_id, k.created_at, k.hash),
+                ('workspace_keys', k.workspace_id, k.created_at, k.hash))
+            RETURNING a.*)
+        SELECT array_agg(gone) INTO removed FROM gone;
+        PERFORM gatehouse_anchors_removed(removed);
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -178,11 +196,11 @@ CREATE FUNCTION gatehouse_keys_reblocked() RETURNS trigger LANGUAGE plpgsql AS $
 BEGIN
     INSERT INTO list_blocks (list, scope, at, id, part, n)
         SELECT l.list, l.scope, x.at, x.id, floor(random() * 16)::int, sum(l.n)
-        FROM (SELECT list, scope, -1 AS n FROM gatehouse_key_lists(OLD.organization_id, OLD.workspace_id, OLD.management, OLD.disabled)
+        FROM (SELECT list, base, scope, -1 AS n FROM gatehouse_key_blocks(OLD.organization_id, OLD.workspace_id, OLD.management, OLD.disabled)
             UNION ALL
-            SELECT list, scope, 1 FROM gatehouse_key_lists(NEW.organization_id, NEW.workspace_id, NEW.management, NEW.disabled)) l
-            JOIN list_bases lb ON lb.list = l.list
-            CROSS JOIN LATERAL gatehouse_anchor_at(lb.base, l.scope, NEW.created_at, NEW.hash, false) x
+            SELECT list, base, scope, 1 FROM gatehouse_key_blocks(NEW.organization_id, NEW.workspace_id, NEW.management, NEW.disabled)) l
+            CROSS JOIN LATERAL gatehouse_anchor_at(l.base, l.scope, NEW.created_at, NEW.hash, false) x
+        WHERE gatehouse_block_kept(l.base, l.scope, x.at, x.id)
         GROUP BY l.list, l.scope, x.at, x.id HAVING sum(l.n) <> 0
         ON CONFLICT (list, scope, at, id, part) DO UPDATE SET n = list_blocks.n + excluded.n;
     RETURN NULL;
@@ -206,29 +224,22 @@ CREATE TRIGGER api_keys_placed BEFORE UPDATE OF organization_id, workspace_id, m
 CREATE FUNCTION gatehouse_audit_blocked() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     d INT := CASE TG_OP WHEN 'DELETE' THEN -1 ELSE 1 END;
+    removed list_anchors[];
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM moved_entries) THEN
-        RETURN NULL;
-    END IF;
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO list_anchors (base, scope, at, id)
-            SELECT 'audit_log', e.organization_id, e.at, e.id FROM moved_entries e WHERE gatehouse_anchor(e.id);
-    ELSE
-        DELETE FROM list_anchors a USING moved_entries e
-            WHERE gatehouse_anchor(e.id) AND a.base = 'audit_log' AND a.scope = e.organization_id AND a.at = e.at AND a.id = e.id;
-        DELETE FROM list_blocks o USING moved_entries e
-            WHERE gatehouse_anchor(e.id) AND o.list = 'audit_log' AND o.scope = e.organization_id AND o.at = e.at AND o.id = e.id;
-    END IF;
     INSERT INTO list_blocks (list, scope, at, id, part, n)
         SELECT 'audit_log', e.organization_id, x.at, x.id, floor(random() * 16)::int, d * count(*)
         FROM moved_entries e CROSS JOIN LATERAL gatehouse_anchor_at('audit_log', e.organization_id, e.at, e.id, false) x
+        WHERE gatehouse_block_kept('audit_log', e.organization_id, x.at, x.id)
         GROUP BY e.organization_id, x.at, x.id
         ON CONFLICT (list, scope, at, id, part) DO UPDATE SET n = list_blocks.n + excluded.n;
-    PERFORM gatehouse_block_recount('audit_log', m.scope, m.at, m.id) FROM (
-        SELECT e.organization_id AS scope, p.at, p.id
-        FROM moved_entries e CROSS JOIN LATERAL gatehouse_anchor_at('audit_log', e.organization_id, e.at, e.id, true) p
-        WHERE gatehouse_anchor(e.id)
-        UNION SELECT e.organization_id, e.at, e.id FROM moved_entries e WHERE gatehouse_anchor(e.id) AND TG_OP = 'INSERT') m;
+    IF TG_OP = 'DELETE' THEN
+        WITH gone AS (
+            DELETE FROM list_anchors a USING moved_entries e
+            WHERE a.base = 'audit_log' AND a.scope = e.organization_id AND a.at = e.at AND a.id = e.id
+            RETURNING a.*)
+        SELECT array_agg(gone) INTO removed FROM gone;
+        PERFORM gatehouse_anchors_removed(removed);
+    END IF;
     RETURN NULL;
 END
 $$;

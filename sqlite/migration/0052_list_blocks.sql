@@ -1,24 +1,28 @@
--- Where a page deep in a long list starts, kept by triggers (issue 30): the
--- keys API's four lists and the audit log. They page by offset; skipping
--- half a million entries of an index costs 0.1-0.4 s, so each list is cut
--- into blocks whose sizes the writes keep, and a page at any offset is
--- found by adding the sizes of the blocks before it (a thousand rows at a
--- million) and skipping within its block (about a thousand entries):
--- sqlstore/blocks.go.
+-- Where a page deep in a long list starts (issue 30): the keys API's four
+-- lists and the audit log. They page by offset; skipping half a million
+-- entries of an index costs 0.1-0.4 s, so each list is cut into blocks
+-- whose sizes are kept, and a page at any offset is found by adding the
+-- sizes of the blocks before it (a thousand rows at a million) and skipping
+-- within its block (at most about a thousand entries): sqlstore/blocks.go.
 --
--- A block starts at an anchor: a row whose key (a key's hash, an audit
--- entry's id) ends in 000 to 003, one in 1,024 whatever the order the rows
--- were made in. The anchors of a base place the rows of its lists
--- (list_bases): an organization's keys place its lists 'keys' and
--- 'keys_enabled', a workspace's keys 'workspace_keys' and
--- 'workspace_keys_enabled', an organization's audit entries its
--- 'audit_log'. A key disabled or enabled moves between lists but stays an
--- anchor, so only a row made or deleted moves an anchor. A block holds the
--- rows of its list at or after its anchor and before the next anchor, in
--- the ascending order of (time, key) (the audit log is listed newest
--- first: backwards); the block before the first anchor is at (-1, ''). Its
--- size is the sum of its parts (one part here; PostgreSQL spreads writes
--- over 16).
+-- A block starts at an anchor, a row of its base: an organization's keys
+-- (the rows of its list 'keys') place its lists 'keys' and 'keys_enabled',
+-- a workspace's keys 'workspace_keys' and 'workspace_keys_enabled', an
+-- organization's audit entries its 'audit_log' (list_bases). A block holds
+-- the rows of its list at or after its anchor and before the next anchor,
+-- in the ascending order of (time, key) (the audit log is listed newest
+-- first: backwards); the block before the first anchor is at (-1, '').
+--
+-- The last block of a list, from the last anchor on, is where rows being
+-- made go: it is never kept, its size is the list's count (list_counts)
+-- less the others', so that making a row writes no block. Anchors are
+-- placed in it later, every 1,024 rows of the base, by the store
+-- (sqlstore.CloseListBlocks, every minute, for rows older than a minute),
+-- which keeps the blocks it closes. The triggers below keep the kept
+-- blocks: a row made, deleted, disabled or enabled before the last anchor
+-- moves its block's size by one; an anchor deleted joins its block to the
+-- one before it (or, the last, makes that one the last). A block's size is
+-- the sum of its parts (one part here; PostgreSQL spreads writes over 16).
 CREATE TABLE list_bases (
     list TEXT PRIMARY KEY,
     base TEXT NOT NULL
@@ -42,33 +46,39 @@ CREATE TABLE list_blocks (
     PRIMARY KEY (list, scope, at, id, part)
 ) WITHOUT ROWID;
 
--- The rows of the lists, with the base whose anchors place them.
-CREATE VIEW list_rows (list, base, scope, at, id) AS
-    SELECT 'keys', 'keys', organization_id, created_at, hash FROM api_keys WHERE management = 0
-    UNION ALL SELECT 'keys_enabled', 'keys', organization_id, created_at, hash FROM api_keys WHERE management = 0 AND disabled = 0
-    UNION ALL SELECT 'workspace_keys', 'workspace_keys', workspace_id, created_at, hash FROM api_keys WHERE workspace_id IS NOT NULL
-    UNION ALL SELECT 'workspace_keys_enabled', 'workspace_keys', workspace_id, created_at, hash FROM api_keys
+-- The rows of the lists (a base's are those of the list of its name).
+CREATE VIEW list_rows (list, scope, at, id) AS
+    SELECT 'keys', organization_id, created_at, hash FROM api_keys WHERE management = 0
+    UNION ALL SELECT 'keys_enabled', organization_id, created_at, hash FROM api_keys WHERE management = 0 AND disabled = 0
+    UNION ALL SELECT 'workspace_keys', workspace_id, created_at, hash FROM api_keys WHERE workspace_id IS NOT NULL
+    UNION ALL SELECT 'workspace_keys_enabled', workspace_id, created_at, hash FROM api_keys
         WHERE workspace_id IS NOT NULL AND disabled = 0
-    UNION ALL SELECT 'audit_log', 'audit_log', organization_id, at, id FROM audit_log;
+    UNION ALL SELECT 'audit_log', organization_id, at, id FROM audit_log;
 
-INSERT INTO list_anchors SELECT 'keys', organization_id, created_at, hash FROM api_keys WHERE substr(hash, -3) IN ('000', '001', '002', '003');
-INSERT INTO list_anchors SELECT 'workspace_keys', workspace_id, created_at, hash FROM api_keys
-    WHERE workspace_id IS NOT NULL AND substr(hash, -3) IN ('000', '001', '002', '003');
-INSERT INTO list_anchors SELECT 'audit_log', organization_id, at, id FROM audit_log WHERE substr(id, -3) IN ('000', '001', '002', '003');
+-- The rows there are now: an anchor every 1,024 rows of each base, and the
+-- blocks before the last anchor (sqlstore.RebuildListBlocks, likewise).
+INSERT INTO list_anchors (base, scope, at, id)
+    SELECT list, scope, at, id FROM (
+        SELECT list, scope, at, id, row_number() OVER (PARTITION BY list, scope ORDER BY at, id) AS k
+        FROM list_rows WHERE list IN (SELECT base FROM list_bases)) t
+    WHERE k % 1024 = 0;
 INSERT INTO list_blocks (list, scope, at, id, part, n)
     SELECT list, scope, at, id, 0, count(*) FROM (
         SELECT r.list, r.scope,
-            COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = r.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+            COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
                 ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
-            COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = r.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
-                ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id
-        FROM list_rows r)
+            COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
+                ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id,
+            b.base
+        FROM list_rows r JOIN list_bases b ON b.list = r.list) placed
+    WHERE EXISTS (SELECT 1 FROM list_anchors a WHERE a.base = placed.base AND a.scope = placed.scope AND (a.at, a.id) > (placed.at, placed.id))
     GROUP BY list, scope, at, id;
 
 -- A row joins (d = 1) or leaves (d = -1) a list: the block it falls in
--- grows or shrinks by one.
+-- grows or shrinks by one, unless it is the last.
 CREATE VIEW list_moves (list, base, scope, at, id, d) AS SELECT '', '', '', 0, '', 0 WHERE 0;
-CREATE TRIGGER list_moved INSTEAD OF INSERT ON list_moves BEGIN
+CREATE TRIGGER list_moved INSTEAD OF INSERT ON list_moves
+WHEN EXISTS (SELECT 1 FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND (at, id) > (NEW.at, NEW.id)) BEGIN
     INSERT INTO list_blocks (list, scope, at, id, part, n)
         SELECT NEW.list, NEW.scope,
             COALESCE((SELECT at FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND (at, id) <= (NEW.at, NEW.id)
@@ -80,44 +90,20 @@ CREATE TRIGGER list_moved INSTEAD OF INSERT ON list_moves BEGIN
         ON CONFLICT (list, scope, at, id, part) DO UPDATE SET n = n + excluded.n;
 END;
 
--- An anchor comes (d = 1; its row is in the table, in no block yet): in
--- each list of its base, the rows after it up to the next anchor leave the
--- block before it for its own.
-CREATE VIEW anchor_moves (base, scope, at, id, d) AS SELECT '', '', 0, '', 0 WHERE 0;
-CREATE TRIGGER anchor_placed INSTEAD OF INSERT ON anchor_moves WHEN NEW.d = 1 BEGIN
-    INSERT INTO list_anchors (base, scope, at, id) VALUES (NEW.base, NEW.scope, NEW.at, NEW.id);
-    INSERT INTO list_blocks (list, scope, at, id, part, n)
-        SELECT b.list, NEW.scope, NEW.at, NEW.id, 0, CASE b.list
-            WHEN 'keys' THEN (SELECT count(*) FROM api_keys WHERE organization_id = NEW.scope AND management = 0
-                AND (created_at, hash) > (NEW.at, NEW.id) AND (created_at, hash) < (nx.at, nx.id))
-            WHEN 'keys_enabled' THEN (SELECT count(*) FROM api_keys WHERE organization_id = NEW.scope AND management = 0 AND disabled = 0
-                AND (created_at, hash) > (NEW.at, NEW.id) AND (created_at, hash) < (nx.at, nx.id))
-            WHEN 'workspace_keys' THEN (SELECT count(*) FROM api_keys WHERE workspace_id = NEW.scope
-                AND (created_at, hash) > (NEW.at, NEW.id) AND (created_at, hash) < (nx.at, nx.id))
-            WHEN 'workspace_keys_enabled' THEN (SELECT count(*) FROM api_keys WHERE workspace_id = NEW.scope AND disabled = 0
-                AND (created_at, hash) > (NEW.at, NEW.id) AND (created_at, hash) < (nx.at, nx.id))
-            WHEN 'audit_log' THEN (SELECT count(*) FROM audit_log WHERE organization_id = NEW.scope
-                AND (at, id) > (NEW.at, NEW.id) AND (at, id) < (nx.at, nx.id))
-            END
-        FROM list_bases b, (SELECT
-                COALESCE((SELECT at FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND (at, id) > (NEW.at, NEW.id)
-                    ORDER BY at, id LIMIT 1), 9223372036854775807) AS at,
-                COALESCE((SELECT id FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND (at, id) > (NEW.at, NEW.id)
-                    ORDER BY at, id LIMIT 1), '') AS id) nx
-        WHERE b.base = NEW.base;
-    UPDATE list_blocks SET n = n - (SELECT o.n FROM list_blocks o
-            WHERE o.list = list_blocks.list AND o.scope = NEW.scope AND o.at = NEW.at AND o.id = NEW.id AND o.part = 0)
-        WHERE list IN (SELECT list FROM list_bases WHERE base = NEW.base) AND scope = NEW.scope AND part = 0
+-- A row of a base deleted (after it left its lists' blocks): if it was an
+-- anchor, its blocks join the blocks before it; if it was the last, the
+-- block before it becomes the last, and is no longer kept.
+CREATE VIEW anchor_removals (base, scope, at, id) AS SELECT '', '', 0, '' WHERE 0;
+CREATE TRIGGER anchor_removed INSTEAD OF INSERT ON anchor_removals
+WHEN EXISTS (SELECT 1 FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND at = NEW.at AND id = NEW.id) BEGIN
+    DELETE FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND at = NEW.at AND id = NEW.id;
+    DELETE FROM list_blocks WHERE list IN (SELECT list FROM list_bases WHERE base = NEW.base) AND scope = NEW.scope
+        AND NOT EXISTS (SELECT 1 FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND (at, id) > (NEW.at, NEW.id))
         AND (at, id) = (
             COALESCE((SELECT at FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND (at, id) < (NEW.at, NEW.id)
                 ORDER BY at DESC, id DESC LIMIT 1), -1),
             COALESCE((SELECT id FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND (at, id) < (NEW.at, NEW.id)
                 ORDER BY at DESC, id DESC LIMIT 1), ''));
-END;
--- An anchor goes (d = -1; its key left its lists' blocks first): its
--- blocks join the blocks before it.
-CREATE TRIGGER anchor_removed INSTEAD OF INSERT ON anchor_moves WHEN NEW.d = -1 BEGIN
-    DELETE FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND at = NEW.at AND id = NEW.id;
     INSERT INTO list_blocks (list, scope, at, id, part, n)
         SELECT o.list, NEW.scope,
             COALESCE((SELECT at FROM list_anchors WHERE base = NEW.base AND scope = NEW.scope AND (at, id) < (NEW.at, NEW.id)
@@ -134,10 +120,6 @@ CREATE TRIGGER anchor_removed INSTEAD OF INSERT ON anchor_moves WHEN NEW.d = -1 
 END;
 
 CREATE TRIGGER api_keys_blocked AFTER INSERT ON api_keys BEGIN
-    INSERT INTO anchor_moves
-        SELECT 'keys', NEW.organization_id, NEW.created_at, NEW.hash, 1 WHERE substr(NEW.hash, -3) IN ('000', '001', '002', '003')
-        UNION ALL SELECT 'workspace_keys', NEW.workspace_id, NEW.created_at, NEW.hash, 1
-            WHERE NEW.workspace_id IS NOT NULL AND substr(NEW.hash, -3) IN ('000', '001', '002', '003');
     INSERT INTO list_moves
         SELECT 'keys', 'keys', NEW.organization_id, NEW.created_at, NEW.hash, 1 WHERE NEW.management = 0
         UNION ALL SELECT 'keys_enabled', 'keys', NEW.organization_id, NEW.created_at, NEW.hash, 1 WHERE NEW.management = 0 AND NEW.disabled = 0
@@ -152,10 +134,9 @@ CREATE TRIGGER api_keys_unblocked AFTER DELETE ON api_keys BEGIN
         UNION ALL SELECT 'workspace_keys', 'workspace_keys', OLD.workspace_id, OLD.created_at, OLD.hash, -1 WHERE OLD.workspace_id IS NOT NULL
         UNION ALL SELECT 'workspace_keys_enabled', 'workspace_keys', OLD.workspace_id, OLD.created_at, OLD.hash, -1
             WHERE OLD.workspace_id IS NOT NULL AND OLD.disabled = 0;
-    INSERT INTO anchor_moves
-        SELECT 'keys', OLD.organization_id, OLD.created_at, OLD.hash, -1 WHERE substr(OLD.hash, -3) IN ('000', '001', '002', '003')
-        UNION ALL SELECT 'workspace_keys', OLD.workspace_id, OLD.created_at, OLD.hash, -1
-            WHERE OLD.workspace_id IS NOT NULL AND substr(OLD.hash, -3) IN ('000', '001', '002', '003');
+    INSERT INTO anchor_removals
+        SELECT 'keys', OLD.organization_id, OLD.created_at, OLD.hash WHERE OLD.management = 0
+        UNION ALL SELECT 'workspace_keys', OLD.workspace_id, OLD.created_at, OLD.hash WHERE OLD.workspace_id IS NOT NULL;
 END;
 -- A key disabled or enabled leaves its enabled lists' block or joins it.
 CREATE TRIGGER api_keys_reblocked AFTER UPDATE OF disabled ON api_keys WHEN OLD.disabled IS NOT NEW.disabled BEGIN
@@ -174,12 +155,11 @@ WHEN OLD.organization_id IS NOT NEW.organization_id OR OLD.workspace_id IS NOT N
 END;
 
 CREATE TRIGGER audit_log_blocked AFTER INSERT ON audit_log BEGIN
-    INSERT INTO anchor_moves SELECT 'audit_log', NEW.organization_id, NEW.at, NEW.id, 1 WHERE substr(NEW.id, -3) IN ('000', '001', '002', '003');
     INSERT INTO list_moves VALUES ('audit_log', 'audit_log', NEW.organization_id, NEW.at, NEW.id, 1);
 END;
 CREATE TRIGGER audit_log_unblocked AFTER DELETE ON audit_log BEGIN
     INSERT INTO list_moves VALUES ('audit_log', 'audit_log', OLD.organization_id, OLD.at, OLD.id, -1);
-    INSERT INTO anchor_moves SELECT 'audit_log', OLD.organization_id, OLD.at, OLD.id, -1 WHERE substr(OLD.id, -3) IN ('000', '001', '002', '003');
+    INSERT INTO anchor_removals VALUES ('audit_log', OLD.organization_id, OLD.at, OLD.id);
 END;
 -- Nothing moves an audit entry to another organization or time.
 CREATE TRIGGER audit_log_placed BEFORE UPDATE OF organization_id, at, id ON audit_log
