@@ -167,6 +167,10 @@ DECLARE
     d INT := CASE TG_OP WHEN 'DELETE' THEN -1 ELSE 1 END;
     removed list_anchors[];
 BEGIN
+    IF TG_OP = 'INSERT' AND NOT EXISTS (SELECT 1 FROM moved_keys k JOIN list_anchors a
+            ON a.base IN ('keys', 'workspace_keys') AND a.scope IN (k.organization_id, k.workspace_id) AND (a.at, a.id) > (k.created_at, k.hash)) THEN
+        RETURN NULL; -- every key made is in its lists' last blocks: the keys being made
+    END IF;
     INSERT INTO list_blocks (list, scope, at, id, part, n)
         SELECT l.list, l.scope, x.at, x.id, floor(random() * 16)::int, d * count(*)
         FROM moved_keys k CROSS JOIN LATERAL gatehouse_key_blocks(k.organization_id, k.workspace_id, k.management, k.disabled) l
@@ -226,6 +230,10 @@ DECLARE
     d INT := CASE TG_OP WHEN 'DELETE' THEN -1 ELSE 1 END;
     removed list_anchors[];
 BEGIN
+    IF TG_OP = 'INSERT' AND NOT EXISTS (SELECT 1 FROM moved_entries e JOIN list_anchors a
+            ON a.base = 'audit_log' AND a.scope = e.organization_id AND (a.at, a.id) > (e.at, e.id)) THEN
+        RETURN NULL; -- every entry made is in the last block
+    END IF;
     INSERT INTO list_blocks (list, scope, at, id, part, n)
         SELECT 'audit_log', e.organization_id, x.at, x.id, floor(random() * 16)::int, d * count(*)
         FROM moved_entries e CROSS JOIN LATERAL gatehouse_anchor_at('audit_log', e.organization_id, e.at, e.id, false) x
