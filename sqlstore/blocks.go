@@ -213,8 +213,8 @@ const BlockSize = 1024
 // after its last anchor, among those made before horizon (a minute ago:
 // no row is being made there, so no write waits on this one); and keeps
 // the blocks before the new last anchor. It returns the anchors placed.
-// Every instance may run it: each base is closed in a write of its own,
-// which two instances do one after the other.
+// Every instance may run it: each base is closed in short writes of its
+// own, which two instances do one after the other.
 func (s *Store) CloseListBlocks(ctx context.Context, horizon time.Time, size int) (placed int, err error) {
 	defer wrap(&err, "CloseListBlocks")
 	type base struct{ base, scope string }
@@ -233,16 +233,26 @@ func (s *Store) CloseListBlocks(ctx context.Context, horizon time.Time, size int
 		return 0, err
 	}
 	for _, b := range long {
-		n, err := update(ctx, s, func(tx *Tx) (int, error) { return tx.closeBlocks(ctx, b.base, b.scope, horizon, size) })
-		if err != nil {
-			return placed, err
+		for {
+			n, err := update(ctx, s, func(tx *Tx) (int, error) { return tx.closeBlocks(ctx, b.base, b.scope, horizon, size) })
+			if err != nil {
+				return placed, err
+			}
+			if placed += n; n == 0 {
+				break
+			}
 		}
-		placed += n
 	}
 	return placed, nil
 }
 
-// closeBlocks places the anchors of one base's scope (CloseListBlocks).
+// closeBlocksAtOnce bounds the blocks one write of CloseListBlocks closes:
+// a few thousand rows, a short write (on SQLite, every other write waits
+// for it).
+const closeBlocksAtOnce = 8
+
+// closeBlocks places the anchors of one base's scope (CloseListBlocks), at
+// most closeBlocksAtOnce of them, and returns how many.
 func (tx *Tx) closeBlocks(ctx context.Context, base, scope string, horizon time.Time, size int) (int, error) {
 	lastAnchor := func() (block, error) {
 		last := block{at: -1}
@@ -259,9 +269,10 @@ func (tx *Tx) closeBlocks(ctx context.Context, base, scope string, horizon time.
 	}
 	placed, err := tx.Exec(ctx, `INSERT INTO list_anchors (base, scope, at, id)
 		SELECT ?, ?, at, id FROM (
-			SELECT at, id, row_number() OVER (ORDER BY at, id) AS k FROM list_rows
-			WHERE list = ? AND scope = ? AND (at, id) > (?, ?) AND at < ?) t
-		WHERE k % ? = 0`, base, scope, base, scope, from.at, from.id, ms(horizon), size)
+			SELECT at, id, row_number() OVER (ORDER BY at, id) AS k FROM (
+				SELECT at, id FROM list_rows WHERE list = ? AND scope = ? AND (at, id) > (?, ?) AND at < ?
+				ORDER BY at, id LIMIT ?) tail) t
+		WHERE k % ? = 0`, base, scope, base, scope, from.at, from.id, ms(horizon), closeBlocksAtOnce*size, size)
 	if err != nil || placed == 0 {
 		return 0, err
 	}
