@@ -312,8 +312,9 @@ func anyOf(ss []string) []any {
 }
 
 // RebuildListBlocks places again, from scratch, the anchors and blocks of
-// every list (as migration 0052 did): one statement after another, for a
-// database filled without its triggers (gatehouse bench-seed).
+// every list, as CloseListBlocks would with no horizon but in a few long
+// statements: for a database filled without its triggers, that nothing
+// reads yet (gatehouse bench-seed).
 const RebuildListBlocks = `DELETE FROM list_anchors;
 DELETE FROM list_blocks;
 INSERT INTO list_anchors (base, scope, at, id)

@@ -126,17 +126,7 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 				}
 				return out
 			}
-			var all []string
-			for next := page(sqlstore.WalkForward, 0, gatehouse.MaxKeysPerList); len(next) > 0; next = page(sqlstore.WalkForward, len(all), gatehouse.MaxKeysPerList) {
-				all = append(all, next...)
-			}
-			for offset := 0; offset <= len(all)+1; offset += 1 + rng.IntN(9) {
-				limit := 1 + rng.IntN(12)
-				want := all[min(offset, len(all)):min(offset+limit, len(all))]
-				if got := page(sqlstore.WalkBlocks, offset, limit); !slices.Equal(got, want) {
-					t.Fatalf("%s: %+v: the page of %d at %d by the blocks is\n%v, want\n%v", step, f, limit, offset, got, want)
-				}
-			}
+			comparePages(t, rng, fmt.Sprintf("%s: %+v", step, f), page, gatehouse.MaxKeysPerList)
 		}
 	}
 
@@ -219,17 +209,7 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 			}
 			return out
 		}
-		var all []string
-		for next := page(sqlstore.WalkForward, 0, gatehouse.MaxPageSize); len(next) > 0; next = page(sqlstore.WalkForward, len(all), gatehouse.MaxPageSize) {
-			all = append(all, next...)
-		}
-		for offset := 0; offset <= len(all)+1; offset += 1 + rng.IntN(9) {
-			limit := 1 + rng.IntN(12)
-			want := all[min(offset, len(all)):min(offset+limit, len(all))]
-			if got := page(sqlstore.WalkBlocks, offset, limit); !slices.Equal(got, want) {
-				t.Fatalf("audit log, %s: the page of %d at %d by the blocks is\n%v, want\n%v", step, limit, offset, got, want)
-			}
-		}
+		comparePages(t, rng, "audit log, "+step, page, gatehouse.MaxPageSize)
 	}
 	entries(300)
 	checkLog("made")
@@ -252,5 +232,24 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 	checkLog("the oldest deleted")
 	if err := s.ExecForTest(ctx, `UPDATE audit_log SET at = at + 1 WHERE organization_id = ?`, org.ID); err == nil {
 		t.Error("an audit entry's time changed: its blocks could not follow")
+	}
+}
+
+// comparePages reads a whole list a page of most rows after the other from
+// its start (page, WalkForward), then pages of 1 to 12 rows at offsets
+// from 0 to past its end by its blocks (WalkBlocks): each must be the
+// list's rows at its offset.
+func comparePages(t *testing.T, rng *rand.Rand, name string, page func(mode sqlstore.PageWalk, offset, limit int) []string, most int) {
+	t.Helper()
+	var all []string
+	for next := page(sqlstore.WalkForward, 0, most); len(next) > 0; next = page(sqlstore.WalkForward, len(all), most) {
+		all = append(all, next...)
+	}
+	for offset := 0; offset <= len(all)+1; offset += 1 + rng.IntN(9) {
+		limit := 1 + rng.IntN(12)
+		want := all[min(offset, len(all)):min(offset+limit, len(all))]
+		if got := page(sqlstore.WalkBlocks, offset, limit); !slices.Equal(got, want) {
+			t.Fatalf("%s: the page of %d at %d by the blocks is\n%v, want\n%v", name, limit, offset, got, want)
+		}
 	}
 }

@@ -18,7 +18,9 @@
 -- less the others', so that making a row writes no block. Anchors are
 -- placed in it later, every 1,024 rows of the base, by the store
 -- (sqlstore.CloseListBlocks, every minute, for rows older than a minute),
--- which keeps the blocks it closes. The triggers below keep the kept
+-- which keeps the blocks it closes. This migration places none: until the
+-- store has closed the rows a database holds (at its start, in short
+-- writes), each list is one last block, read as before. The triggers below keep the kept
 -- blocks: a row made, deleted, disabled or enabled before the last anchor
 -- moves its block's size by one; an anchor deleted joins its block to the
 -- one before it (or, the last, makes that one the last). A block's size is
@@ -54,25 +56,6 @@ CREATE VIEW list_rows (list, scope, at, id) AS
     UNION ALL SELECT 'workspace_keys_enabled', workspace_id, created_at, hash FROM api_keys
         WHERE workspace_id IS NOT NULL AND disabled = 0
     UNION ALL SELECT 'audit_log', organization_id, at, id FROM audit_log;
-
--- The rows there are now: an anchor every 1,024 rows of each base, and the
--- blocks before the last anchor (sqlstore.RebuildListBlocks, likewise).
-INSERT INTO list_anchors (base, scope, at, id)
-    SELECT list, scope, at, id FROM (
-        SELECT list, scope, at, id, row_number() OVER (PARTITION BY list, scope ORDER BY at, id) AS k
-        FROM list_rows WHERE list IN (SELECT base FROM list_bases)) t
-    WHERE k % 1024 = 0;
-INSERT INTO list_blocks (list, scope, at, id, part, n)
-    SELECT list, scope, at, id, 0, count(*) FROM (
-        SELECT r.list, r.scope,
-            COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
-                ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
-            COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
-                ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id,
-            b.base
-        FROM list_rows r JOIN list_bases b ON b.list = r.list) placed
-    WHERE EXISTS (SELECT 1 FROM list_anchors a WHERE a.base = placed.base AND a.scope = placed.scope AND (a.at, a.id) > (placed.at, placed.id))
-    GROUP BY list, scope, at, id;
 
 -- A row joins (d = 1) or leaves (d = -1) a list: the block it falls in
 -- grows or shrinks by one, unless it is the last.
