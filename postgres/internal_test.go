@@ -27,6 +27,8 @@ func TestMapErrKeepsTheDriverError(t *testing.T) {
 		{"too many connections", &pgconn.PgError{Severity: "FATAL", Code: "53300", Message: "sorry, too many clients already"}, gatehouse.EUNAVAILABLE},
 		{"NUL in text", &pgconn.PgError{Severity: "ERROR", Code: "22P05", Message: "unsupported Unicode escape sequence"}, gatehouse.EINVALID},
 		{"timeout", context.DeadlineExceeded, gatehouse.EUNAVAILABLE},
+		{"conflicts after every attempt", &pgconn.PgError{Severity: "ERROR", Code: "40001", Message: "could not serialize access due to concurrent update"}, gatehouse.EUNAVAILABLE},
+		{"a deadlock after every attempt", &pgconn.PgError{Severity: "ERROR", Code: "40P01", Message: "deadlock detected"}, gatehouse.EUNAVAILABLE},
 	} {
 		err := mapErr(c.cause)
 		if got := gatehouse.ErrorCode(err); got != c.code {
@@ -41,6 +43,10 @@ func TestMapErrKeepsTheDriverError(t *testing.T) {
 		if msg := gatehouse.ErrorMessage(err); strings.Contains(msg, c.cause.Error()) {
 			t.Errorf("%s: the client reads the cause: %q", c.name, msg)
 		}
+	}
+	var ge *gatehouse.Error
+	if err := mapErr(&pgconn.PgError{Code: "40001"}); !errors.As(err, &ge) || ge.Metadata["retry_after_seconds"] != 1 {
+		t.Errorf("mapErr(40001) = %#v, want a 503 that says to retry after 1 s (Retry-After)", err)
 	}
 	var pe *pgconn.PgError
 	if !errors.As(mapErr(&pgconn.PgError{Code: "57P01"}), &pe) || pe.Code != "57P01" {

@@ -294,6 +294,12 @@ func mapErr(err error) error {
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	switch {
+	case retryable(err):
+		// Still conflicting after every attempt: many writes to the same
+		// rows at once (32 clients making keys in one organization meet
+		// this a few times a minute), which a later try gets through.
+		return gatehouse.WrapError(err, gatehouse.EUNAVAILABLE, "the database is busy with writes that conflict with this one; retry shortly").
+			WithMetadata("retry_after_seconds", 1)
 	case errors.As(err, &pe):
 		if pe.Code == "22021" || pe.Code == "22P05" { // invalid UTF-8 or NUL in text: the HTTP layer refuses them first
 			return gatehouse.WrapError(err, gatehouse.EINVALID, "text must be valid UTF-8 without NUL characters")
