@@ -4,23 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gatehouse"
 )
 
-// The longest lists, the keys API's four and the audit log, are cut into
-// blocks whose sizes are kept (migration 0052_list_blocks.sql): a block
-// starts at an anchor, a row of its base, and holds its list's rows from
-// the anchor up to the next one, in the ascending order of (time, key).
-// The page at an offset deep in a list is found by adding the sizes of the
-// blocks before it, in the page's snapshot (a thousand rows at a million),
-// and walking the index from the anchor of the block it starts in: about a
-// thousand entries skipped, where the walk from the nearer end of the list
-// skips up to half of it. The last block, from the last anchor on, is where
-// rows are made: its size is not kept but is what the others leave of the
-// list's count, and CloseListBlocks places anchors in it once its rows are
-// a minute old.
+// The longest lists, the keys API's four, the audit log and the members,
+// are cut into blocks whose sizes are kept (migration
+// 0052_list_blocks.sql): a block starts at an anchor, a row of its base,
+// and holds its list's rows from the anchor up to the next one, in the
+// ascending order of (time, key). The page at an offset deep in a list is
+// found by adding the sizes of the blocks before it, in the page's
+// snapshot (a thousand rows at a million), and walking the index from the
+// anchor of the block it starts in: about a thousand entries skipped,
+// where the walk from the nearer end of the list skips up to half of it.
+// The last block, from the last anchor on, is where rows are made: its
+// size is not kept but is what the others leave of the list's count, and
+// CloseListBlocks places anchors in it once its rows are a minute old.
 
 // blockWalk is the number of entries above which a page is found by the
 // blocks rather than by skipping them: below it, the skip costs less than
@@ -110,36 +111,41 @@ func (tx *Tx) keyBlockWalk(ctx context.Context, l keyList, total, offset, limit 
 	return w, true, nil
 }
 
-// auditBlockPage reads a page of an organization's whole audit log, of
-// total entries, by its blocks, when its walk from the nearer end would
-// skip more than blockWalk entries (ok is false otherwise, or when the
-// blocks do not add up). The log is listed newest first: the page is read
-// in the ascending order of (at, id) from the anchor of the block its
-// oldest entry is in, and returned newest first.
-func (tx *Tx) auditBlockPage(ctx context.Context, orgID string, total int, page gatehouse.Page) (_ []*gatehouse.AuditEntry, ok bool, err error) {
-	w, nonempty := tx.s.walkPage(total, page)
-	if !nonempty || !tx.s.byBlocks(w.page.Offset) {
-		return nil, false, nil
-	}
+// blockedLists are the lists of countAndPage that have blocks (the keys
+// API's have a path of their own, FindKeys): their pages deep in them are
+// found by their blocks (blockPageQuery).
+var blockedLists = map[string]bool{"audit_log": true, "members": true}
+
+// blockPageQuery returns the query of a page of a list (list, scope) of
+// total rows by its blocks, as countAndPage would read it otherwise (ok is
+// false when the blocks do not add up). The list's order is two terms,
+// (time, key), ascending or both descending: the page is read in the
+// ascending order from the anchor of the block its first row in that order
+// is in, and returned in the list's.
+func (tx *Tx) blockPageQuery(ctx context.Context, list, scope string, total int, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page) (_ string, _ []any, ok bool, err error) {
 	offset := max(page.Offset, 0)
-	rows := min(page.Limit, total-offset)  // the page's
-	pos := max(total-offset-page.Limit, 0) // its oldest entry's, ascending
-	anchor, skip, ok, err := tx.blockStart(ctx, "audit_log", orgID, total, pos)
+	rows := min(page.Limit, total-offset) // the page's
+	terms := strings.Split(order, ",")
+	desc := strings.HasSuffix(strings.TrimSpace(terms[0]), " DESC")
+	pos := offset // the page's first row in the ascending order
+	if desc {
+		pos = max(total-offset-page.Limit, 0)
+	}
+	anchor, skip, ok, err := tx.blockStart(ctx, list, scope, total, pos)
 	if !ok || err != nil {
 		if tx.s.pageWalk == WalkBlocks && err == nil {
-			err = fmt.Errorf("the blocks of the audit log of %s do not add up to its %d entries", orgID, total)
+			err = fmt.Errorf("the blocks of list %s of %s do not add up to its %d rows", list, scope, total)
 		}
-		return nil, false, err
+		return "", nil, false, err
 	}
-	counted, args := `audit_log WHERE organization_id = ?`, []any{orgID}
+	countedArgs := args
 	if anchor != nil {
-		counted, args = counted+` AND (at, id) >= (?, ?)`, append(args, anchor.at, anchor.id)
+		ordered := strings.TrimSuffix(strings.TrimSpace(terms[0]), " DESC") + ", " + strings.TrimSuffix(strings.TrimSpace(terms[1]), " DESC")
+		counted += ` AND (` + ordered + `) >= (?, ?)`
+		countedArgs = append(append([]any{}, args...), anchor.at, anchor.id)
 	}
-	query, qargs := PageQuery(auditColumns, `audit_log`, counted, `at DESC, id DESC`, false, args,
-		gatehouse.Page{Offset: skip, Limit: rows}, true)
-	rs, err := tx.Query(ctx, query, qargs...)
-	entries, err := collect(rs, err, scanAuditEntry)
-	return entries, err == nil, err
+	query, qargs := pageQuery(columns, from, counted, order, scoped, args, countedArgs, gatehouse.Page{Offset: skip, Limit: rows}, desc)
+	return query, qargs, true, nil
 }
 
 // KeyBlockQueries are, for tests of their plans, the queries of a page

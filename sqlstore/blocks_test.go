@@ -233,6 +233,64 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 	if err := s.ExecForTest(ctx, `UPDATE audit_log SET at = at + 1 WHERE organization_id = ?`, org.ID); err == nil {
 		t.Error("an audit entry's time changed: its blocks could not follow")
 	}
+
+	// The members, oldest first, made by the store (at one time) and in
+	// no order of their time, removed by the store and in bulk.
+	var members []string
+	people := func(n int) {
+		var values []string
+		var args []any
+		for range n {
+			id := fmt.Sprintf("user_%020x", rng.Uint64())
+			members = append(members, id)
+			values = append(values, "(?, ?, ?, 'org:member', ?)")
+			args = append(args, org.ID, id, id+"@example.com", base+rng.Int64N(100))
+		}
+		must(s.ExecForTest(ctx, `INSERT INTO members (organization_id, id, email, role, created_at) VALUES `+strings.Join(values, ", "), args...))
+	}
+	checkMembers := func(step string) {
+		t.Helper()
+		if err := s.CheckListBlocks(ctx); err != nil {
+			t.Fatalf("members, %s: %v", step, err)
+		}
+		comparePages(t, rng, "members, "+step, func(mode sqlstore.PageWalk, offset, limit int) []string {
+			t.Helper()
+			s.SetPageWalk(mode)
+			defer s.SetPageWalk(sqlstore.WalkNearer)
+			found, _, err := s.FindMembers(ctx, org.ID, gatehouse.Page{Offset: offset, Limit: limit})
+			if err != nil {
+				t.Fatalf("members, %s: at %d: %v", step, offset, err)
+			}
+			var out []string
+			for _, m := range found {
+				out = append(out, m.ID)
+			}
+			return out
+		}, gatehouse.MaxPageSize)
+	}
+	for i := range 20 {
+		m, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: fmt.Sprintf("person%d@example.com", i)})
+		must(err)
+		members = append(members, m.ID)
+	}
+	people(200)
+	checkMembers("made")
+	closeBlocks(always)
+	checkMembers("closed")
+	people(100)
+	checkMembers("made among")
+	for i, id := range members {
+		if i%6 == 1 {
+			must(s.DeleteMember(ctx, org.ID, id))
+		}
+	}
+	checkMembers("removed one by one")
+	closeBlocks(always)
+	must(s.ExecForTest(ctx, `DELETE FROM members WHERE organization_id = ? AND created_at % 4 = 1`, org.ID))
+	checkMembers("removed in bulk")
+	if err := s.ExecForTest(ctx, `UPDATE members SET created_at = created_at + 1 WHERE organization_id = ?`, org.ID); err == nil {
+		t.Error("a member's time changed: its blocks could not follow")
+	}
 }
 
 // comparePages reads a whole list a page of most rows after the other from

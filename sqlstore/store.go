@@ -375,6 +375,15 @@ func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, or
 		return &listing[T]{[]T{}, total}, nil
 	}
 	query, qargs := PageQuery(columns, from, counted, order, scoped, args, w.page, w.reversed)
+	if len(list) == 2 && blockedLists[list[0]] && tx.s.byBlocks(w.page.Offset) {
+		q, a, ok, err := tx.blockPageQuery(ctx, list[0], list[1], total, columns, from, counted, order, scoped, args, page)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			query, qargs = q, a
+		}
+	}
 	rows, err := tx.Query(ctx, query, qargs...)
 	items, err := collect(rows, err, scan)
 	if err != nil {
@@ -483,9 +492,15 @@ func reverseOrder(order string) string {
 // reversed, the keys are found in the reversed order (page is a page of
 // the list reversed), and the rows returned in the list's.
 func PageQuery(columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, reversed bool) (string, []any) {
+	return pageQuery(columns, from, counted, order, scoped, args, args, page, reversed)
+}
+
+// pageQuery is PageQuery with counted's own arguments, countedArgs (args
+// and more).
+func pageQuery(columns, from, counted, order string, scoped bool, args, countedArgs []any, page gatehouse.Page, reversed bool) (string, []any) {
 	terms := strings.Split(order, ",")
 	key := strings.TrimSuffix(strings.TrimSpace(terms[len(terms)-1]), " DESC")
-	qargs := append(append(make([]any, 0, 2*len(args)+2), args...), page.Limit, page.Offset)
+	qargs := append(append(make([]any, 0, len(args)+len(countedArgs)+2), countedArgs...), page.Limit, page.Offset)
 	if scoped {
 		qargs = append(qargs, args...)
 	} else if i := strings.LastIndex(from, "WHERE"); i >= 0 {

@@ -24,6 +24,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// placed are the tables of the lists' anchors and blocks, which each
+// database's store places from the rows it holds (sqlstore.CloseListBlocks)
+// and migrate-data does not copy.
+var placed = map[string]bool{"list_anchors": true, "list_blocks": true}
+
 // TestMigrateData fills every table of a SQLite database through the
 // store (a soft-deleted destination, spend settled into the ledger and the
 // budgets, a reservation still held), copies it into PostgreSQL, finds
@@ -44,6 +49,9 @@ func TestMigrateData(t *testing.T) {
 	src.Close()
 	tables := sqliteTables(t, path)
 	for _, tb := range tables {
+		if placed[tb.name] {
+			continue // no block is kept until a list has thousands of rows
+		}
 		if n := countRows(t, path, `SELECT count(*) FROM `+tb.name); n == 0 {
 			t.Errorf("table %s of the source is empty: fillSource must give every table rows, or the copy of its rows goes unchecked", tb.name)
 		}
@@ -66,8 +74,8 @@ func TestMigrateData(t *testing.T) {
 		t.Fatalf("migrate-data: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	for _, tb := range tables {
-		if tb.name == "list_counts" {
-			continue // not copied: the target's triggers count what is copied (compareDatabases sums them)
+		if tb.name == "list_counts" || tb.name == "list_bases" || placed[tb.name] {
+			continue // not copied: the target's triggers count what is copied (compareDatabases sums them), and it has its own
 		}
 		if want := fmt.Sprintf("%-20s %d rows", tb.name, countRows(t, path, `SELECT count(*) FROM `+tb.name)); !strings.Contains(stdout, want) {
 			t.Errorf("migrate-data does not report %q:\n%s", want, stdout)
@@ -377,6 +385,9 @@ func compareDatabases(t *testing.T, path, url string, tables []dbTable) {
 		t.Errorf("tables: SQLite has %v, PostgreSQL %v", names, pgNames)
 	}
 	for _, tb := range tables {
+		if placed[tb.name] {
+			continue
+		}
 		query, columns := `SELECT `+strings.Join(tb.columns, ", ")+` FROM `+tb.name, tb.columns
 		if tb.name == "list_counts" {
 			// Kept by triggers, in blocks on PostgreSQL: the counts must

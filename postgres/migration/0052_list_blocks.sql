@@ -1,5 +1,5 @@
 -- Where a page deep in a long list starts (issue 30): the keys API's four
--- lists and the audit log. They page by offset; skipping half a million
+-- lists, the audit log and the members. They page by offset; skipping half a million
 -- entries of an index costs 0.1-0.4 s, so each list is cut into blocks
 -- whose sizes are kept, and a page at any offset is found by adding the
 -- sizes of the blocks before it (a thousand rows at a million) and skipping
@@ -35,7 +35,8 @@ CREATE TABLE list_bases (
     base TEXT NOT NULL
 );
 INSERT INTO list_bases VALUES ('keys', 'keys'), ('keys_enabled', 'keys'),
-    ('workspace_keys', 'workspace_keys'), ('workspace_keys_enabled', 'workspace_keys'), ('audit_log', 'audit_log');
+    ('workspace_keys', 'workspace_keys'), ('workspace_keys_enabled', 'workspace_keys'), ('audit_log', 'audit_log'),
+    ('members', 'members');
 CREATE TABLE list_anchors (
     base  TEXT NOT NULL,
     scope TEXT NOT NULL,
@@ -60,7 +61,8 @@ CREATE VIEW list_rows (list, scope, at, id) AS
     UNION ALL SELECT 'workspace_keys', workspace_id, created_at, hash FROM api_keys WHERE workspace_id IS NOT NULL
     UNION ALL SELECT 'workspace_keys_enabled', workspace_id, created_at, hash FROM api_keys
         WHERE workspace_id IS NOT NULL AND NOT disabled
-    UNION ALL SELECT 'audit_log', organization_id, at, id FROM audit_log;
+    UNION ALL SELECT 'audit_log', organization_id, at, id FROM audit_log
+    UNION ALL SELECT 'members', organization_id, created_at, id FROM members;
 
 -- The anchor of a base's scope at or before (at, id), or before it
 -- (strictly); (-1, '') if none.
@@ -121,6 +123,8 @@ BEGIN
             AND (created_at, hash) >= (fa, fi) AND (created_at, hash) < (ta, ti);
     WHEN 'audit_log' THEN
         SELECT count(*) INTO n FROM audit_log WHERE organization_id = s AND (at, id) >= (fa, fi) AND (at, id) < (ta, ti);
+    WHEN 'members' THEN
+        SELECT count(*) INTO n FROM members WHERE organization_id = s AND (created_at, id) >= (fa, fi) AND (created_at, id) < (ta, ti);
     END CASE;
     RETURN n;
 END
@@ -247,3 +251,43 @@ $$;
 CREATE TRIGGER audit_log_placed BEFORE UPDATE OF organization_id, at, id ON audit_log
     FOR EACH ROW WHEN (OLD.organization_id IS DISTINCT FROM NEW.organization_id OR OLD.at IS DISTINCT FROM NEW.at OR OLD.id IS DISTINCT FROM NEW.id)
     EXECUTE FUNCTION gatehouse_audit_placed();
+
+CREATE FUNCTION gatehouse_members_blocked() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    d INT := CASE TG_OP WHEN 'DELETE' THEN -1 ELSE 1 END;
+    removed list_anchors[];
+BEGIN
+    IF TG_OP = 'INSERT' AND NOT EXISTS (SELECT 1 FROM moved_members e JOIN list_anchors a
+            ON a.base = 'members' AND a.scope = e.organization_id AND (a.at, a.id) > (e.created_at, e.id)) THEN
+        RETURN NULL; -- every member made is in the last block
+    END IF;
+    INSERT INTO list_blocks (list, scope, at, id, part, n)
+        SELECT 'members', e.organization_id, x.at, x.id, floor(random() * 16)::int, d * count(*)
+        FROM moved_members e CROSS JOIN LATERAL gatehouse_anchor_at('members', e.organization_id, e.created_at, e.id, false) x
+        WHERE gatehouse_block_kept('members', e.organization_id, x.at, x.id)
+        GROUP BY e.organization_id, x.at, x.id
+        ON CONFLICT (list, scope, at, id, part) DO UPDATE SET n = list_blocks.n + excluded.n;
+    IF TG_OP = 'DELETE' THEN
+        WITH gone AS (
+            DELETE FROM list_anchors a USING moved_members e
+            WHERE a.base = 'members' AND a.scope = e.organization_id AND a.at = e.created_at AND a.id = e.id
+            RETURNING a.*)
+        SELECT array_agg(gone) INTO removed FROM gone;
+        PERFORM gatehouse_anchors_removed(removed);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER members_blocked AFTER INSERT ON members
+    REFERENCING NEW TABLE AS moved_members FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_members_blocked();
+CREATE TRIGGER members_unblocked AFTER DELETE ON members
+    REFERENCING OLD TABLE AS moved_members FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_members_blocked();
+-- Nothing moves a member to another organization or time.
+CREATE FUNCTION gatehouse_members_placed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'a member''s organization, time and id do not change';
+END
+$$;
+CREATE TRIGGER members_placed BEFORE UPDATE OF organization_id, created_at, id ON members
+    FOR EACH ROW WHEN (OLD.organization_id IS DISTINCT FROM NEW.organization_id OR OLD.created_at IS DISTINCT FROM NEW.created_at OR OLD.id IS DISTINCT FROM NEW.id)
+    EXECUTE FUNCTION gatehouse_members_placed();

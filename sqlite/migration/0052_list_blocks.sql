@@ -1,5 +1,5 @@
 -- Where a page deep in a long list starts (issue 30): the keys API's four
--- lists and the audit log. They page by offset; skipping half a million
+-- lists, the audit log and the members. They page by offset; skipping half a million
 -- entries of an index costs 0.1-0.4 s, so each list is cut into blocks
 -- whose sizes are kept, and a page at any offset is found by adding the
 -- sizes of the blocks before it (a thousand rows at a million) and skipping
@@ -30,7 +30,8 @@ CREATE TABLE list_bases (
     base TEXT NOT NULL
 ) WITHOUT ROWID;
 INSERT INTO list_bases VALUES ('keys', 'keys'), ('keys_enabled', 'keys'),
-    ('workspace_keys', 'workspace_keys'), ('workspace_keys_enabled', 'workspace_keys'), ('audit_log', 'audit_log');
+    ('workspace_keys', 'workspace_keys'), ('workspace_keys_enabled', 'workspace_keys'), ('audit_log', 'audit_log'),
+    ('members', 'members');
 CREATE TABLE list_anchors (
     base  TEXT NOT NULL,
     scope TEXT NOT NULL,
@@ -55,7 +56,8 @@ CREATE VIEW list_rows (list, scope, at, id) AS
     UNION ALL SELECT 'workspace_keys', workspace_id, created_at, hash FROM api_keys WHERE workspace_id IS NOT NULL
     UNION ALL SELECT 'workspace_keys_enabled', workspace_id, created_at, hash FROM api_keys
         WHERE workspace_id IS NOT NULL AND disabled = 0
-    UNION ALL SELECT 'audit_log', organization_id, at, id FROM audit_log;
+    UNION ALL SELECT 'audit_log', organization_id, at, id FROM audit_log
+    UNION ALL SELECT 'members', organization_id, created_at, id FROM members;
 
 -- A row joins (d = 1) or leaves (d = -1) a list: the block it falls in
 -- grows or shrinks by one, unless it is the last.
@@ -148,4 +150,17 @@ END;
 CREATE TRIGGER audit_log_placed BEFORE UPDATE OF organization_id, at, id ON audit_log
 WHEN OLD.organization_id IS NOT NEW.organization_id OR OLD.at IS NOT NEW.at OR OLD.id IS NOT NEW.id BEGIN
     SELECT RAISE(ABORT, 'an audit entry''s organization, time and id do not change');
+END;
+
+CREATE TRIGGER members_blocked AFTER INSERT ON members BEGIN
+    INSERT INTO list_moves VALUES ('members', 'members', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+CREATE TRIGGER members_unblocked AFTER DELETE ON members BEGIN
+    INSERT INTO list_moves VALUES ('members', 'members', OLD.organization_id, OLD.created_at, OLD.id, -1);
+    INSERT INTO anchor_removals VALUES ('members', OLD.organization_id, OLD.created_at, OLD.id);
+END;
+-- Nothing moves a member to another organization or time.
+CREATE TRIGGER members_placed BEFORE UPDATE OF organization_id, created_at, id ON members
+WHEN OLD.organization_id IS NOT NEW.organization_id OR OLD.created_at IS NOT NEW.created_at OR OLD.id IS NOT NEW.id BEGIN
+    SELECT RAISE(ABORT, 'a member''s organization, time and id do not change');
 END;
