@@ -166,12 +166,15 @@ BEGIN
         GROUP BY l.list, l.scope, x.at, x.id
         ON CONFLICT (list, scope, at, id, part) DO UPDATE SET n = list_blocks.n + excluded.n;
     IF TG_OP = 'DELETE' THEN
-        WITH gone AS (
+        WITH org AS (
             DELETE FROM list_anchors a USING moved_keys k
-            WHERE (a.base, a.scope, a.at, a.id) IN (('keys', k.organization_id, k.created_at, k.hash),
-                ('workspace_keys', k.workspace_id, k.created_at, k.hash))
+            WHERE a.base = 'keys' AND a.scope = k.organization_id AND a.at = k.created_at AND a.id = k.hash
+            RETURNING a.*
+        ), ws AS (
+            DELETE FROM list_anchors a USING moved_keys k
+            WHERE a.base = 'workspace_keys' AND a.scope = k.workspace_id AND a.at = k.created_at AND a.id = k.hash
             RETURNING a.*)
-        SELECT array_agg(gone) INTO removed FROM gone;
+        SELECT array_agg(gone) INTO removed FROM (SELECT * FROM org UNION ALL SELECT * FROM ws) gone;
         PERFORM gatehouse_anchors_removed(removed);
     END IF;
     RETURN NULL;
