@@ -38,7 +38,7 @@ const (
 type KeyListCursor struct {
 	createdAt int64 // milliseconds
 	hash      string
-	// inclusive makes the cursor a block's anchor (keyblocks.go): the
+	// inclusive makes the cursor a block's anchor (blocks.go): the
 	// page starts at the key itself rather than after it.
 	inclusive bool
 }

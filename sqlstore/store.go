@@ -374,15 +374,16 @@ func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, or
 	if !ok {
 		return &listing[T]{[]T{}, total}, nil
 	}
-	query, qargs := PageQuery(columns, from, counted, order, scoped, args, w.page, w.reversed)
+	var query string
+	var qargs []any
 	if len(list) == 2 && blockedLists[list[0]] && tx.s.byBlocks(w.page.Offset) {
-		q, a, ok, err := tx.blockPageQuery(ctx, list[0], list[1], total, columns, from, counted, order, scoped, args, page)
-		if err != nil {
+		var err error
+		if query, qargs, _, err = tx.blockPageQuery(ctx, list[0], list[1], total, columns, from, counted, order, scoped, args, page); err != nil {
 			return nil, err
 		}
-		if ok {
-			query, qargs = q, a
-		}
+	}
+	if query == "" {
+		query, qargs = PageQuery(columns, from, counted, order, scoped, args, w.page, w.reversed)
 	}
 	rows, err := tx.Query(ctx, query, qargs...)
 	items, err := collect(rows, err, scan)
@@ -406,9 +407,9 @@ const (
 	// plans, and that both ways find the same rows.
 	WalkForward
 	WalkBackward
-	// WalkBlocks finds every page of the keys API by its list's blocks
-	// (keyblocks.go), however near an end, and fails if they do not add
-	// up. For tests.
+	// WalkBlocks finds every page of a list that has blocks (the keys
+	// API's, the audit log, the members: blocks.go) by its blocks, however
+	// near an end, and fails if they do not add up. For tests.
 	WalkBlocks
 )
 

@@ -723,8 +723,8 @@ const (
 )
 
 // closeListBlocks places, at start and then every closeEvery, the anchors
-// of the long lists (the keys, the audit log) in the rows made since,
-// which lets a page deep in them be found by their blocks. Every instance
+// of the long lists (the keys, the audit log, the members) in the rows
+// made since, which lets a page deep in them be found by their blocks. Every instance
 // does; they close each list one after the other.
 func closeListBlocks(ctx context.Context, store gatehouse.Store, logger *slog.Logger) {
 	closer, ok := store.(interface {
