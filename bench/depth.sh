@@ -4,8 +4,10 @@
 # server over a seeded database:
 #
 #   1. the first, middle and last page of each large list of the API (keys,
-#      keys with the disabled ones, members, the organization's key
-#      assignments, the audit log), by bench/depth;
+#      keys with the disabled ones, members, the organization's key and
+#      member assignments, a guardrail's key assignments, the audit log),
+#      by bench/depth; the seed puts every key in the default workspace and
+#      assigns every key and member (all the keys to one guardrail);
 #   2. another organization's read latency (p50, p99, slowest) while the
 #      seeded one runs 8 of the heaviest of those reads at once;
 #   3. the official client (@openrouter/sdk, compat/node_modules: run
@@ -14,8 +16,8 @@
 #
 #   bash bench/depth.sh [sqlite|postgres]
 #
-# Settings: BENCH_KEYS (1000000: keys, and as many key assignments and
-# audit entries), BENCH_MEMBERS (100000), BENCH_RUNS (5 reads of each page),
+# Settings: BENCH_KEYS (1000000: keys, and as many key assignments, less
+# the 10,010 the seed keeps unassigned, and audit entries), BENCH_MEMBERS (1000000), BENCH_RUNS (5 reads of each page),
 # BENCH_SECONDS (20 s of neighbours), BENCH_PAGINATE (1; 0 skips the
 # official client's listing), BENCH_DB_TIMEOUT (the server's
 # GATEHOUSE_DB_TIMEOUT, 60s: a cold walk on a loaded machine may pass the
@@ -25,7 +27,7 @@ set -euo pipefail
 
 engine=${1:-sqlite}
 keys=${BENCH_KEYS:-1000000}
-members=${BENCH_MEMBERS:-100000}
+members=${BENCH_MEMBERS:-1000000}
 runs=${BENCH_RUNS:-5}
 seconds=${BENCH_SECONDS:-20}
 # shellcheck source=bench/seeded.sh
@@ -39,6 +41,7 @@ else
 	echo "== seeding $keys keys (assigned, audited) and $members members ($engine)" >&2
 	start=$(date +%s)
 	"$work/gatehouse" bench-seed --database "$database" --keys "$keys" --members "$members" --audit \
+		--workspaces 1 --assign-every 1 \
 		--manifest "$work/manifest.json" 2>&1 | grep -v '^  ' >&2
 	echo "== seeded in $(($(date +%s) - start)) s" >&2
 fi

@@ -23,10 +23,8 @@ func (s *Store) FindKeyAssignments(ctx context.Context, orgID, guardrailID strin
 		// foreign key cascades), and a count that looks each up reads a
 		// page of api_keys per assignment (120 ms for 9,000 at 1M keys).
 		from, counted := `key_assignments a JOIN api_keys k ON k.hash = a.key_hash WHERE `+where, `key_assignments a WHERE `+where
-		if guardrailID == "" { // the organization's: its count is kept (migration 0031)
-			return findKeptCountPage(ctx, tx, "key_assignments", orgID, keyAssignmentColumns, from, counted, `a.created_at, a.id`, false, args, page, scanKeyAssignment)
-		}
-		return findCountedPage(ctx, tx, keyAssignmentColumns, from, counted, `a.created_at, a.id`, args, page, scanKeyAssignment)
+		list, scope := assignmentList("key_assignments", orgID, guardrailID)
+		return findKeptCountPage(ctx, tx, list, scope, keyAssignmentColumns, from, counted, `a.created_at, a.id`, false, args, page, scanKeyAssignment)
 	}))
 }
 
@@ -40,10 +38,8 @@ func (s *Store) FindMemberAssignments(ctx context.Context, orgID, guardrailID st
 			return nil, err
 		}
 		from := `member_assignments a WHERE ` + where
-		if guardrailID == "" { // the organization's: its count is kept (migration 0031)
-			return findKeptCountPage(ctx, tx, "member_assignments", orgID, memberAssignmentColumns, from, from, `a.created_at, a.id`, false, args, page, scanMemberAssignment)
-		}
-		return findPage(ctx, tx, memberAssignmentColumns, from, `a.created_at, a.id`, args, page, scanMemberAssignment)
+		list, scope := assignmentList("member_assignments", orgID, guardrailID)
+		return findKeptCountPage(ctx, tx, list, scope, memberAssignmentColumns, from, from, `a.created_at, a.id`, false, args, page, scanMemberAssignment)
 	}))
 }
 
@@ -57,6 +53,16 @@ func (tx *Tx) assignmentFilter(ctx context.Context, orgID, guardrailID string) (
 		return "", nil, err
 	}
 	return `a.guardrail_id = ?`, []any{guardrailID}, nil
+}
+
+// assignmentList names the kept count and blocks of the assignments of
+// table (key_assignments or member_assignments) of one guardrail, or of
+// the whole organization when guardrailID is "" (migrations 0031, 0053).
+func assignmentList(table, orgID, guardrailID string) (list, scope string) {
+	if guardrailID == "" {
+		return table, orgID
+	}
+	return "guardrail_" + table, guardrailID
 }
 
 // AssignKeys assigns keys of the guardrail's workspace to the guardrail,

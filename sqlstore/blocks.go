@@ -114,7 +114,8 @@ func (tx *Tx) keyBlockWalk(ctx context.Context, l keyList, total, offset, limit 
 // blockedLists are the lists of countAndPage that have blocks (the keys
 // API's have a path of their own, FindKeys): their pages deep in them are
 // found by their blocks (blockPageQuery).
-var blockedLists = map[string]bool{"audit_log": true, "members": true}
+var blockedLists = map[string]bool{"audit_log": true, "members": true,
+	"key_assignments": true, "guardrail_key_assignments": true, "member_assignments": true, "guardrail_member_assignments": true}
 
 // blockPageQuery returns the query of a page of a list (list, scope) of
 // total rows by its blocks, as countAndPage would read it otherwise (ok is
@@ -162,9 +163,9 @@ func KeyBlockQueries(orgID, workspaceID string, includeDisabled bool, createdAtM
 
 // CheckListBlocks compares the blocks kept with those counted again from
 // the rows (every block but each list's last, which is not kept), and
-// checks that every anchor is a row of its base,
-// and returns the first difference: for tests and for an operator who
-// suspects them.
+// the lists' kept counts with their rows, checks that every anchor is a
+// row of its base, and returns the first difference: for tests and for an
+// operator who suspects them.
 func (s *Store) CheckListBlocks(ctx context.Context) error {
 	_, err := view(ctx, s, func(tx *Tx) (struct{}, error) {
 		rows, err := tx.Query(ctx, `SELECT list, scope, at, id, SUM(kept), SUM(counted) FROM (
@@ -195,6 +196,18 @@ func (s *Store) CheckListBlocks(ctx context.Context) error {
 			return struct{}{}, fmt.Errorf("list %s of %s: the block at (%d, %s) is kept at %d rows and holds %d", list, scope, at, id, kept, counted)
 		}
 		if err := rows.Err(); err != nil {
+			return struct{}{}, err
+		}
+		var list, scope string
+		var kept, counted int64
+		err = tx.QueryRow(ctx, `SELECT list, scope, SUM(kept), SUM(counted) FROM (
+				SELECT list, scope, n AS kept, 0 AS counted FROM list_counts WHERE list IN (SELECT list FROM list_bases)
+				UNION ALL
+				SELECT list, scope, 0, 1 FROM list_rows) both_ways
+			GROUP BY list, scope HAVING SUM(kept) <> SUM(counted) ORDER BY list, scope LIMIT 1`).Scan(&list, &scope, &kept, &counted)
+		if err == nil {
+			return struct{}{}, fmt.Errorf("list %s of %s: its count is kept at %d rows and it holds %d", list, scope, kept, counted)
+		} else if !errors.Is(err, ErrNoRows) {
 			return struct{}{}, err
 		}
 		var stray int

@@ -291,6 +291,161 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 	if err := s.ExecForTest(ctx, `UPDATE members SET created_at = created_at + 1 WHERE organization_id = ?`, org.ID); err == nil {
 		t.Error("a member's time changed: its blocks could not follow")
 	}
+
+	testAssignmentBlocks(t, s, rng, org.ID, workspaces[0], base, closeBlocks)
+}
+
+// testAssignmentBlocks checks the blocks of the guardrails' assignments
+// (migration 0053) as testListBlocks checks the others: the key and member
+// assignments of an organization and of each guardrail, made in no order
+// of their time, in bulk and by the store, moved to another guardrail
+// (which rewrites the assignment's guardrail, time and id), removed by the
+// store and in bulk, and with their key, their member or their guardrail
+// deleted.
+func testAssignmentBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID, workspaceID string, base int64, closeBlocks func(int64) int) {
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const always = 1 << 50
+	var guardrails []string
+	for i := range 3 {
+		g, err := s.CreateGuardrail(ctx, orgID, gatehouse.GuardrailCreate{WorkspaceID: workspaceID,
+			GuardrailUpdate: gatehouse.GuardrailUpdate{Name: gatehouse.Val(fmt.Sprint("blocks ", i))}})
+		must(err)
+		guardrails = append(guardrails, g.ID)
+	}
+	keys, err := s.FindKeys(ctx, orgID, gatehouse.KeyFilter{WorkspaceID: workspaceID, IncludeDisabled: true, Limit: gatehouse.MaxKeysPerList})
+	must(err)
+	var hashes []string
+	for _, k := range keys {
+		hashes = append(hashes, k.Hash)
+	}
+	members, _, err := s.FindMembers(ctx, orgID, gatehouse.Page{Limit: gatehouse.MaxPageSize})
+	must(err)
+	var people []string
+	for _, m := range members {
+		people = append(people, m.ID)
+	}
+	if len(hashes) < 60 || len(people) < 60 {
+		t.Fatalf("%d keys and %d members to assign, want 60 of each", len(hashes), len(people))
+	}
+	// assign writes assignments of subjects (of column) to guardrails in
+	// turn, in one statement, at times among those before.
+	assign := func(table, column string, subjects []string) {
+		var values []string
+		var args []any
+		for i, subject := range subjects {
+			values = append(values, "(?, ?, ?, ?, ?)")
+			args = append(args, fmt.Sprintf("%036x", rng.Uint64()), orgID, guardrails[i%len(guardrails)], subject, base+rng.Int64N(100))
+		}
+		must(s.ExecForTest(ctx, `INSERT INTO `+table+` (id, organization_id, guardrail_id, `+column+`, created_at) VALUES `+
+			strings.Join(values, ", "), args...))
+	}
+	type list struct {
+		name string
+		page func(guardrailID string, offset, limit int) ([]string, error)
+	}
+	lists := []list{
+		{"key assignments", func(guardrailID string, offset, limit int) ([]string, error) {
+			found, _, err := s.FindKeyAssignments(ctx, orgID, guardrailID, gatehouse.Page{Offset: offset, Limit: limit})
+			var out []string
+			for _, a := range found {
+				out = append(out, a.ID)
+			}
+			return out, err
+		}},
+		{"member assignments", func(guardrailID string, offset, limit int) ([]string, error) {
+			found, _, err := s.FindMemberAssignments(ctx, orgID, guardrailID, gatehouse.Page{Offset: offset, Limit: limit})
+			var out []string
+			for _, a := range found {
+				out = append(out, a.ID)
+			}
+			return out, err
+		}},
+	}
+	check := func(step string) {
+		t.Helper()
+		if err := s.CheckListBlocks(ctx); err != nil {
+			t.Fatalf("assignments, %s: %v", step, err)
+		}
+		for _, l := range lists {
+			for _, g := range append([]string{""}, guardrails...) {
+				name := fmt.Sprintf("%s of %q, %s", l.name, g, step)
+				comparePages(t, rng, name, func(mode sqlstore.PageWalk, offset, limit int) []string {
+					t.Helper()
+					s.SetPageWalk(mode)
+					defer s.SetPageWalk(sqlstore.WalkNearer)
+					out, err := l.page(g, offset, limit)
+					if err != nil {
+						t.Fatalf("%s: at %d: %v", name, offset, err)
+					}
+					return out
+				}, gatehouse.MaxPageSize)
+			}
+		}
+	}
+
+	assign("key_assignments", "key_hash", hashes[:len(hashes)/2])
+	assign("member_assignments", "user_id", people[:len(people)/2])
+	check("made")
+	closeBlocks(always)
+	check("closed")
+	// The store assigns the rest (now: after every block) and moves some
+	// of those made in bulk (from the middle of the lists) to another
+	// guardrail.
+	by := "user_blocks"
+	for i, g := range guardrails {
+		_, err := s.AssignKeys(ctx, orgID, g, everyNth(hashes[len(hashes)/2:], len(guardrails), i), &by)
+		must(err)
+		_, err = s.AssignMembers(ctx, orgID, g, everyNth(people[len(people)/2:], len(guardrails), i), &by)
+		must(err)
+	}
+	check("assigned by the store")
+	closeBlocks(always)
+	check("closed again")
+	for i, g := range guardrails {
+		_, err := s.AssignKeys(ctx, orgID, g, everyNth(hashes[:len(hashes)/2], 5, i), &by)
+		must(err)
+		_, err = s.AssignMembers(ctx, orgID, g, everyNth(people[:len(people)/2], 5, i), &by)
+		must(err)
+	}
+	check("moved to another guardrail")
+	closeBlocks(always)
+	_, err = s.UnassignKeys(ctx, orgID, guardrails[0], everyNth(hashes, 3, 1))
+	must(err)
+	_, err = s.UnassignMembers(ctx, orgID, guardrails[1], everyNth(people, 3, 2))
+	must(err)
+	check("unassigned by the store")
+	must(s.ExecForTest(ctx, `DELETE FROM key_assignments WHERE organization_id = ? AND created_at % 4 = 1`, orgID))
+	must(s.ExecForTest(ctx, `DELETE FROM member_assignments WHERE organization_id = ? AND created_at % 4 = 2`, orgID))
+	check("unassigned in bulk")
+	for _, h := range everyNth(hashes, 7, 3) {
+		must(s.DeleteKey(ctx, orgID, h))
+	}
+	for _, m := range everyNth(people, 7, 4) {
+		must(s.DeleteMember(ctx, orgID, m))
+	}
+	check("keys and members deleted")
+	closeBlocks(always)
+	must(s.DeleteGuardrail(ctx, orgID, guardrails[2]))
+	guardrails = guardrails[:2]
+	check("a guardrail deleted")
+	if err := s.ExecForTest(ctx, `UPDATE key_assignments SET organization_id = 'elsewhere' WHERE organization_id = ?`, orgID); err == nil {
+		t.Error("a key assignment moved to another organization: its blocks could not follow")
+	}
+}
+
+// everyNth returns every nth string of ss, from the ith.
+func everyNth(ss []string, n, i int) []string {
+	var out []string
+	for ; i < len(ss); i += n {
+		out = append(out, ss[i])
+	}
+	return out
 }
 
 // comparePages reads a whole list a page of most rows after the other from

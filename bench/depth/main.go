@@ -3,7 +3,8 @@
 //
 //   - the last page (and the middle one) of each large list of the API, as
 //     many times as -runs says: keys, keys with the disabled ones, members,
-//     every key assignment of the organization, the audit log;
+//     every key and member assignment of the organization, a guardrail's
+//     key assignments, the audit log;
 //   - another organization's read latency (its keys, its members) while the
 //     seeded organization runs -concurrency of the heaviest of those reads
 //     (the page of the slowest median) at once, for -seconds: p50, p99 and the slowest, and what the heavy
@@ -50,12 +51,19 @@ func main() {
 		{"keys with the disabled (`include_disabled=true`)", "/api/v1/keys?include_disabled=true&offset=%d", *keys},
 		{"members (`GET /organization/members`)", "/api/v1/organization/members?limit=100&offset=%d", *members},
 		{"key assignments (`GET /guardrails/assignments/keys`)", "/api/v1/guardrails/assignments/keys?limit=100&offset=%d", *keys},
+		{"member assignments (`GET /guardrails/assignments/members`)", "/api/v1/guardrails/assignments/members?limit=100&offset=%d", *members},
 		{"audit log (`GET /audit-log`)", "/api/v1/audit-log?limit=100&offset=%d", *keys},
+	}
+	// The guardrail that holds the first key assignment, and its own list
+	// (the seed assigns every key of a workspace to its first guardrail).
+	if _, first, ok := c.page("/api/v1/guardrails/assignments/keys?limit=1", *key); ok && first["guardrail_id"] != nil {
+		lists = slices.Insert(lists, 4, list{"a guardrail's key assignments (`GET /guardrails/{id}/assignments/keys`)",
+			"/api/v1/guardrails/" + fmt.Sprint(first["guardrail_id"]) + "/assignments/keys?limit=100&offset=%d", *keys})
 	}
 	fmt.Printf("| list | rows | page | first read | median of %d | slowest |\n|---|---|---|---|---|---|\n", *runs)
 	heaviest, heaviestTime := "", time.Duration(0)
 	for _, l := range lists {
-		if n, ok := c.total(fmt.Sprintf(l.path, 0), *key); ok {
+		if n, _, ok := c.page(fmt.Sprintf(l.path, 0), *key); ok {
 			l.total = n // the list's own total_count (the seed assigns a share of its keys)
 		}
 		for _, at := range []struct {
@@ -160,8 +168,9 @@ func (c *client) get(path, key string) (time.Duration, int) {
 	return time.Since(start), res.StatusCode
 }
 
-// total returns the total_count of a list's page, if it has one.
-func (c *client) total(path, key string) (int, bool) {
+// page returns the total_count of a list's page, if it has one, and its
+// first item.
+func (c *client) page(path, key string) (int, map[string]any, bool) {
 	req, err := http.NewRequest("GET", c.base+path, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -173,12 +182,17 @@ func (c *client) total(path, key string) (int, bool) {
 	}
 	defer res.Body.Close()
 	var page struct {
-		TotalCount *int `json:"total_count"`
+		Data       []map[string]any `json:"data"`
+		TotalCount *int             `json:"total_count"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&page); err != nil || page.TotalCount == nil {
-		return 0, false
+		return 0, nil, false
 	}
-	return *page.TotalCount, true
+	var first map[string]any
+	if len(page.Data) > 0 {
+		first = page.Data[0]
+	}
+	return *page.TotalCount, first, true
 }
 
 // pct is the p-th percentile of sorted durations (100: the slowest).

@@ -52,6 +52,9 @@ type plan struct {
 const regularKeys = 10
 
 func newPlan(o Options, org *Organization, now time.Time) *plan {
+	if o.AssignEvery == 0 {
+		o.AssignEvery = 10
+	}
 	p := &plan{opts: o, orgID: org.ID, defaultWS: org.DefaultWorkspaceID, mgmtKey: org.ManagementKey,
 		base: now.Add(-2 * time.Hour).UnixMilli(), now: now.UnixMilli()}
 	_, _ = rand.Read(p.secret[:])
@@ -235,13 +238,13 @@ func (p *plan) keyTable() table {
 		}}
 }
 
-// keyAssignmentTable assigns every tenth key (outside the reserved ones)
-// to the first guardrail of its workspace.
+// keyAssignmentTable assigns every AssignEvery-th key (outside the
+// reserved ones) to the first guardrail of its workspace.
 func (p *plan) keyAssignmentTable() table {
 	return table{name: "key_assignments", n: p.opts.Keys,
 		cols: []string{"id", "organization_id", "guardrail_id", "key_hash", "created_at"},
 		row: func(k int, d []any) bool {
-			if k%10 != 0 || k < p.regular+p.assignPool {
+			if k%p.opts.AssignEvery != 0 || k < p.regular+p.assignPool {
 				return false
 			}
 			g := p.firstGuardrailOf(p.spread(k, p.keysDefault))
@@ -253,16 +256,16 @@ func (p *plan) keyAssignmentTable() table {
 		}}
 }
 
-// memberAssignmentTable assigns every tenth member to a guardrail of the
-// default workspace.
+// memberAssignmentTable assigns every AssignEvery-th member to a
+// guardrail of the default workspace, in turn.
 func (p *plan) memberAssignmentTable() table {
 	return table{name: "member_assignments", n: p.opts.Members,
 		cols: []string{"id", "organization_id", "guardrail_id", "user_id", "created_at"},
 		row: func(i int, d []any) bool {
-			if i%10 != 0 || p.guardrailsDefault == 0 {
+			if i%p.opts.AssignEvery != 0 || p.guardrailsDefault == 0 {
 				return false
 			}
-			fill(d, p.uuid('b', i), p.orgID, p.guardrailID((i/10)%p.guardrailsDefault), p.memberID(i), p.base+int64(i))
+			fill(d, p.uuid('b', i), p.orgID, p.guardrailID((i/p.opts.AssignEvery)%p.guardrailsDefault), p.memberID(i), p.base+int64(i))
 			return true
 		}}
 }

@@ -34,12 +34,16 @@ type Options struct {
 	// Audit writes the audit log of the keys' creations, as the API would
 	// have (see audit.go).
 	Audit bool
+	// AssignEvery assigns every AssignEvery-th key (past the reserved
+	// ones) and member to a guardrail: 10 unless told (or 0), 1 for lists
+	// of assignments as long as the keys'.
+	AssignEvery int
 }
 
 // DefaultOptions returns the sizes `gatehouse bench-seed` seeds without flags.
 func DefaultOptions() Options {
 	return Options{Keys: 1000, Guardrails: 100, Members: 100, Workspaces: 10, Samples: 1000, OrgName: "Bench organization",
-		GenerationDays: 90}
+		GenerationDays: 90, AssignEvery: 10}
 }
 
 // Validate reports options that cannot be seeded.
@@ -51,6 +55,8 @@ func (o Options) Validate() error {
 		return errors.New("--generations needs keys to have made the calls: set --keys")
 	case o.Generations > 0 && o.GenerationDays < 1:
 		return errors.New("--generation-days must be at least 1")
+	case o.AssignEvery < 0:
+		return errors.New("--assign-every must be at least 1")
 	case o.Workspaces < 1:
 		return errors.New("--workspaces counts the default workspace, so it must be at least 1")
 	case o.WorkspaceMembers > o.Members:

@@ -102,6 +102,11 @@ func seedAndCheck(t *testing.T, url, bootstrapKey string, open opener) *Manifest
 		t.Fatal(err)
 	}
 	defer store.Close()
+	// The counts and blocks the seed wrote are those the triggers would
+	// have kept, and the anchors those the store would have placed.
+	if err := store.(interface{ CheckListBlocks(context.Context) error }).CheckListBlocks(ctx); err != nil {
+		t.Errorf("the seeded lists: %v", err)
+	}
 	srv := httptest.NewServer(httpapi.NewHandler(store, ratelimit.Unlimited{}, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		prometheus.NewRegistry(), time.Now, httpapi.DataPlane{}))
 	defer srv.Close()
