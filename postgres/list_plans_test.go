@@ -34,6 +34,7 @@ func TestListPlans(t *testing.T) {
 	log := &sqlstore.QueryLog{Engine: engine{db}}
 	s := sqlstore.New(log, box)
 	lists := append(plantest.Lists(t, s, log, sqlstore.WalkForward), plantest.Lists(t, s, log, sqlstore.WalkBackward)...)
+	lists = append(lists, plantest.BlockLists(t, s, log)...)
 	ctx := context.Background()
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {

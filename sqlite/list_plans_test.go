@@ -18,6 +18,7 @@ func TestListPlans(t *testing.T) {
 	log := &sqlstore.QueryLog{Engine: engine{db}}
 	s := sqlstore.New(log, box)
 	lists := append(plantest.Lists(t, s, log, sqlstore.WalkForward), plantest.Lists(t, s, log, sqlstore.WalkBackward)...)
+	lists = append(lists, plantest.BlockLists(t, s, log)...)
 	for _, l := range lists {
 		for _, q := range l.Queries {
 			plan := queryPlan(t, db, q)

@@ -111,12 +111,6 @@ func (tx *Tx) keyBlockWalk(ctx context.Context, l keyList, total, offset, limit 
 	return w, true, nil
 }
 
-// blockedLists are the lists of countAndPage that have blocks (the keys
-// API's have a path of their own, FindKeys): their pages deep in them are
-// found by their blocks (blockPageQuery).
-var blockedLists = map[string]bool{"audit_log": true, "members": true,
-	"key_assignments": true, "guardrail_key_assignments": true, "member_assignments": true, "guardrail_member_assignments": true}
-
 // blockPageQuery returns the query of a page of a list (list, scope) of
 // total rows by its blocks, as countAndPage would read it otherwise (ok is
 // false when the blocks do not add up). The list's order is two terms,

@@ -293,6 +293,167 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 	}
 
 	testAssignmentBlocks(t, s, rng, org.ID, workspaces[0], base, closeBlocks)
+	testWorkspaceBlocks(t, s, rng, org.ID, base, closeBlocks)
+}
+
+// testWorkspaceBlocks checks the blocks of an organization's workspaces
+// and of a workspace's guardrails, members and presets (migration 0053),
+// as testListBlocks checks the others: rows made in no order of their
+// time, in bulk and by the store, moved (a preset updated moves to the
+// list's start), deleted one by one and in bulk, and with their workspace.
+func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID string, base int64, closeBlocks func(int64) int) {
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const always = 1 << 50
+	ids := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<12), rng.IntN(1<<12), rng.Int64N(1<<48))
+		}
+		return out
+	}
+	at := func() int64 { return base + rng.Int64N(100) }
+	bulk := func(table, columns string, n int, row func(id string) []any) {
+		var values []string
+		var args []any
+		for _, id := range ids(n) {
+			r := row(id)
+			values = append(values, "("+strings.TrimSuffix(strings.Repeat("?, ", len(r)), ", ")+")")
+			args = append(args, r...)
+		}
+		must(s.ExecForTest(ctx, `INSERT INTO `+table+` (`+columns+`) VALUES `+strings.Join(values, ", "), args...))
+	}
+	var workspaceID string // the workspace whose lists are read
+	type list struct {
+		name string
+		page func(offset, limit int) ([]string, error)
+	}
+	lists := []list{
+		{"workspaces", func(offset, limit int) ([]string, error) {
+			found, _, err := s.FindWorkspaces(ctx, orgID, gatehouse.Page{Offset: offset, Limit: limit})
+			var out []string
+			for _, w := range found {
+				out = append(out, w.ID)
+			}
+			return out, err
+		}},
+		{"guardrails", func(offset, limit int) ([]string, error) {
+			found, _, err := s.FindGuardrails(ctx, orgID, workspaceID, gatehouse.Page{Offset: offset, Limit: limit})
+			var out []string
+			for _, g := range found {
+				out = append(out, g.ID)
+			}
+			return out, err
+		}},
+		{"workspace members", func(offset, limit int) ([]string, error) {
+			found, _, err := s.FindWorkspaceMembers(ctx, orgID, workspaceID, gatehouse.Page{Offset: offset, Limit: limit})
+			var out []string
+			for _, m := range found {
+				out = append(out, m.ID)
+			}
+			return out, err
+		}},
+		{"presets", func(offset, limit int) ([]string, error) {
+			found, _, err := s.FindPresets(ctx, orgID, workspaceID, gatehouse.Page{Offset: offset, Limit: limit})
+			var out []string
+			for _, p := range found {
+				out = append(out, p.ID)
+			}
+			return out, err
+		}},
+	}
+	check := func(step string) {
+		t.Helper()
+		if err := s.CheckListBlocks(ctx); err != nil {
+			t.Fatalf("workspaces' lists, %s: %v", step, err)
+		}
+		for _, l := range lists {
+			name := l.name + ", " + step
+			comparePages(t, rng, name, func(mode sqlstore.PageWalk, offset, limit int) []string {
+				t.Helper()
+				s.SetPageWalk(mode)
+				defer s.SetPageWalk(sqlstore.WalkNearer)
+				out, err := l.page(offset, limit)
+				if err != nil {
+					t.Fatalf("%s: at %d: %v", name, offset, err)
+				}
+				return out
+			}, gatehouse.MaxPageSize)
+		}
+	}
+
+	w, err := s.CreateWorkspace(ctx, orgID, gatehouse.WorkspaceUpdate{Name: gatehouse.Val("lists"), Slug: gatehouse.Val("lists")}, nil)
+	must(err)
+	workspaceID = w.ID
+	members, _, err := s.FindMembers(ctx, orgID, gatehouse.Page{Limit: gatehouse.MaxPageSize})
+	must(err)
+	var people []string
+	for _, m := range members {
+		people = append(people, m.ID)
+	}
+	fill := func() {
+		bulk("workspaces", "id, organization_id, name, slug, default_guardrail_id, created_at", 40, func(id string) []any {
+			return []any{id, orgID, "w" + id, "w" + id, "g" + id, at()}
+		})
+		bulk("guardrails", "id, organization_id, workspace_id, name, created_at", 40, func(id string) []any {
+			return []any{id, orgID, workspaceID, "g" + id, at()}
+		})
+		bulk("presets", "id, organization_id, workspace_id, slug, name, status, latest_version, latest_version_id, created_at, updated_at",
+			40, func(id string) []any {
+				return []any{id, orgID, workspaceID, "p" + id, "p" + id, "active", 1, id, base, at()}
+			})
+	}
+	fill()
+	var joined []string
+	for _, m := range people[:40] {
+		if rng.IntN(2) == 0 {
+			joined = append(joined, m)
+		}
+	}
+	_, _, err = s.AddWorkspaceMembers(ctx, orgID, workspaceID, joined)
+	must(err)
+	check("made")
+	closeBlocks(always)
+	check("closed")
+	fill()
+	i := 0
+	bulk("workspace_members", "id, organization_id, workspace_id, user_id, created_at", 30, func(id string) []any {
+		for slices.Contains(joined, people[i]) {
+			i++
+		}
+		i++
+		return []any{id, orgID, workspaceID, people[i-1], at()}
+	})
+	check("made among")
+	must(s.ExecForTest(ctx, `UPDATE presets SET updated_at = updated_at + 1000 WHERE workspace_id = ? AND created_at % 3 = 0`, workspaceID))
+	must(s.ExecForTest(ctx, `UPDATE presets SET updated_at = ? WHERE id IN (SELECT id FROM presets WHERE workspace_id = ? ORDER BY id LIMIT 5)`,
+		base+50, workspaceID))
+	check("presets updated")
+	closeBlocks(always)
+	_, err = s.RemoveWorkspaceMembers(ctx, orgID, workspaceID, everyNth(people[:70], 3, 1))
+	must(err)
+	for _, table := range []string{"guardrails", "presets", "workspace_members"} {
+		must(s.ExecForTest(ctx, `DELETE FROM `+table+` WHERE workspace_id = ? AND created_at % 5 = 2`, workspaceID))
+	}
+	must(s.ExecForTest(ctx, `DELETE FROM workspaces WHERE organization_id = ? AND created_at % 5 = 3 AND NOT is_default AND id <> ?`, orgID, workspaceID))
+	check("deleted in bulk")
+	closeBlocks(always)
+	found, _, err := s.FindWorkspaces(ctx, orgID, gatehouse.Page{Limit: gatehouse.MaxPageSize})
+	must(err)
+	for _, w := range found[len(found)/3:] {
+		if strings.HasPrefix(w.Slug, "w") && rng.IntN(3) == 0 { // one made in bulk: no keys
+			must(s.DeleteWorkspace(ctx, orgID, w.ID, false))
+		}
+	}
+	check("workspaces deleted by the store")
+	must(s.DeleteWorkspace(ctx, orgID, workspaceID, false))
+	workspaceID = found[0].ID
+	check("the workspace deleted")
 }
 
 // testAssignmentBlocks checks the blocks of the guardrails' assignments

@@ -66,8 +66,8 @@ func (s *Store) FindGuardrails(ctx context.Context, orgID, workspaceRef string, 
 		if err != nil {
 			return nil, err
 		}
-		return findPage(ctx, tx, guardrailColumns, `guardrails WHERE workspace_id = ?`,
-			`created_at, id`, []any{w.ID}, page, scanGuardrail)
+		return findKeptCountPage(ctx, tx, "guardrails", w.ID, guardrailColumns, `guardrails WHERE workspace_id = ?`,
+			`guardrails WHERE workspace_id = ?`, `created_at, id`, false, []any{w.ID}, page, scanGuardrail)
 	}))
 }
 

@@ -92,8 +92,8 @@ func (s *Store) FindPresets(ctx context.Context, orgID, workspaceRef string, pag
 		if err != nil {
 			return nil, err
 		}
-		return findPage(ctx, tx, presetColumns, `presets WHERE workspace_id = ?`,
-			`updated_at DESC, id DESC`, []any{w.ID}, page, scanPreset)
+		return findKeptCountPage(ctx, tx, "presets", w.ID, presetColumns, `presets WHERE workspace_id = ?`,
+			`presets WHERE workspace_id = ?`, `updated_at DESC, id DESC`, false, []any{w.ID}, page, scanPreset)
 	}))
 }
 

@@ -351,7 +351,9 @@ func findScopedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, 
 }
 
 // findKeptCountPage is findCountedPage for a list whose rows triggers
-// count (migration 0031): its count is list's of scope in list_counts.
+// count and cut into blocks (migrations 0031, 0052, 0053): its count is
+// list's of scope in list_counts, and a page deep in it is found by its
+// blocks (blocks.go).
 func findKeptCountPage[T any](ctx context.Context, tx *Tx, list, scope string, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {
 	return countAndPage(ctx, tx, columns, from, counted, order, scoped, args, page, scan, list, scope)
 }
@@ -376,7 +378,7 @@ func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, or
 	}
 	var query string
 	var qargs []any
-	if len(list) == 2 && blockedLists[list[0]] && tx.s.byBlocks(w.page.Offset) {
+	if len(list) == 2 && tx.s.byBlocks(w.page.Offset) { // a list whose count is kept has blocks
 		var err error
 		if query, qargs, _, err = tx.blockPageQuery(ctx, list[0], list[1], total, columns, from, counted, order, scoped, args, page); err != nil {
 			return nil, err

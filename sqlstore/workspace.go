@@ -50,8 +50,8 @@ func (s *Store) FindWorkspace(ctx context.Context, orgID, ref string) (_ *gateho
 func (s *Store) FindWorkspaces(ctx context.Context, orgID string, page gatehouse.Page) (_ []*gatehouse.Workspace, _ int, err error) {
 	defer wrap(&err, "FindWorkspaces")
 	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.Workspace], error) {
-		return findPage(ctx, tx, workspaceColumns, `workspaces WHERE organization_id = ?`,
-			`created_at, id`, []any{orgID}, page, scanWorkspace)
+		return findKeptCountPage(ctx, tx, "workspaces", orgID, workspaceColumns, `workspaces WHERE organization_id = ?`,
+			`workspaces WHERE organization_id = ?`, `created_at, id`, false, []any{orgID}, page, scanWorkspace)
 	}))
 }
 
@@ -179,8 +179,8 @@ func (s *Store) FindWorkspaceMembers(ctx context.Context, orgID, ref string, pag
 		if !w.IsDefault {
 			// Counted without the members: every membership has its
 			// member (the foreign key cascades).
-			return findCountedPage(ctx, tx, membershipColumns, membershipFrom, `workspace_members wm WHERE wm.workspace_id = ?`,
-				`wm.created_at, wm.id`, []any{w.ID}, page, scanMembership)
+			return findKeptCountPage(ctx, tx, "workspace_members", w.ID, membershipColumns, membershipFrom,
+				`workspace_members wm WHERE wm.workspace_id = ?`, `wm.created_at, wm.id`, false, []any{w.ID}, page, scanMembership)
 		}
 		members, err := tx.findMembers(ctx, orgID, page)
 		if err != nil {

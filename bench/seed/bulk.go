@@ -153,23 +153,13 @@ func insertSQL(t table, rows int) string {
 		strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
 }
 
-// recountLists counts again the lists whose counts triggers keep
-// (migrations 0031_list_counts.sql, 0051_key_counts.sql and
-// 0053_assignment_blocks.sql), whose
-// triggers dropIndexes dropped
-// while their tables were filled (a fresh organization's key_list_version
-// needs no change: no page of it was read).
+// recountLists counts again the lists whose counts triggers keep (every
+// list of list_bases: migrations 0031, 0051 and 0053), whose triggers
+// dropIndexes dropped while their tables were filled (a fresh
+// organization's key_list_version needs no change: no page of it was
+// read).
 const recountLists = `DELETE FROM list_counts WHERE list <> 'key_list_version';
-INSERT INTO list_counts SELECT 'members', organization_id, 0, count(*) FROM members GROUP BY organization_id;
-INSERT INTO list_counts SELECT 'audit_log', organization_id, 0, count(*) FROM audit_log GROUP BY organization_id;
-INSERT INTO list_counts SELECT 'key_assignments', organization_id, 0, count(*) FROM key_assignments GROUP BY organization_id;
-INSERT INTO list_counts SELECT 'member_assignments', organization_id, 0, count(*) FROM member_assignments GROUP BY organization_id;
-INSERT INTO list_counts SELECT 'guardrail_key_assignments', guardrail_id, 0, count(*) FROM key_assignments GROUP BY guardrail_id;
-INSERT INTO list_counts SELECT 'guardrail_member_assignments', guardrail_id, 0, count(*) FROM member_assignments GROUP BY guardrail_id;
-INSERT INTO list_counts SELECT 'keys', organization_id, 0, count(*) FROM api_keys WHERE management = 0 GROUP BY organization_id;
-INSERT INTO list_counts SELECT 'keys_enabled', organization_id, 0, count(*) FROM api_keys WHERE management = 0 AND disabled = 0 GROUP BY organization_id;
-INSERT INTO list_counts SELECT 'workspace_keys', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL GROUP BY workspace_id;
-INSERT INTO list_counts SELECT 'workspace_keys_enabled', workspace_id, 0, count(*) FROM api_keys WHERE workspace_id IS NOT NULL AND disabled = 0 GROUP BY workspace_id;`
+INSERT INTO list_counts SELECT list, scope, 0, count(*) FROM list_rows WHERE list IN (SELECT list FROM list_bases) GROUP BY list, scope;`
 
 func (b *sqliteBulk) finish(ctx context.Context) error {
 	if _, err := b.db.ExecContext(ctx, recountLists); err != nil {

@@ -189,3 +189,82 @@ func CountAndPageSnapshot(t *testing.T, s *sqlstore.Store, view func(context.Con
 		t.Fatalf("after the view: %d members (%v), want 2", total, err)
 	}
 }
+
+// BlockLists makes an organization whose every list that has blocks
+// (migrations 0052, 0053) holds two rows or more, closes their blocks a
+// row each (every row an anchor), and reads each list's page at offset 1
+// by its blocks (sqlstore.WalkBlocks), through log: the page must be read
+// from its block's anchor. It returns each list's statements, as Lists
+// does. (The keys' block pages are Lists' own: KeyBlockQueries.)
+func BlockLists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List {
+	t.Helper()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	org, err := s.CreateOrganization(ctx, "Plans by blocks")
+	must(err)
+	ws, err := s.CreateWorkspace(ctx, org.ID, gatehouse.WorkspaceUpdate{Name: gatehouse.Val("Other"), Slug: gatehouse.Val("other")}, nil)
+	must(err)
+	var g *gatehouse.Guardrail
+	for _, name := range []string{"Plans", "Blocks"} {
+		g, err = s.CreateGuardrail(ctx, org.ID, gatehouse.GuardrailCreate{GuardrailUpdate: gatehouse.GuardrailUpdate{Name: gatehouse.Val(name)}})
+		must(err)
+	}
+	var members, hashes []string
+	for i := range 3 {
+		_, _, err := s.SavePreset(ctx, org.ID, "", fmt.Sprint("plans-", i), gatehouse.PresetDraft{Config: gatehouse.PresetConfig{"model": json.RawMessage(`"m/x"`)}})
+		must(err)
+		m, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: fmt.Sprintf("m%d@example.com", i)})
+		must(err)
+		members = append(members, m.ID)
+		k, _, err := s.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: fmt.Sprint("k", i)})
+		must(err)
+		hashes = append(hashes, k.Hash)
+	}
+	_, _, err = s.AddWorkspaceMembers(ctx, org.ID, ws.ID, members)
+	must(err)
+	_, err = s.AssignKeys(ctx, org.ID, g.ID, hashes, nil)
+	must(err)
+	_, err = s.AssignMembers(ctx, org.ID, g.ID, members, nil)
+	must(err)
+	if _, err := s.CloseListBlocks(ctx, time.Now().Add(time.Hour), 1); err != nil {
+		t.Fatal(err)
+	}
+	s.SetPageWalk(sqlstore.WalkBlocks)
+	defer s.SetPageWalk(sqlstore.WalkNearer)
+	page := gatehouse.Page{Offset: 1, Limit: 1}
+	log.Take()
+	var lists []List
+	run := func(name string, _ any, _ int, err error) {
+		t.Helper()
+		must(err)
+		var qs []sqlstore.LoggedQuery
+		for _, q := range log.Take() {
+			if strings.Contains(q.Query, "OFFSET") {
+				qs = append(qs, q)
+			}
+		}
+		if len(qs) == 0 || !strings.Contains(qs[len(qs)-1].Query, ") >= (?, ?)") {
+			t.Fatalf("%s by its blocks: the page was not read from an anchor: %v", name, qs)
+		}
+		lists = append(lists, List{name + " by its blocks", qs})
+	}
+	wrap := func(name string) func(any, int, error) {
+		return func(items any, n int, err error) { run(name, items, n, err) }
+	}
+	wrap("members")(s.FindMembers(ctx, org.ID, page))
+	wrap("workspaces")(s.FindWorkspaces(ctx, org.ID, page))
+	wrap("workspace members")(s.FindWorkspaceMembers(ctx, org.ID, ws.ID, page))
+	wrap("guardrails")(s.FindGuardrails(ctx, org.ID, "", page))
+	wrap("presets")(s.FindPresets(ctx, org.ID, "", page))
+	wrap("key assignments")(s.FindKeyAssignments(ctx, org.ID, g.ID, page))
+	wrap("key assignments, all")(s.FindKeyAssignments(ctx, org.ID, "", page))
+	wrap("member assignments")(s.FindMemberAssignments(ctx, org.ID, g.ID, page))
+	wrap("member assignments, all")(s.FindMemberAssignments(ctx, org.ID, "", page))
+	wrap("audit log")(s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{Page: page}))
+	return lists
+}
