@@ -3,11 +3,13 @@
 # one organization's reads beside another's heavy ones, on a running
 # server over a seeded database:
 #
-#   1. the first, middle and last page of each large list of the API (keys,
-#      keys with the disabled ones, members, the organization's key and
-#      member assignments, a guardrail's key assignments, the audit log),
-#      by bench/depth; the seed puts every key in the default workspace and
-#      assigns every key and member (all the keys to one guardrail);
+#   1. the first, middle and last page of each large list of the API, by
+#      bench/depth: of one organization, the keys (with and without the
+#      disabled ones), members, key and member assignments, a guardrail's
+#      key assignments, the default workspace's guardrails and presets, the
+#      audit log (the seed puts every key in the default workspace and
+#      assigns every key and member, all the keys to one guardrail); of a
+#      second, its workspaces; of a third, a workspace's members;
 #   2. another organization's read latency (p50, p99, slowest) while the
 #      seeded one runs 8 of the heaviest of those reads at once;
 #   3. the official client (@openrouter/sdk, compat/node_modules: run
@@ -38,11 +40,18 @@ go build -o "$work/loadgen" ./bench/loadgen
 if [[ -s $work/manifest.json ]]; then
 	echo "== measuring the database seeded in $work again" >&2
 else
-	echo "== seeding $keys keys (assigned, audited) and $members members ($engine)" >&2
+	echo "== seeding $keys keys (assigned, audited), guardrails and presets, and $members members ($engine)" >&2
 	start=$(date +%s)
 	"$work/gatehouse" bench-seed --database "$database" --keys "$keys" --members "$members" --audit \
-		--workspaces 1 --assign-every 1 \
+		--workspaces 1 --guardrails "$keys" --presets "$keys" --assign-every 1 \
 		--manifest "$work/manifest.json" 2>&1 | grep -v '^  ' >&2
+	echo "== seeding an organization of $keys workspaces, and one with a workspace of $members members" >&2
+	"$work/gatehouse" bench-seed --database "$database" --org-name Wide --keys 0 --guardrails 0 --members 0 \
+		--workspaces "$keys" --samples 0 >"$work/wide.out" 2>&1
+	"$work/gatehouse" bench-seed --database "$database" --org-name Team --keys 0 --guardrails 0 --members "$members" \
+		--workspaces 2 --workspace-members "$members" --samples 0 >"$work/team.out" 2>&1
+	tail -1 "$work/wide.out" >"$work/wide"
+	tail -1 "$work/team.out" >"$work/team"
 	echo "== seeded in $(($(date +%s) - start)) s" >&2
 fi
 mgmt=$(sed -n 's/.*"management_key": *"\([^"]*\)".*/\1/p' "$work/manifest.json")
@@ -64,7 +73,8 @@ trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; cleanu
 
 echo "($engine, $keys keys, $members members; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
-"$work/depth" -url "http://127.0.0.1:$port" -key "$mgmt" -other "$neighbour" -keys "$keys" -members "$members" \
+"$work/depth" -url "http://127.0.0.1:$port" -key "$mgmt" -other "$neighbour" -wide "$(cat "$work/wide")" -team "$(cat "$work/team")" \
+	-keys "$keys" -members "$members" \
 	-runs "$runs" -seconds "$seconds"
 if [[ ${BENCH_PAGINATE:-1} == 1 ]]; then
 	echo

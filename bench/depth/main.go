@@ -31,6 +31,8 @@ func main() {
 	base := flag.String("url", "http://127.0.0.1:8080", "the server")
 	key := flag.String("key", "", "management key of the seeded organization")
 	other := flag.String("other", "", "management key of another organization")
+	wide := flag.String("wide", "", "management key of an organization of many workspaces (its list is read too)")
+	team := flag.String("team", "", "management key of an organization with a workspace of many members (its list is read too)")
 	keys := flag.Int("keys", 1_000_000, "keys of the seeded organization (the other lists' sizes are their total_count)")
 	members := flag.Int("members", 1000, "members of the seeded organization, unless the list says")
 	runs := flag.Int("runs", 5, "reads of each page")
@@ -45,25 +47,37 @@ func main() {
 	type list struct {
 		name, path string
 		total      int
+		key        string
 	}
 	lists := []list{
-		{"keys (`GET /keys`)", "/api/v1/keys?offset=%d", *keys},
-		{"keys with the disabled (`include_disabled=true`)", "/api/v1/keys?include_disabled=true&offset=%d", *keys},
-		{"members (`GET /organization/members`)", "/api/v1/organization/members?limit=100&offset=%d", *members},
-		{"key assignments (`GET /guardrails/assignments/keys`)", "/api/v1/guardrails/assignments/keys?limit=100&offset=%d", *keys},
-		{"member assignments (`GET /guardrails/assignments/members`)", "/api/v1/guardrails/assignments/members?limit=100&offset=%d", *members},
-		{"audit log (`GET /audit-log`)", "/api/v1/audit-log?limit=100&offset=%d", *keys},
+		{"keys (`GET /keys`)", "/api/v1/keys?offset=%d", *keys, *key},
+		{"keys with the disabled (`include_disabled=true`)", "/api/v1/keys?include_disabled=true&offset=%d", *keys, *key},
+		{"members (`GET /organization/members`)", "/api/v1/organization/members?limit=100&offset=%d", *members, *key},
+		{"key assignments (`GET /guardrails/assignments/keys`)", "/api/v1/guardrails/assignments/keys?limit=100&offset=%d", *keys, *key},
+		{"member assignments (`GET /guardrails/assignments/members`)", "/api/v1/guardrails/assignments/members?limit=100&offset=%d", *members, *key},
+		{"guardrails (`GET /guardrails`)", "/api/v1/guardrails?limit=100&offset=%d", 0, *key},
+		{"presets (`GET /presets`)", "/api/v1/presets?limit=100&offset=%d", 0, *key},
+		{"audit log (`GET /audit-log`)", "/api/v1/audit-log?limit=100&offset=%d", *keys, *key},
 	}
 	// The guardrail that holds the first key assignment, and its own list
 	// (the seed assigns every key of a workspace to its first guardrail).
 	if _, first, ok := c.page("/api/v1/guardrails/assignments/keys?limit=1", *key); ok && first["guardrail_id"] != nil {
 		lists = slices.Insert(lists, 4, list{"a guardrail's key assignments (`GET /guardrails/{id}/assignments/keys`)",
-			"/api/v1/guardrails/" + fmt.Sprint(first["guardrail_id"]) + "/assignments/keys?limit=100&offset=%d", *keys})
+			"/api/v1/guardrails/" + fmt.Sprint(first["guardrail_id"]) + "/assignments/keys?limit=100&offset=%d", *keys, *key})
+	}
+	if *wide != "" {
+		lists = append(lists, list{"workspaces (`GET /workspaces`)", "/api/v1/workspaces?limit=100&offset=%d", 0, *wide})
+	}
+	if *team != "" { // the members of its workspace that is not the default
+		if _, second, ok := c.page("/api/v1/workspaces?limit=1&offset=1", *team); ok && second["id"] != nil {
+			lists = append(lists, list{"a workspace's members (`GET /workspaces/{id}/members`)",
+				"/api/v1/workspaces/" + fmt.Sprint(second["id"]) + "/members?limit=100&offset=%d", 0, *team})
+		}
 	}
 	fmt.Printf("| list | rows | page | first read | median of %d | slowest |\n|---|---|---|---|---|---|\n", *runs)
-	heaviest, heaviestTime := "", time.Duration(0)
+	heaviest, heaviestKey, heaviestTime := "", "", time.Duration(0)
 	for _, l := range lists {
-		if n, _, ok := c.page(fmt.Sprintf(l.path, 0), *key); ok {
+		if n, _, ok := c.page(fmt.Sprintf(l.path, 0), l.key); ok {
 			l.total = n // the list's own total_count (the seed assigns a share of its keys)
 		}
 		for _, at := range []struct {
@@ -74,7 +88,7 @@ func main() {
 			var times []time.Duration
 			failed := 0
 			for range *runs {
-				d, status := c.get(path, *key)
+				d, status := c.get(path, l.key)
 				if status != http.StatusOK {
 					failed++
 				}
@@ -87,12 +101,12 @@ func main() {
 			slices.Sort(times)
 			fmt.Printf("| %s | %d | %s (offset %d) | %s | %s | %s |\n", l.name, l.total, at.name, at.offset, ms(first), ms(times[len(times)/2]), ms(times[len(times)-1]))
 			if times[len(times)/2] > heaviestTime { // any page: since pages past the middle are read from the end, the middle is the deepest
-				heaviest, heaviestTime = path, times[len(times)/2]
+				heaviest, heaviestKey, heaviestTime = path, l.key, times[len(times)/2]
 			}
 		}
 	}
 
-	fmt.Printf("\nNeighbours: the seeded organization runs %d × `GET %s` at once for %d s; meanwhile another organization reads its keys and its members, one read after the other.\n\n",
+	fmt.Printf("\nNeighbours: a seeded organization runs %d × `GET %s` at once for %d s; meanwhile another organization reads its keys and its members, one read after the other.\n\n",
 		*conc, heaviest, *seconds)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*seconds)*time.Second)
 	defer cancel()
@@ -103,7 +117,7 @@ func main() {
 	for range *conc {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				d, status := c.get(heaviest, *key)
+				d, status := c.get(heaviest, heaviestKey)
 				switch {
 				case status == http.StatusOK:
 					ok.Add(1)

@@ -139,7 +139,7 @@ func (p *plan) firstGuardrailOf(j int) int {
 
 func (p *plan) tables() []table {
 	tables := []table{p.workspaceTable(), p.memberTable(), p.workspaceMemberTable(), p.guardrailTable(),
-		p.keyTable(), p.keyAssignmentTable(), p.memberAssignmentTable()}
+		p.keyTable(), p.keyAssignmentTable(), p.memberAssignmentTable(), p.presetTable(), p.presetVersionTable()}
 	if p.opts.Generations > 0 {
 		tables = append(tables, p.generationTable())
 	}
@@ -266,6 +266,28 @@ func (p *plan) memberAssignmentTable() table {
 				return false
 			}
 			fill(d, p.uuid('b', i), p.orgID, p.guardrailID((i/p.opts.AssignEvery)%p.guardrailsDefault), p.memberID(i), p.base+int64(i))
+			return true
+		}}
+}
+
+// presetTable makes the default workspace's presets, each at its first
+// version (presetVersionTable), the later ones updated later.
+func (p *plan) presetTable() table {
+	return table{name: "presets", n: p.opts.Presets,
+		cols: []string{"id", "organization_id", "workspace_id", "slug", "name", "status", "latest_version", "latest_version_id",
+			"created_at", "updated_at"},
+		row: func(i int, d []any) bool {
+			fill(d, p.uuid('p', i), p.orgID, p.defaultWS, fmt.Sprintf("bench-preset-%d", i), fmt.Sprintf("Bench preset %d", i),
+				"active", 1, p.uuid('v', i), p.base+int64(i), p.base+int64(i))
+			return true
+		}}
+}
+
+func (p *plan) presetVersionTable() table {
+	return table{name: "preset_versions", n: p.opts.Presets,
+		cols: []string{"id", "preset_id", "version", "config", "creator_id", "created_at"},
+		row: func(i int, d []any) bool {
+			fill(d, p.uuid('v', i), p.uuid('p', i), 1, `{"model":"openai/gpt-4o-mini"}`, gatehouse.HashKey(p.mgmtKey), p.base+int64(i))
 			return true
 		}}
 }

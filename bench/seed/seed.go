@@ -38,6 +38,9 @@ type Options struct {
 	// ones) and member to a guardrail: 10 unless told (or 0), 1 for lists
 	// of assignments as long as the keys'.
 	AssignEvery int
+	// Presets is how many presets the default workspace holds, each with
+	// its one version.
+	Presets int
 }
 
 // DefaultOptions returns the sizes `gatehouse bench-seed` seeds without flags.
@@ -49,7 +52,7 @@ func DefaultOptions() Options {
 // Validate reports options that cannot be seeded.
 func (o Options) Validate() error {
 	switch {
-	case o.Keys < 0 || o.Guardrails < 0 || o.Members < 0 || o.WorkspaceMembers < 0 || o.Samples < 0 || o.Generations < 0:
+	case o.Keys < 0 || o.Guardrails < 0 || o.Members < 0 || o.WorkspaceMembers < 0 || o.Samples < 0 || o.Generations < 0 || o.Presets < 0:
 		return errors.New("counts must not be negative")
 	case o.Generations > 0 && o.Keys == 0:
 		return errors.New("--generations needs keys to have made the calls: set --keys")

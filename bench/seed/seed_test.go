@@ -34,7 +34,7 @@ import (
 // default workspace takes its floor (10,000 keys, 1,000 guardrails) and the
 // rest go round the others.
 var testOptions = Options{Keys: 12000, Guardrails: 1500, Members: 300, Workspaces: 6, WorkspaceMembers: 50,
-	Samples: 40, OrgName: "Bench organization", Audit: true}
+	Samples: 40, OrgName: "Bench organization", Audit: true, Presets: 30}
 
 // opener opens the store of the seeded database.
 type opener func(ctx context.Context, box *gatehouse.SecretBox) (gatehouse.Store, error)
@@ -231,6 +231,10 @@ func (c checker) lists(m *Manifest) {
 	}
 	if _, n := c.get("/api/v1/guardrails/assignments/members"); n != 30 {
 		t.Errorf("%d member assignments, want 30 (every tenth member)", n)
+	}
+	if data, n := c.get("/api/v1/presets?limit=100"); n != 30 || len(data.([]any)) != 30 ||
+		str(data.([]any)[0].(map[string]any)["slug"]) != "bench-preset-29" {
+		t.Errorf("%d presets, the first %v; want 30, the last made first", n, data)
 	}
 	if data, _ := c.get("/api/v1/keys"); len(data.([]any)) == 0 {
 		t.Error("GET /keys lists no key")

@@ -60,6 +60,7 @@ func parseSeedFlags(args []string, cfg *Config, stderr io.Writer) (o seed.Option
 	fs.IntVar(&o.Generations, "generations", o.Generations, "calls in the usage ledger, made by the seeded keys")
 	fs.IntVar(&o.GenerationDays, "generation-days", o.GenerationDays, "days before now that the calls spread over")
 	fs.BoolVar(&o.Audit, "audit", o.Audit, "write the audit log of the keys' creations (one entry a key), as the API would have")
+	fs.IntVar(&o.Presets, "presets", o.Presets, "presets of the default workspace")
 	fs.IntVar(&o.AssignEvery, "assign-every", o.AssignEvery, "assign every Nth key (past the reserved ones) and member to a guardrail")
 	fs.StringVar(&o.OrgName, "org-name", o.OrgName, "name of the organization")
 	fs.StringVar(&manifestFile, "manifest", "", "write a JSON file of ids for the benchmarks (sampled keys, guardrails, workspaces and their members)")
