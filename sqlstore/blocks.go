@@ -112,12 +112,12 @@ func (tx *Tx) keyBlockWalk(ctx context.Context, l keyList, total, offset, limit 
 }
 
 // blockPageQuery returns the query of a page of a list (list, scope) of
-// total rows by its blocks, as countAndPage would read it otherwise (ok is
-// false when the blocks do not add up). The list's order is two terms,
+// total rows by its blocks, as countAndPage would read it otherwise ("" when
+// the blocks do not add up: the caller walks as without them). The list's order is two terms,
 // (time, key), ascending or both descending: the page is read in the
 // ascending order from the anchor of the block its first row in that order
 // is in, and returned in the list's.
-func (tx *Tx) blockPageQuery(ctx context.Context, list, scope string, total int, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page) (_ string, _ []any, ok bool, err error) {
+func (tx *Tx) blockPageQuery(ctx context.Context, list, scope string, total int, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page) (string, []any, error) {
 	offset := max(page.Offset, 0)
 	rows := min(page.Limit, total-offset) // the page's
 	terms := strings.Split(order, ",")
@@ -131,7 +131,7 @@ func (tx *Tx) blockPageQuery(ctx context.Context, list, scope string, total int,
 		if tx.s.pageWalk == WalkBlocks && err == nil {
 			err = fmt.Errorf("the blocks of list %s of %s do not add up to its %d rows", list, scope, total)
 		}
-		return "", nil, false, err
+		return "", nil, err
 	}
 	countedArgs := args
 	if anchor != nil {
@@ -140,7 +140,7 @@ func (tx *Tx) blockPageQuery(ctx context.Context, list, scope string, total int,
 		countedArgs = append(append([]any{}, args...), anchor.at, anchor.id)
 	}
 	query, qargs := pageQuery(columns, from, counted, order, scoped, args, countedArgs, gatehouse.Page{Offset: skip, Limit: rows}, desc)
-	return query, qargs, true, nil
+	return query, qargs, nil
 }
 
 // KeyBlockQueries are, for tests of their plans, the queries of a page
@@ -166,12 +166,7 @@ func (s *Store) CheckListBlocks(ctx context.Context) error {
 				SELECT list, scope, at, id, n AS kept, 0 AS counted FROM list_blocks
 				UNION ALL
 				SELECT list, scope, at, id, 0, count(*) FROM (
-					SELECT r.list, r.scope,
-						COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope
-							AND (a.at, a.id) <= (r.at, r.id) ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
-						COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope
-							AND (a.at, a.id) <= (r.at, r.id) ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id,
-						b.base
+					SELECT r.list, r.scope, `+blockOf("b.base")+`, b.base
 					FROM list_rows r JOIN list_bases b ON b.list = r.list) placed
 				WHERE EXISTS (SELECT 1 FROM list_anchors a
 					WHERE a.base = placed.base AND a.scope = placed.scope AND (a.at, a.id) > (placed.at, placed.id))
@@ -304,11 +299,7 @@ func (tx *Tx) closeBlocks(ctx context.Context, base, scope string, horizon time.
 	args = append(args, scope, from.at, from.id, to.at, to.id)
 	_, err = tx.Exec(ctx, `INSERT INTO list_blocks (list, scope, at, id, part, n)
 		SELECT list, scope, at, id, 0, count(*) FROM (
-			SELECT r.list, r.scope,
-				COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = ? AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
-					ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
-				COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = ? AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
-					ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id
+			SELECT r.list, r.scope, `+blockOf("?")+`
 			FROM list_rows r
 			WHERE r.list IN (`+placeholders(len(lists))+`) AND r.scope = ? AND (r.at, r.id) >= (?, ?) AND (r.at, r.id) < (?, ?)) placed
 		GROUP BY list, scope, at, id`, args...)
@@ -324,25 +315,32 @@ func anyOf(ss []string) []any {
 	return out
 }
 
+// blockOf is the columns at and id of the anchor of the block that holds
+// row r (of list_rows) in the lists of base (an expression): the last
+// anchor at or before the row, else -1 and the empty id: the block
+// before the first anchor.
+func blockOf(base string) string {
+	anchor := func(column, none string) string {
+		return `COALESCE((SELECT a.` + column + ` FROM list_anchors a WHERE a.base = ` + base + ` AND a.scope = r.scope
+			AND (a.at, a.id) <= (r.at, r.id) ORDER BY a.at DESC, a.id DESC LIMIT 1), ` + none + `) AS ` + column
+	}
+	return anchor("at", "-1") + ", " + anchor("id", "''")
+}
+
 // RebuildListBlocks places again, from scratch, the anchors and blocks of
 // every list, as CloseListBlocks would with no horizon but in a few long
 // statements: for a database filled without its triggers, that nothing
 // reads yet (gatehouse bench-seed).
-const RebuildListBlocks = `DELETE FROM list_anchors;
+var RebuildListBlocks = `DELETE FROM list_anchors;
 DELETE FROM list_blocks;
 INSERT INTO list_anchors (base, scope, at, id)
     SELECT list, scope, at, id FROM (
         SELECT list, scope, at, id, row_number() OVER (PARTITION BY list, scope ORDER BY at, id) AS k
         FROM list_rows WHERE list IN (SELECT base FROM list_bases)) t
-    WHERE k % 1024 = 0;
+    WHERE k % ` + fmt.Sprint(BlockSize) + ` = 0;
 INSERT INTO list_blocks (list, scope, at, id, part, n)
     SELECT list, scope, at, id, 0, count(*) FROM (
-        SELECT r.list, r.scope,
-            COALESCE((SELECT a.at FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
-                ORDER BY a.at DESC, a.id DESC LIMIT 1), -1) AS at,
-            COALESCE((SELECT a.id FROM list_anchors a WHERE a.base = b.base AND a.scope = r.scope AND (a.at, a.id) <= (r.at, r.id)
-                ORDER BY a.at DESC, a.id DESC LIMIT 1), '') AS id,
-            b.base
+        SELECT r.list, r.scope, ` + blockOf("b.base") + `, b.base
         FROM list_rows r JOIN list_bases b ON b.list = r.list) placed
     WHERE EXISTS (SELECT 1 FROM list_anchors a WHERE a.base = placed.base AND a.scope = placed.scope AND (a.at, a.id) > (placed.at, placed.id))
     GROUP BY list, scope, at, id;`

@@ -110,23 +110,12 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 			if f.WorkspaceID != "" && !slices.Contains(workspaces, f.WorkspaceID) {
 				continue
 			}
-			page := func(mode sqlstore.PageWalk, offset, limit int) []string {
-				t.Helper()
-				s.SetPageWalk(mode)
-				defer s.SetPageWalk(sqlstore.WalkNearer)
+			comparePages(t, s, rng, fmt.Sprintf("%s: %+v", step, f), listed(func(p gatehouse.Page) ([]*gatehouse.Key, int, error) {
 				g := f
-				g.Offset, g.Limit = offset, limit
+				g.Offset, g.Limit = p.Offset, p.Limit
 				keys, err := s.FindKeys(ctx, org.ID, g)
-				if err != nil {
-					t.Fatalf("%s: %+v at %d: %v", step, f, offset, err)
-				}
-				var out []string
-				for _, k := range keys {
-					out = append(out, k.Hash)
-				}
-				return out
-			}
-			comparePages(t, rng, fmt.Sprintf("%s: %+v", step, f), page, gatehouse.MaxKeysPerList)
+				return keys, 0, err
+			}, func(k *gatehouse.Key) string { return k.Hash }), gatehouse.MaxKeysPerList)
 		}
 	}
 
@@ -195,21 +184,9 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 		if err := s.CheckListBlocks(ctx); err != nil {
 			t.Fatalf("audit log, %s: %v", step, err)
 		}
-		page := func(mode sqlstore.PageWalk, offset, limit int) []string {
-			t.Helper()
-			s.SetPageWalk(mode)
-			defer s.SetPageWalk(sqlstore.WalkNearer)
-			found, _, err := s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{Page: gatehouse.Page{Offset: offset, Limit: limit}})
-			if err != nil {
-				t.Fatalf("audit log, %s: at %d: %v", step, offset, err)
-			}
-			var out []string
-			for _, e := range found {
-				out = append(out, e.ID)
-			}
-			return out
-		}
-		comparePages(t, rng, "audit log, "+step, page, gatehouse.MaxPageSize)
+		comparePages(t, s, rng, "audit log, "+step, listed(func(p gatehouse.Page) ([]*gatehouse.AuditEntry, int, error) {
+			return s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{Page: p})
+		}, func(e *gatehouse.AuditEntry) string { return e.ID }), gatehouse.MaxPageSize)
 	}
 	entries(300)
 	checkLog("made")
@@ -253,20 +230,9 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 		if err := s.CheckListBlocks(ctx); err != nil {
 			t.Fatalf("members, %s: %v", step, err)
 		}
-		comparePages(t, rng, "members, "+step, func(mode sqlstore.PageWalk, offset, limit int) []string {
-			t.Helper()
-			s.SetPageWalk(mode)
-			defer s.SetPageWalk(sqlstore.WalkNearer)
-			found, _, err := s.FindMembers(ctx, org.ID, gatehouse.Page{Offset: offset, Limit: limit})
-			if err != nil {
-				t.Fatalf("members, %s: at %d: %v", step, offset, err)
-			}
-			var out []string
-			for _, m := range found {
-				out = append(out, m.ID)
-			}
-			return out
-		}, gatehouse.MaxPageSize)
+		comparePages(t, s, rng, "members, "+step, listed(func(p gatehouse.Page) ([]*gatehouse.Member, int, error) {
+			return s.FindMembers(ctx, org.ID, p)
+		}, func(m *gatehouse.Member) string { return m.ID }), gatehouse.MaxPageSize)
 	}
 	for i := range 20 {
 		m, err := s.CreateMember(ctx, org.ID, gatehouse.MemberCreate{Email: fmt.Sprintf("person%d@example.com", i)})
@@ -331,41 +297,21 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 	var workspaceID string // the workspace whose lists are read
 	type list struct {
 		name string
-		page func(offset, limit int) ([]string, error)
+		read func(gatehouse.Page) ([]string, error)
 	}
 	lists := []list{
-		{"workspaces", func(offset, limit int) ([]string, error) {
-			found, _, err := s.FindWorkspaces(ctx, orgID, gatehouse.Page{Offset: offset, Limit: limit})
-			var out []string
-			for _, w := range found {
-				out = append(out, w.ID)
-			}
-			return out, err
-		}},
-		{"guardrails", func(offset, limit int) ([]string, error) {
-			found, _, err := s.FindGuardrails(ctx, orgID, workspaceID, gatehouse.Page{Offset: offset, Limit: limit})
-			var out []string
-			for _, g := range found {
-				out = append(out, g.ID)
-			}
-			return out, err
-		}},
-		{"workspace members", func(offset, limit int) ([]string, error) {
-			found, _, err := s.FindWorkspaceMembers(ctx, orgID, workspaceID, gatehouse.Page{Offset: offset, Limit: limit})
-			var out []string
-			for _, m := range found {
-				out = append(out, m.ID)
-			}
-			return out, err
-		}},
-		{"presets", func(offset, limit int) ([]string, error) {
-			found, _, err := s.FindPresets(ctx, orgID, workspaceID, gatehouse.Page{Offset: offset, Limit: limit})
-			var out []string
-			for _, p := range found {
-				out = append(out, p.ID)
-			}
-			return out, err
-		}},
+		{"workspaces", listed(func(p gatehouse.Page) ([]*gatehouse.Workspace, int, error) {
+			return s.FindWorkspaces(ctx, orgID, p)
+		}, func(w *gatehouse.Workspace) string { return w.ID })},
+		{"guardrails", listed(func(p gatehouse.Page) ([]*gatehouse.Guardrail, int, error) {
+			return s.FindGuardrails(ctx, orgID, workspaceID, p)
+		}, func(g *gatehouse.Guardrail) string { return g.ID })},
+		{"workspace members", listed(func(p gatehouse.Page) ([]*gatehouse.WorkspaceMember, int, error) {
+			return s.FindWorkspaceMembers(ctx, orgID, workspaceID, p)
+		}, func(m *gatehouse.WorkspaceMember) string { return m.ID })},
+		{"presets", listed(func(p gatehouse.Page) ([]*gatehouse.Preset, int, error) {
+			return s.FindPresets(ctx, orgID, workspaceID, p)
+		}, func(p *gatehouse.Preset) string { return p.ID })},
 	}
 	check := func(step string) {
 		t.Helper()
@@ -373,17 +319,7 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 			t.Fatalf("workspaces' lists, %s: %v", step, err)
 		}
 		for _, l := range lists {
-			name := l.name + ", " + step
-			comparePages(t, rng, name, func(mode sqlstore.PageWalk, offset, limit int) []string {
-				t.Helper()
-				s.SetPageWalk(mode)
-				defer s.SetPageWalk(sqlstore.WalkNearer)
-				out, err := l.page(offset, limit)
-				if err != nil {
-					t.Fatalf("%s: at %d: %v", name, offset, err)
-				}
-				return out
-			}, gatehouse.MaxPageSize)
+			comparePages(t, s, rng, l.name+", "+step, l.read, gatehouse.MaxPageSize)
 		}
 	}
 
@@ -508,24 +444,18 @@ func testAssignmentBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID
 	}
 	type list struct {
 		name string
-		page func(guardrailID string, offset, limit int) ([]string, error)
+		read func(guardrailID string) func(gatehouse.Page) ([]string, error)
 	}
 	lists := []list{
-		{"key assignments", func(guardrailID string, offset, limit int) ([]string, error) {
-			found, _, err := s.FindKeyAssignments(ctx, orgID, guardrailID, gatehouse.Page{Offset: offset, Limit: limit})
-			var out []string
-			for _, a := range found {
-				out = append(out, a.ID)
-			}
-			return out, err
+		{"key assignments", func(guardrailID string) func(gatehouse.Page) ([]string, error) {
+			return listed(func(p gatehouse.Page) ([]*gatehouse.KeyAssignment, int, error) {
+				return s.FindKeyAssignments(ctx, orgID, guardrailID, p)
+			}, func(a *gatehouse.KeyAssignment) string { return a.ID })
 		}},
-		{"member assignments", func(guardrailID string, offset, limit int) ([]string, error) {
-			found, _, err := s.FindMemberAssignments(ctx, orgID, guardrailID, gatehouse.Page{Offset: offset, Limit: limit})
-			var out []string
-			for _, a := range found {
-				out = append(out, a.ID)
-			}
-			return out, err
+		{"member assignments", func(guardrailID string) func(gatehouse.Page) ([]string, error) {
+			return listed(func(p gatehouse.Page) ([]*gatehouse.MemberAssignment, int, error) {
+				return s.FindMemberAssignments(ctx, orgID, guardrailID, p)
+			}, func(a *gatehouse.MemberAssignment) string { return a.ID })
 		}},
 	}
 	check := func(step string) {
@@ -535,17 +465,7 @@ func testAssignmentBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID
 		}
 		for _, l := range lists {
 			for _, g := range append([]string{""}, guardrails...) {
-				name := fmt.Sprintf("%s of %q, %s", l.name, g, step)
-				comparePages(t, rng, name, func(mode sqlstore.PageWalk, offset, limit int) []string {
-					t.Helper()
-					s.SetPageWalk(mode)
-					defer s.SetPageWalk(sqlstore.WalkNearer)
-					out, err := l.page(g, offset, limit)
-					if err != nil {
-						t.Fatalf("%s: at %d: %v", name, offset, err)
-					}
-					return out
-				}, gatehouse.MaxPageSize)
+				comparePages(t, s, rng, fmt.Sprintf("%s of %q, %s", l.name, g, step), l.read(g), gatehouse.MaxPageSize)
 			}
 		}
 	}
@@ -609,12 +529,22 @@ func everyNth(ss []string, n, i int) []string {
 	return out
 }
 
-// comparePages reads a whole list a page of most rows after the other from
-// its start (page, WalkForward), then pages of 1 to 12 rows at offsets
-// from 0 to past its end by its blocks (WalkBlocks): each must be the
-// list's rows at its offset.
-func comparePages(t *testing.T, rng *rand.Rand, name string, page func(mode sqlstore.PageWalk, offset, limit int) []string, most int) {
+// comparePages reads a whole list (read, on s) a page of most rows after
+// the other from its start (WalkForward), then pages of 1 to 12 rows at
+// offsets from 0 to past its end by its blocks (WalkBlocks): each must be
+// the list's rows at its offset.
+func comparePages(t *testing.T, s *sqlstore.Store, rng *rand.Rand, name string, read func(gatehouse.Page) ([]string, error), most int) {
 	t.Helper()
+	page := func(mode sqlstore.PageWalk, offset, limit int) []string {
+		t.Helper()
+		s.SetPageWalk(mode)
+		defer s.SetPageWalk(sqlstore.WalkNearer)
+		out, err := read(gatehouse.Page{Offset: offset, Limit: limit})
+		if err != nil {
+			t.Fatalf("%s: at %d: %v", name, offset, err)
+		}
+		return out
+	}
 	var all []string
 	for next := page(sqlstore.WalkForward, 0, most); len(next) > 0; next = page(sqlstore.WalkForward, len(all), most) {
 		all = append(all, next...)
@@ -625,5 +555,18 @@ func comparePages(t *testing.T, rng *rand.Rand, name string, page func(mode sqls
 		if got := page(sqlstore.WalkBlocks, offset, limit); !slices.Equal(got, want) {
 			t.Fatalf("%s: the page of %d at %d by the blocks is\n%v, want\n%v", name, limit, offset, got, want)
 		}
+	}
+}
+
+// listed reads a list's page (find) as comparePages does: its rows' names
+// (id).
+func listed[T any](find func(gatehouse.Page) ([]T, int, error), id func(T) string) func(gatehouse.Page) ([]string, error) {
+	return func(p gatehouse.Page) ([]string, error) {
+		found, _, err := find(p)
+		out := make([]string, 0, len(found))
+		for _, x := range found {
+			out = append(out, id(x))
+		}
+		return out, err
 	}
 }

@@ -380,7 +380,7 @@ func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, or
 	var qargs []any
 	if len(list) == 2 && tx.s.byBlocks(w.page.Offset) { // a list whose count is kept has blocks
 		var err error
-		if query, qargs, _, err = tx.blockPageQuery(ctx, list[0], list[1], total, columns, from, counted, order, scoped, args, page); err != nil {
+		if query, qargs, err = tx.blockPageQuery(ctx, list[0], list[1], total, columns, from, counted, order, scoped, args, page); err != nil {
 			return nil, err
 		}
 	}
