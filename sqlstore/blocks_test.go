@@ -262,8 +262,9 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 	testWorkspaceBlocks(t, s, rng, org.ID, base, closeBlocks)
 }
 
-// testWorkspaceBlocks checks the blocks of an organization's workspaces
-// and of a workspace's guardrails, members and presets (migration 0053),
+// testWorkspaceBlocks checks the blocks of an organization's workspaces,
+// credit grants, SSO providers, group mappings and SCIM groups, and of a
+// workspace's guardrails, members and presets (migration 0053),
 // as testListBlocks checks the others: rows made in no order of their
 // time, in bulk and by the store, moved (a preset updated moves to the
 // list's start), deleted one by one and in bulk, and with their workspace.
@@ -312,6 +313,18 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 		{"presets", listed(func(p gatehouse.Page) ([]*gatehouse.Preset, int, error) {
 			return s.FindPresets(ctx, orgID, workspaceID, p)
 		}, func(p *gatehouse.Preset) string { return p.ID })},
+		{"credit grants", listed(func(p gatehouse.Page) ([]*gatehouse.CreditGrant, int, error) {
+			return s.FindCreditGrants(ctx, orgID, p)
+		}, func(g *gatehouse.CreditGrant) string { return g.ID })},
+		{"sso providers", listed(func(p gatehouse.Page) ([]*gatehouse.SSOProvider, int, error) {
+			return s.FindSSOProviders(ctx, orgID, p)
+		}, func(p *gatehouse.SSOProvider) string { return p.ID })},
+		{"group mappings", listed(func(p gatehouse.Page) ([]*gatehouse.GroupMapping, int, error) {
+			return s.FindGroupMappings(ctx, orgID, p)
+		}, func(m *gatehouse.GroupMapping) string { return m.ID })},
+		{"scim groups", listed(func(p gatehouse.Page) ([]*gatehouse.SCIMGroup, int, error) {
+			return s.FindSCIMGroups(ctx, orgID, gatehouse.SCIMGroupFilter{StartIndex: p.Offset + 1, Count: p.Limit, WithoutMembers: true})
+		}, func(g *gatehouse.SCIMGroup) string { return g.ID })},
 	}
 	check := func(step string) {
 		t.Helper()
@@ -343,6 +356,19 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 			40, func(id string) []any {
 				return []any{id, orgID, workspaceID, "p" + id, "p" + id, "active", 1, id, base, at()}
 			})
+		bulk("credit_grants", "id, organization_id, amount_nanos, total_nanos, created_at", 30, func(id string) []any {
+			return []any{id, orgID, 1, 1, at()}
+		})
+		bulk("sso_providers", "id, organization_id, name, issuer_url, client_id, scopes, email_claim, email_verified_claim, name_claim, enabled, created_at, updated_at",
+			30, func(id string) []any {
+				return []any{id, orgID, "p" + id, "https://idp.example.com", "c", `["openid"]`, "email", "email_verified", "name", false, at(), base}
+			})
+		bulk("group_mappings", "id, organization_id, group_name, created_at, updated_at", 30, func(id string) []any {
+			return []any{id, orgID, "g" + id, at(), base}
+		})
+		bulk("scim_groups", "id, organization_id, display_name, created_at, updated_at", 30, func(id string) []any {
+			return []any{id, orgID, "g" + id, at(), base}
+		})
 	}
 	fill()
 	var joined []string
@@ -377,6 +403,9 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 		must(s.ExecForTest(ctx, `DELETE FROM `+table+` WHERE workspace_id = ? AND created_at % 5 = 2`, workspaceID))
 	}
 	must(s.ExecForTest(ctx, `DELETE FROM workspaces WHERE organization_id = ? AND created_at % 5 = 3 AND NOT is_default AND id <> ?`, orgID, workspaceID))
+	for _, table := range []string{"credit_grants", "sso_providers", "group_mappings", "scim_groups"} {
+		must(s.ExecForTest(ctx, `DELETE FROM `+table+` WHERE organization_id = ? AND created_at % 4 = 1`, orgID))
+	}
 	check("deleted in bulk")
 	closeBlocks(always)
 	found, _, err := s.FindWorkspaces(ctx, orgID, gatehouse.Page{Limit: gatehouse.MaxPageSize})

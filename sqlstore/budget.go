@@ -342,7 +342,8 @@ func (s *Store) FindCreditGrants(ctx context.Context, orgID string, page gatehou
 		if err := tx.organizationExists(ctx, orgID); err != nil {
 			return nil, err
 		}
-		return findPage(ctx, tx, creditGrantColumns, `credit_grants WHERE organization_id = ?`,
-			`created_at DESC, id DESC`, []any{orgID}, page, scanCreditGrant)
+		const from = `credit_grants WHERE organization_id = ?`
+		return findKeptCountPage(ctx, tx, "credit_grants", orgID, creditGrantColumns, from, from,
+			`created_at DESC, id DESC`, false, []any{orgID}, page, scanCreditGrant)
 	}))
 }

@@ -59,8 +59,9 @@ func (tx *Tx) findGroupMapping(ctx context.Context, orgID, id string) (*gatehous
 func (s *Store) FindGroupMappings(ctx context.Context, orgID string, page gatehouse.Page) (_ []*gatehouse.GroupMapping, _ int, err error) {
 	defer wrap(&err, "FindGroupMappings")
 	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.GroupMapping], error) {
-		l, err := findPage(ctx, tx, groupMappingColumns, `group_mappings WHERE organization_id = ?`, `created_at, id`,
-			[]any{orgID}, page, scanGroupMapping)
+		const from = `group_mappings WHERE organization_id = ?`
+		l, err := findKeptCountPage(ctx, tx, "group_mappings", orgID, groupMappingColumns, from, from, `created_at, id`,
+			false, []any{orgID}, page, scanGroupMapping)
 		if err != nil {
 			return nil, err
 		}

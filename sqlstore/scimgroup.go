@@ -63,7 +63,11 @@ func (s *Store) FindSCIMGroups(ctx context.Context, orgID string, f gatehouse.SC
 		}
 	}
 	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.SCIMGroup], error) {
-		l, err := findPage(ctx, tx, scimGroupColumns, from, `created_at, id`, args, scimPage(f.StartIndex, f.Count), scanSCIMGroup)
+		list := []string{}
+		if len(args) == 1 { // unfiltered: the groups' count is kept (migration 0053)
+			list = []string{"scim_groups", orgID}
+		}
+		l, err := countAndPage(ctx, tx, scimGroupColumns, from, from, `created_at, id`, false, args, scimPage(f.StartIndex, f.Count), scanSCIMGroup, list...)
 		if err != nil || f.WithoutMembers {
 			return l, err
 		}

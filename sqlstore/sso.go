@@ -59,8 +59,9 @@ func (tx *Tx) findSSOProvider(ctx context.Context, orgID, id string) (*gatehouse
 func (s *Store) FindSSOProviders(ctx context.Context, orgID string, page gatehouse.Page) (_ []*gatehouse.SSOProvider, _ int, err error) {
 	defer wrap(&err, "FindSSOProviders")
 	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.SSOProvider], error) {
-		return findPage(ctx, tx, ssoProviderColumns, `sso_providers WHERE organization_id = ?`, `created_at, id`,
-			[]any{orgID}, page, scanSSOProvider)
+		const from = `sso_providers WHERE organization_id = ?`
+		return findKeptCountPage(ctx, tx, "sso_providers", orgID, ssoProviderColumns, from, from, `created_at, id`,
+			false, []any{orgID}, page, scanSSOProvider)
 	}))
 }
 

@@ -5,6 +5,8 @@
 --   guardrail_member_assignments               a guardrail's
 --   workspaces                                 an organization's
 --   guardrails, workspace_members, presets     a workspace's
+--   credit_grants, sso_providers,
+--   group_mappings, scim_groups                an organization's
 -- in the order (created_at, id), the presets' (updated_at, id) (listed
 -- newest first). A row changed so that its place in a list moves (an
 -- assignment moved to another guardrail rewrites its guardrail, time and
@@ -24,7 +26,9 @@ INSERT INTO list_bases VALUES ('key_assignments', 'key_assignments'),
     ('member_assignments', 'member_assignments'),
     ('guardrail_member_assignments', 'guardrail_member_assignments'),
     ('workspaces', 'workspaces'), ('guardrails', 'guardrails'),
-    ('workspace_members', 'workspace_members'), ('presets', 'presets');
+    ('workspace_members', 'workspace_members'), ('presets', 'presets'),
+    ('credit_grants', 'credit_grants'), ('sso_providers', 'sso_providers'),
+    ('group_mappings', 'group_mappings'), ('scim_groups', 'scim_groups');
 
 CREATE OR REPLACE VIEW list_rows (list, scope, at, id) AS
     SELECT 'keys', organization_id, created_at, hash FROM api_keys WHERE NOT management
@@ -41,7 +45,11 @@ CREATE OR REPLACE VIEW list_rows (list, scope, at, id) AS
     UNION ALL SELECT 'workspaces', organization_id, created_at, id FROM workspaces
     UNION ALL SELECT 'guardrails', workspace_id, created_at, id FROM guardrails
     UNION ALL SELECT 'workspace_members', workspace_id, created_at, id FROM workspace_members
-    UNION ALL SELECT 'presets', workspace_id, updated_at, id FROM presets;
+    UNION ALL SELECT 'presets', workspace_id, updated_at, id FROM presets
+    UNION ALL SELECT 'credit_grants', organization_id, created_at, id FROM credit_grants
+    UNION ALL SELECT 'sso_providers', organization_id, created_at, id FROM sso_providers
+    UNION ALL SELECT 'group_mappings', organization_id, created_at, id FROM group_mappings
+    UNION ALL SELECT 'scim_groups', organization_id, created_at, id FROM scim_groups;
 
 CREATE OR REPLACE FUNCTION gatehouse_list_count(l TEXT, s TEXT, fa BIGINT, fi TEXT, ta BIGINT, ti TEXT)
 RETURNS BIGINT LANGUAGE plpgsql STABLE AS $$
@@ -89,6 +97,18 @@ BEGIN
     WHEN 'presets' THEN
         SELECT count(*) INTO n FROM presets WHERE workspace_id = s
             AND (updated_at, id) >= (fa, fi) AND (updated_at, id) < (ta, ti);
+    WHEN 'credit_grants' THEN
+        SELECT count(*) INTO n FROM credit_grants WHERE organization_id = s
+            AND (created_at, id) >= (fa, fi) AND (created_at, id) < (ta, ti);
+    WHEN 'sso_providers' THEN
+        SELECT count(*) INTO n FROM sso_providers WHERE organization_id = s
+            AND (created_at, id) >= (fa, fi) AND (created_at, id) < (ta, ti);
+    WHEN 'group_mappings' THEN
+        SELECT count(*) INTO n FROM group_mappings WHERE organization_id = s
+            AND (created_at, id) >= (fa, fi) AND (created_at, id) < (ta, ti);
+    WHEN 'scim_groups' THEN
+        SELECT count(*) INTO n FROM scim_groups WHERE organization_id = s
+            AND (created_at, id) >= (fa, fi) AND (created_at, id) < (ta, ti);
     END CASE;
     RETURN n;
 END
@@ -108,6 +128,10 @@ CREATE FUNCTION gatehouse_row_lists(t TEXT, r JSONB) RETURNS SETOF gatehouse_lis
     UNION ALL SELECT 'guardrails', r->>'workspace_id', (r->>'created_at')::bigint, r->>'id' WHERE t = 'guardrails'
     UNION ALL SELECT 'workspace_members', r->>'workspace_id', (r->>'created_at')::bigint, r->>'id' WHERE t = 'workspace_members'
     UNION ALL SELECT 'presets', r->>'workspace_id', (r->>'updated_at')::bigint, r->>'id' WHERE t = 'presets'
+    UNION ALL SELECT 'credit_grants', r->>'organization_id', (r->>'created_at')::bigint, r->>'id' WHERE t = 'credit_grants'
+    UNION ALL SELECT 'sso_providers', r->>'organization_id', (r->>'created_at')::bigint, r->>'id' WHERE t = 'sso_providers'
+    UNION ALL SELECT 'group_mappings', r->>'organization_id', (r->>'created_at')::bigint, r->>'id' WHERE t = 'group_mappings'
+    UNION ALL SELECT 'scim_groups', r->>'organization_id', (r->>'created_at')::bigint, r->>'id' WHERE t = 'scim_groups'
 $$;
 
 -- Rows that joined (d = 1) or left (d = -1) lists that are their own
@@ -182,7 +206,7 @@ DROP TRIGGER member_assignments_uncounted ON member_assignments;
 DELETE FROM list_counts WHERE list IN ('key_assignments', 'member_assignments');
 INSERT INTO list_counts SELECT list, scope, 0, count(*) FROM list_rows
     WHERE list IN ('key_assignments', 'guardrail_key_assignments', 'member_assignments', 'guardrail_member_assignments',
-        'workspaces', 'guardrails', 'workspace_members', 'presets')
+        'workspaces', 'guardrails', 'workspace_members', 'presets', 'credit_grants', 'sso_providers', 'group_mappings', 'scim_groups')
     GROUP BY list, scope;
 CREATE TRIGGER key_assignments_listed AFTER INSERT ON key_assignments REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
@@ -219,4 +243,28 @@ CREATE TRIGGER presets_listed AFTER INSERT ON presets REFERENCING NEW TABLE AS n
 CREATE TRIGGER presets_unlisted AFTER DELETE ON presets REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
 CREATE TRIGGER presets_relisted AFTER UPDATE ON presets REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER credit_grants_listed AFTER INSERT ON credit_grants REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER credit_grants_unlisted AFTER DELETE ON credit_grants REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER credit_grants_relisted AFTER UPDATE ON credit_grants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER sso_providers_listed AFTER INSERT ON sso_providers REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER sso_providers_unlisted AFTER DELETE ON sso_providers REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER sso_providers_relisted AFTER UPDATE ON sso_providers REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER group_mappings_listed AFTER INSERT ON group_mappings REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER group_mappings_unlisted AFTER DELETE ON group_mappings REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER group_mappings_relisted AFTER UPDATE ON group_mappings REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER scim_groups_listed AFTER INSERT ON scim_groups REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER scim_groups_unlisted AFTER DELETE ON scim_groups REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER scim_groups_relisted AFTER UPDATE ON scim_groups REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();

@@ -5,6 +5,8 @@
 --   guardrail_member_assignments               a guardrail's
 --   workspaces                                 an organization's
 --   guardrails, workspace_members, presets     a workspace's
+--   credit_grants, sso_providers,
+--   group_mappings, scim_groups                an organization's
 -- in the order (created_at, id), the presets' (updated_at, id) (listed
 -- newest first). A row changed so that its place in a list moves (an
 -- assignment moved to another guardrail rewrites its guardrail, time and
@@ -20,7 +22,9 @@ INSERT INTO list_bases VALUES ('key_assignments', 'key_assignments'),
     ('member_assignments', 'member_assignments'),
     ('guardrail_member_assignments', 'guardrail_member_assignments'),
     ('workspaces', 'workspaces'), ('guardrails', 'guardrails'),
-    ('workspace_members', 'workspace_members'), ('presets', 'presets');
+    ('workspace_members', 'workspace_members'), ('presets', 'presets'),
+    ('credit_grants', 'credit_grants'), ('sso_providers', 'sso_providers'),
+    ('group_mappings', 'group_mappings'), ('scim_groups', 'scim_groups');
 
 DROP VIEW list_rows;
 CREATE VIEW list_rows (list, scope, at, id) AS
@@ -38,7 +42,11 @@ CREATE VIEW list_rows (list, scope, at, id) AS
     UNION ALL SELECT 'workspaces', organization_id, created_at, id FROM workspaces
     UNION ALL SELECT 'guardrails', workspace_id, created_at, id FROM guardrails
     UNION ALL SELECT 'workspace_members', workspace_id, created_at, id FROM workspace_members
-    UNION ALL SELECT 'presets', workspace_id, updated_at, id FROM presets;
+    UNION ALL SELECT 'presets', workspace_id, updated_at, id FROM presets
+    UNION ALL SELECT 'credit_grants', organization_id, created_at, id FROM credit_grants
+    UNION ALL SELECT 'sso_providers', organization_id, created_at, id FROM sso_providers
+    UNION ALL SELECT 'group_mappings', organization_id, created_at, id FROM group_mappings
+    UNION ALL SELECT 'scim_groups', organization_id, created_at, id FROM scim_groups;
 
 CREATE VIEW list_changes (list, scope, at, id, d) AS SELECT '', '', 0, '', 0 WHERE 0;
 CREATE TRIGGER list_changed INSTEAD OF INSERT ON list_changes BEGIN
@@ -56,7 +64,7 @@ DROP TRIGGER member_assignments_uncounted;
 DELETE FROM list_counts WHERE list IN ('key_assignments', 'member_assignments');
 INSERT INTO list_counts SELECT list, scope, 0, count(*) FROM list_rows
     WHERE list IN ('key_assignments', 'guardrail_key_assignments', 'member_assignments', 'guardrail_member_assignments',
-        'workspaces', 'guardrails', 'workspace_members', 'presets')
+        'workspaces', 'guardrails', 'workspace_members', 'presets', 'credit_grants', 'sso_providers', 'group_mappings', 'scim_groups')
     GROUP BY list, scope;
 
 CREATE TRIGGER key_assignments_listed AFTER INSERT ON key_assignments BEGIN
@@ -147,4 +155,52 @@ CREATE TRIGGER presets_relisted AFTER UPDATE OF workspace_id, updated_at, id ON 
 WHEN (OLD.workspace_id, OLD.updated_at, OLD.id) IS NOT (NEW.workspace_id, NEW.updated_at, NEW.id) BEGIN
     INSERT INTO list_changes VALUES ('presets', OLD.workspace_id, OLD.updated_at, OLD.id, -1),
         ('presets', NEW.workspace_id, NEW.updated_at, NEW.id, 1);
+END;
+
+CREATE TRIGGER credit_grants_listed AFTER INSERT ON credit_grants BEGIN
+    INSERT INTO list_changes VALUES ('credit_grants', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+CREATE TRIGGER credit_grants_unlisted AFTER DELETE ON credit_grants BEGIN
+    INSERT INTO list_changes VALUES ('credit_grants', OLD.organization_id, OLD.created_at, OLD.id, -1);
+END;
+CREATE TRIGGER credit_grants_relisted AFTER UPDATE OF organization_id, created_at, id ON credit_grants
+WHEN (OLD.organization_id, OLD.created_at, OLD.id) IS NOT (NEW.organization_id, NEW.created_at, NEW.id) BEGIN
+    INSERT INTO list_changes VALUES ('credit_grants', OLD.organization_id, OLD.created_at, OLD.id, -1),
+        ('credit_grants', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+
+CREATE TRIGGER sso_providers_listed AFTER INSERT ON sso_providers BEGIN
+    INSERT INTO list_changes VALUES ('sso_providers', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+CREATE TRIGGER sso_providers_unlisted AFTER DELETE ON sso_providers BEGIN
+    INSERT INTO list_changes VALUES ('sso_providers', OLD.organization_id, OLD.created_at, OLD.id, -1);
+END;
+CREATE TRIGGER sso_providers_relisted AFTER UPDATE OF organization_id, created_at, id ON sso_providers
+WHEN (OLD.organization_id, OLD.created_at, OLD.id) IS NOT (NEW.organization_id, NEW.created_at, NEW.id) BEGIN
+    INSERT INTO list_changes VALUES ('sso_providers', OLD.organization_id, OLD.created_at, OLD.id, -1),
+        ('sso_providers', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+
+CREATE TRIGGER group_mappings_listed AFTER INSERT ON group_mappings BEGIN
+    INSERT INTO list_changes VALUES ('group_mappings', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+CREATE TRIGGER group_mappings_unlisted AFTER DELETE ON group_mappings BEGIN
+    INSERT INTO list_changes VALUES ('group_mappings', OLD.organization_id, OLD.created_at, OLD.id, -1);
+END;
+CREATE TRIGGER group_mappings_relisted AFTER UPDATE OF organization_id, created_at, id ON group_mappings
+WHEN (OLD.organization_id, OLD.created_at, OLD.id) IS NOT (NEW.organization_id, NEW.created_at, NEW.id) BEGIN
+    INSERT INTO list_changes VALUES ('group_mappings', OLD.organization_id, OLD.created_at, OLD.id, -1),
+        ('group_mappings', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+
+CREATE TRIGGER scim_groups_listed AFTER INSERT ON scim_groups BEGIN
+    INSERT INTO list_changes VALUES ('scim_groups', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+CREATE TRIGGER scim_groups_unlisted AFTER DELETE ON scim_groups BEGIN
+    INSERT INTO list_changes VALUES ('scim_groups', OLD.organization_id, OLD.created_at, OLD.id, -1);
+END;
+CREATE TRIGGER scim_groups_relisted AFTER UPDATE OF organization_id, created_at, id ON scim_groups
+WHEN (OLD.organization_id, OLD.created_at, OLD.id) IS NOT (NEW.organization_id, NEW.created_at, NEW.id) BEGIN
+    INSERT INTO list_changes VALUES ('scim_groups', OLD.organization_id, OLD.created_at, OLD.id, -1),
+        ('scim_groups', NEW.organization_id, NEW.created_at, NEW.id, 1);
 END;

@@ -224,6 +224,13 @@ func BlockLists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List 
 		k, _, err := s.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: fmt.Sprint("k", i)})
 		must(err)
 		hashes = append(hashes, k.Hash)
+		_, err = s.GrantCredits(ctx, org.ID, gatehouse.USD(1))
+		must(err)
+		_, err = s.CreateGroupMapping(ctx, org.ID, gatehouse.GroupMappingUpdate{Group: gatehouse.Val(fmt.Sprint("group-", i)),
+			Role: gatehouse.Val("org:member")})
+		must(err)
+		_, err = s.CreateSCIMGroup(ctx, org.ID, gatehouse.SCIMGroupWrite{DisplayName: fmt.Sprint("Group ", i)})
+		must(err)
 	}
 	_, _, err = s.AddWorkspaceMembers(ctx, org.ID, ws.ID, members)
 	must(err)
@@ -266,5 +273,8 @@ func BlockLists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List 
 	wrap("member assignments")(s.FindMemberAssignments(ctx, org.ID, g.ID, page))
 	wrap("member assignments, all")(s.FindMemberAssignments(ctx, org.ID, "", page))
 	wrap("audit log")(s.FindAuditEntries(ctx, org.ID, gatehouse.AuditFilter{Page: page}))
+	wrap("credit grants")(s.FindCreditGrants(ctx, org.ID, page))
+	wrap("group mappings")(s.FindGroupMappings(ctx, org.ID, page))
+	wrap("scim groups")(s.FindSCIMGroups(ctx, org.ID, gatehouse.SCIMGroupFilter{StartIndex: 2, Count: 1}))
 	return lists
 }
