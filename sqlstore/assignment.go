@@ -57,7 +57,7 @@ func (tx *Tx) assignmentFilter(ctx context.Context, orgID, guardrailID string) (
 
 // assignmentList names the kept count and blocks of the assignments of
 // table (key_assignments or member_assignments) of one guardrail, or of
-// the whole organization when guardrailID is "" (migrations 0031, 0053).
+// the whole organization when guardrailID is "" (migrations 0031, 0054).
 func assignmentList(table, orgID, guardrailID string) (list, scope string) {
 	if guardrailID == "" {
 		return table, orgID

@@ -264,7 +264,7 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 
 // testWorkspaceBlocks checks the blocks of an organization's workspaces,
 // credit grants, SSO providers, group mappings and SCIM groups, and of a
-// workspace's guardrails, members and presets (migration 0053),
+// workspace's guardrails, members and presets (migration 0054),
 // as testListBlocks checks the others: rows made in no order of their
 // time, in bulk and by the store, moved (a preset updated moves to the
 // list's start), deleted one by one and in bulk, and with their workspace.
@@ -422,7 +422,7 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 }
 
 // testAssignmentBlocks checks the blocks of the guardrails' assignments
-// (migration 0053) as testListBlocks checks the others: the key and member
+// (migration 0054) as testListBlocks checks the others: the key and member
 // assignments of an organization and of each guardrail, made in no order
 // of their time, in bulk and by the store, moved to another guardrail
 // (which rewrites the assignment's guardrail, time and id), removed by the

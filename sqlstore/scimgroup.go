@@ -64,7 +64,7 @@ func (s *Store) FindSCIMGroups(ctx context.Context, orgID string, f gatehouse.SC
 	}
 	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.SCIMGroup], error) {
 		list := []string{}
-		if len(args) == 1 { // unfiltered: the groups' count is kept (migration 0053)
+		if len(args) == 1 { // unfiltered: the groups' count is kept (migration 0054)
 			list = []string{"scim_groups", orgID}
 		}
 		l, err := countAndPage(ctx, tx, scimGroupColumns, from, from, `created_at, id`, false, args, scimPage(f.StartIndex, f.Count), scanSCIMGroup, list...)

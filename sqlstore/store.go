@@ -351,7 +351,7 @@ func findScopedPage[T any](ctx context.Context, tx *Tx, columns, from, counted, 
 }
 
 // findKeptCountPage is findCountedPage for a list whose rows triggers
-// count and cut into blocks (migrations 0031, 0052, 0053): its count is
+// count and cut into blocks (migrations 0031, 0052, 0054): its count is
 // list's of scope in list_counts, and a page deep in it is found by its
 // blocks (blocks.go).
 func findKeptCountPage[T any](ctx context.Context, tx *Tx, list, scope string, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error)) (*listing[T], error) {

@@ -154,7 +154,7 @@ func insertSQL(t table, rows int) string {
 }
 
 // recountLists counts again the lists whose counts triggers keep (every
-// list of list_bases: migrations 0031, 0051 and 0053), whose triggers
+// list of list_bases: migrations 0031, 0051 and 0054), whose triggers
 // dropIndexes dropped while their tables were filled (a fresh
 // organization's key_list_version needs no change: no page of it was
 // read).

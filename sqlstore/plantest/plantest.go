@@ -191,7 +191,7 @@ func CountAndPageSnapshot(t *testing.T, s *sqlstore.Store, view func(context.Con
 }
 
 // BlockLists makes an organization whose every list that has blocks
-// (migrations 0052, 0053) holds two rows or more, closes their blocks a
+// (migrations 0052, 0054) holds two rows or more, closes their blocks a
 // row each (every row an anchor), and reads each list's page at offset 1
 // by its blocks (sqlstore.WalkBlocks), through log: the page must be read
 // from its block's anchor. It returns each list's statements, as Lists

@@ -146,7 +146,7 @@ BEGIN
         RETURN; -- none, or every row made is in its lists' last blocks
     END IF;
     INSERT INTO list_blocks (list, scope, at, id, part, n)
-        SELECT r.list, r.scope, x.at, x.id, floor(random() * 16)::int, d * count(*)
+        SELECT r.list, r.scope, x.at, x.id, gatehouse_part(), d * count(*)
         FROM unnest(moved) r CROSS JOIN LATERAL gatehouse_anchor_at(r.list, r.scope, r.at, r.id, false) x
         WHERE gatehouse_block_kept(r.list, r.scope, x.at, x.id)
         GROUP BY r.list, r.scope, x.at, x.id
@@ -165,7 +165,7 @@ $$;
 -- A statement's rows made, deleted or changed (old_rows, new_rows): the
 -- lists' places they left and those they joined (an update's old places
 -- less its new ones, and the other way round) move the lists' counts (in
--- one of 16 parts at random, as migration 0031's), blocks and anchors.
+-- the writing connection's part: migration 0053), blocks and anchors.
 CREATE FUNCTION gatehouse_rows_listed() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     gone gatehouse_list_row[];
@@ -186,7 +186,7 @@ BEGIN
             SELECT l.* FROM old_rows o CROSS JOIN LATERAL gatehouse_row_lists(TG_TABLE_NAME, to_jsonb(o)) l) x;
     END IF;
     INSERT INTO list_counts (list, scope, block, n)
-        SELECT r.list, r.scope, floor(random() * 16)::int, sum(r.n) FROM (
+        SELECT r.list, r.scope, gatehouse_part(), sum(r.n) FROM (
             SELECT list, scope, -1 AS n FROM unnest(gone)
             UNION ALL
             SELECT list, scope, 1 FROM unnest(made)) r
