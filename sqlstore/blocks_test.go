@@ -43,12 +43,7 @@ func TestListBlocks(t *testing.T) {
 
 func testListBlocks(t *testing.T, s *sqlstore.Store) {
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := fatalOn(t)
 	org, err := s.CreateOrganization(ctx, "Blocks")
 	must(err)
 	var workspaces []string
@@ -100,7 +95,6 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 		}
 		return placed
 	}
-	const always = 1 << 50
 	check := func(step string) {
 		t.Helper()
 		if err := s.CheckListBlocks(ctx); err != nil {
@@ -270,13 +264,7 @@ func testListBlocks(t *testing.T, s *sqlstore.Store) {
 // list's start), deleted one by one and in bulk, and with their workspace.
 func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID string, base int64, closeBlocks func(int64) int) {
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	const always = 1 << 50
+	must := fatalOn(t)
 	ids := func(n int) []string {
 		out := make([]string, n)
 		for i := range out {
@@ -430,13 +418,7 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 // deleted.
 func testAssignmentBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID, workspaceID string, base int64, closeBlocks func(int64) int) {
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	const always = 1 << 50
+	must := fatalOn(t)
 	var guardrails []string
 	for i := range 3 {
 		g, err := s.CreateGuardrail(ctx, orgID, gatehouse.GuardrailCreate{WorkspaceID: workspaceID,
@@ -556,6 +538,19 @@ func everyNth(ss []string, n, i int) []string {
 		out = append(out, ss[i])
 	}
 	return out
+}
+
+// always is a horizon of CloseListBlocks after every row.
+const always = 1 << 50
+
+// fatalOn returns a check that ends t on an error.
+func fatalOn(t *testing.T) func(error) {
+	return func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // comparePages reads a whole list (read, on s) a page of most rows after
