@@ -344,3 +344,41 @@ INSERT INTO list_blocks (list, scope, at, id, part, n)
         FROM list_rows r JOIN list_bases b ON b.list = r.list) placed
     WHERE EXISTS (SELECT 1 FROM list_anchors a WHERE a.base = placed.base AND a.scope = placed.scope AND (a.at, a.id) > (placed.at, placed.id))
     GROUP BY list, scope, at, id;`
+
+// rowsBefore returns how many rows of a list that has blocks (list,
+// scope) were made before time at: the kept sizes of the blocks before the
+// one that holds at, and a count of that block's own rows before at (at
+// most about a block's entries, in the index of counted: the list's FROM
+// clause, with args). The list's order is (timeColumn, id), ascending.
+// When the blocks say less than none or more than total, it counts the
+// rows before at instead.
+func (tx *Tx) rowsBefore(ctx context.Context, list, scope string, total int, at int64, counted, timeColumn string, args []any) (int, error) {
+	anchor := block{at: -1}
+	err := tx.QueryRow(ctx, `SELECT at, id FROM list_anchors WHERE base = (SELECT base FROM list_bases WHERE list = ?) AND scope = ?
+		AND at < ? ORDER BY at DESC, id DESC LIMIT 1`, list, scope, at).Scan(&anchor.at, &anchor.id)
+	if err != nil && !errors.Is(err, ErrNoRows) {
+		return 0, err
+	}
+	before := 0
+	if anchor.at >= 0 {
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(n), 0) FROM list_blocks WHERE list = ? AND scope = ? AND (at, id) < (?, ?)`,
+			list, scope, anchor.at, anchor.id).Scan(&before); err != nil {
+			return 0, err
+		}
+	}
+	var within int
+	err = tx.QueryRow(ctx, `SELECT count(*) FROM `+counted+` AND (`+timeColumn+`, id) >= (?, ?) AND `+timeColumn+` < ?`,
+		append(append([]any{}, args...), anchor.at, anchor.id, at)...).Scan(&within)
+	if err != nil {
+		return 0, err
+	}
+	if n := before + within; n >= 0 && n <= total {
+		return n, nil
+	}
+	if tx.s.pageWalk == WalkBlocks {
+		return 0, fmt.Errorf("the blocks of list %s of %s place %d rows before %d, of %d", list, scope, before+within, at, total)
+	}
+	var n int
+	err = tx.QueryRow(ctx, `SELECT count(*) FROM `+counted+` AND `+timeColumn+` < ?`, append(append([]any{}, args...), at)...).Scan(&n)
+	return n, err
+}

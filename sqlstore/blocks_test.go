@@ -313,6 +313,9 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 		{"scim groups", listed(func(p gatehouse.Page) ([]*gatehouse.SCIMGroup, int, error) {
 			return s.FindSCIMGroups(ctx, orgID, gatehouse.SCIMGroupFilter{StartIndex: p.Offset + 1, Count: p.Limit, WithoutMembers: true})
 		}, func(g *gatehouse.SCIMGroup) string { return g.ID })},
+		{"invitations", listed(func(p gatehouse.Page) ([]*gatehouse.Invitation, int, error) {
+			return s.FindInvitations(ctx, orgID, p)
+		}, func(v *gatehouse.Invitation) string { return v.ID })},
 	}
 	check := func(step string) {
 		t.Helper()
@@ -321,6 +324,32 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 		}
 		for _, l := range lists {
 			comparePages(t, s, rng, l.name+", "+step, l.read, gatehouse.MaxPageSize)
+		}
+		// The usable links, found by the unused ones' blocks less the
+		// expired, are those the links' own times say.
+		want, err := s.StringsForTest(ctx, `SELECT id FROM invitations WHERE organization_id = ? AND used_at IS NULL AND expires_at > ?
+			ORDER BY created_at DESC, id DESC`, orgID, time.Now().UnixMilli())
+		must(err)
+		for _, mode := range []sqlstore.PageWalk{sqlstore.WalkNearer, sqlstore.WalkBlocks} {
+			s.SetPageWalk(mode)
+			var got []string
+			for offset := 0; ; offset += 7 {
+				found, total, err := s.FindInvitations(ctx, orgID, gatehouse.Page{Offset: offset, Limit: 7})
+				must(err)
+				if total != len(want) {
+					t.Fatalf("invitations, %s: total_count %d, want %d usable links", step, total, len(want))
+				}
+				if len(found) == 0 {
+					break
+				}
+				for _, v := range found {
+					got = append(got, v.ID)
+				}
+			}
+			s.SetPageWalk(sqlstore.WalkNearer)
+			if !slices.Equal(got, want) {
+				t.Fatalf("invitations, %s: the usable links read %d at a time are\n%v, want\n%v", step, 7, got, want)
+			}
 		}
 	}
 
@@ -357,6 +386,17 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 		bulk("scim_groups", "id, organization_id, display_name, created_at, updated_at", 30, func(id string) []any {
 			return []any{id, orgID, "g" + id, at(), base}
 		})
+		// Links made over the last two weeks (a link lasts one), some of
+		// them used: the unused made more than a week ago have expired.
+		now := time.Now().UnixMilli()
+		bulk("invitations", "id, organization_id, email, role, created_at, expires_at, used_at", 60, func(id string) []any {
+			made := now - rng.Int64N(2*gatehouse.InvitationTTL.Milliseconds())
+			var used any
+			if rng.IntN(5) == 0 {
+				used = made + 1
+			}
+			return []any{id, orgID, id + "@example.com", "org:member", made, made + gatehouse.InvitationTTL.Milliseconds(), used}
+		})
 	}
 	fill()
 	var joined []string
@@ -391,9 +431,11 @@ func testWorkspaceBlocks(t *testing.T, s *sqlstore.Store, rng *rand.Rand, orgID 
 		must(s.ExecForTest(ctx, `DELETE FROM `+table+` WHERE workspace_id = ? AND created_at % 5 = 2`, workspaceID))
 	}
 	must(s.ExecForTest(ctx, `DELETE FROM workspaces WHERE organization_id = ? AND created_at % 5 = 3 AND NOT is_default AND id <> ?`, orgID, workspaceID))
-	for _, table := range []string{"credit_grants", "sso_providers", "group_mappings", "scim_groups"} {
+	for _, table := range []string{"credit_grants", "sso_providers", "group_mappings", "scim_groups", "invitations"} {
 		must(s.ExecForTest(ctx, `DELETE FROM `+table+` WHERE organization_id = ? AND created_at % 4 = 1`, orgID))
 	}
+	must(s.ExecForTest(ctx, `UPDATE invitations SET used_at = created_at + 2 WHERE organization_id = ? AND created_at % 4 = 2`, orgID))
+	check("links used")
 	check("deleted in bulk")
 	closeBlocks(always)
 	found, _, err := s.FindWorkspaces(ctx, orgID, gatehouse.Page{Limit: gatehouse.MaxPageSize})

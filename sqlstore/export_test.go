@@ -37,3 +37,11 @@ func (s *Store) ExecForTest(ctx context.Context, query string, args ...any) erro
 	})
 	return err
 }
+
+// StringsForTest reads the first column of a query's rows, as strings.
+func (s *Store) StringsForTest(ctx context.Context, query string, args ...any) ([]string, error) {
+	return view(ctx, s, func(tx *Tx) ([]string, error) {
+		rows, err := tx.Query(ctx, query, args...)
+		return collect(rows, err, scanString)
+	})
+}

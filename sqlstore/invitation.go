@@ -151,11 +151,40 @@ func (s *Store) ResetPassword(ctx context.Context, orgID, userID string) (_ *gat
 }
 
 // FindInvitations lists the organization's usable links, newest first.
+//
+// A link is usable while it is unused and for gatehouse.InvitationTTL
+// after it was made (its expires_at is its created_at and the TTL): the
+// usable links are the newest of the unused ones, whose list has blocks
+// (migration 0054), and the expired ones its oldest (the next link made
+// deletes them). So the usable links are counted as the unused ones less
+// those made before the TTL (rowsBefore, by the blocks), and a page of
+// them is the same page of the unused links, never past the usable ones.
 func (s *Store) FindInvitations(ctx context.Context, orgID string, page gatehouse.Page) (_ []*gatehouse.Invitation, _ int, err error) {
 	defer wrap(&err, "FindInvitations")
 	return unpack(view(ctx, s, func(tx *Tx) (*listing[*gatehouse.Invitation], error) {
-		return findPage(ctx, tx, invitationColumns, `invitations WHERE organization_id = ? AND `+usable,
-			`created_at DESC, id DESC`, []any{orgID, ms(tx.now)}, page, scanInvitation)
+		const unused = `invitations WHERE organization_id = ? AND used_at IS NULL`
+		args := []any{orgID}
+		var total int
+		count, countArgs := keptCountQuery("invitations", orgID)
+		if err := tx.QueryRow(ctx, count, countArgs...).Scan(&total); err != nil {
+			return nil, err
+		}
+		expired, err := tx.rowsBefore(ctx, "invitations", orgID, total, tx.now.Add(-gatehouse.InvitationTTL).UnixMilli()+1, unused, "created_at", args)
+		if err != nil {
+			return nil, err
+		}
+		usable := total - expired
+		p := gatehouse.Page{Offset: max(page.Offset, 0), Limit: page.Limit}
+		if p.Limit = min(p.Limit, usable-p.Offset); p.Limit <= 0 {
+			return &listing[*gatehouse.Invitation]{[]*gatehouse.Invitation{}, usable}, nil
+		}
+		l, err := pageOfTotal(ctx, tx, total, invitationColumns, unused, unused, `created_at DESC, id DESC`, false, args, p, scanInvitation,
+			"invitations", orgID)
+		if err != nil {
+			return nil, err
+		}
+		l.total = usable
+		return l, nil
 	}))
 }
 

@@ -367,11 +367,21 @@ func countAndPage[T any](ctx context.Context, tx *Tx, columns, from, counted, or
 	var total int
 	count, countArgs := `SELECT count(*) FROM `+counted, args
 	if len(list) == 2 {
-		count, countArgs = `SELECT COALESCE(SUM(n), 0) FROM list_counts WHERE list = ? AND scope = ?`, []any{list[0], list[1]}
+		count, countArgs = keptCountQuery(list[0], list[1])
 	}
 	if err := tx.QueryRow(ctx, count, countArgs...).Scan(&total); err != nil {
 		return nil, err
 	}
+	return pageOfTotal(ctx, tx, total, columns, from, counted, order, scoped, args, page, scan, list...)
+}
+
+// keptCountQuery reads the kept count of a list (list_counts).
+func keptCountQuery(list, scope string) (string, []any) {
+	return `SELECT COALESCE(SUM(n), 0) FROM list_counts WHERE list = ? AND scope = ?`, []any{list, scope}
+}
+
+// pageOfTotal is countAndPage's page of a list of total rows.
+func pageOfTotal[T any](ctx context.Context, tx *Tx, total int, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page, scan func(Scanner) (T, error), list ...string) (*listing[T], error) {
 	w, ok := tx.s.walkPage(total, page)
 	if !ok {
 		return &listing[T]{[]T{}, total}, nil

@@ -7,6 +7,8 @@
 --   guardrails, workspace_members, presets     a workspace's
 --   credit_grants, sso_providers,
 --   group_mappings, scim_groups                an organization's
+--   invitations                                an organization's unused links
+--                                              (the usable ones are their newest)
 -- in the order (created_at, id), the presets' (updated_at, id) (listed
 -- newest first). A row changed so that its place in a list moves (an
 -- assignment moved to another guardrail rewrites its guardrail, time and
@@ -28,7 +30,8 @@ INSERT INTO list_bases VALUES ('key_assignments', 'key_assignments'),
     ('workspaces', 'workspaces'), ('guardrails', 'guardrails'),
     ('workspace_members', 'workspace_members'), ('presets', 'presets'),
     ('credit_grants', 'credit_grants'), ('sso_providers', 'sso_providers'),
-    ('group_mappings', 'group_mappings'), ('scim_groups', 'scim_groups');
+    ('group_mappings', 'group_mappings'), ('scim_groups', 'scim_groups'),
+    ('invitations', 'invitations');
 
 CREATE OR REPLACE VIEW list_rows (list, scope, at, id) AS
     SELECT 'keys', organization_id, created_at, hash FROM api_keys WHERE NOT management
@@ -49,7 +52,8 @@ CREATE OR REPLACE VIEW list_rows (list, scope, at, id) AS
     UNION ALL SELECT 'credit_grants', organization_id, created_at, id FROM credit_grants
     UNION ALL SELECT 'sso_providers', organization_id, created_at, id FROM sso_providers
     UNION ALL SELECT 'group_mappings', organization_id, created_at, id FROM group_mappings
-    UNION ALL SELECT 'scim_groups', organization_id, created_at, id FROM scim_groups;
+    UNION ALL SELECT 'scim_groups', organization_id, created_at, id FROM scim_groups
+    UNION ALL SELECT 'invitations', organization_id, created_at, id FROM invitations WHERE used_at IS NULL;
 
 CREATE OR REPLACE FUNCTION gatehouse_list_count(l TEXT, s TEXT, fa BIGINT, fi TEXT, ta BIGINT, ti TEXT)
 RETURNS BIGINT LANGUAGE plpgsql STABLE AS $$
@@ -109,6 +113,9 @@ BEGIN
     WHEN 'scim_groups' THEN
         SELECT count(*) INTO n FROM scim_groups WHERE organization_id = s
             AND (created_at, id) >= (fa, fi) AND (created_at, id) < (ta, ti);
+    WHEN 'invitations' THEN
+        SELECT count(*) INTO n FROM invitations WHERE organization_id = s AND used_at IS NULL
+            AND (created_at, id) >= (fa, fi) AND (created_at, id) < (ta, ti);
     END CASE;
     RETURN n;
 END
@@ -132,6 +139,8 @@ CREATE FUNCTION gatehouse_row_lists(t TEXT, r JSONB) RETURNS SETOF gatehouse_lis
     UNION ALL SELECT 'sso_providers', r->>'organization_id', (r->>'created_at')::bigint, r->>'id' WHERE t = 'sso_providers'
     UNION ALL SELECT 'group_mappings', r->>'organization_id', (r->>'created_at')::bigint, r->>'id' WHERE t = 'group_mappings'
     UNION ALL SELECT 'scim_groups', r->>'organization_id', (r->>'created_at')::bigint, r->>'id' WHERE t = 'scim_groups'
+    UNION ALL SELECT 'invitations', r->>'organization_id', (r->>'created_at')::bigint, r->>'id'
+        WHERE t = 'invitations' AND r->>'used_at' IS NULL
 $$;
 
 -- Rows that joined (d = 1) or left (d = -1) lists that are their own
@@ -206,7 +215,8 @@ DROP TRIGGER member_assignments_uncounted ON member_assignments;
 DELETE FROM list_counts WHERE list IN ('key_assignments', 'member_assignments');
 INSERT INTO list_counts SELECT list, scope, 0, count(*) FROM list_rows
     WHERE list IN ('key_assignments', 'guardrail_key_assignments', 'member_assignments', 'guardrail_member_assignments',
-        'workspaces', 'guardrails', 'workspace_members', 'presets', 'credit_grants', 'sso_providers', 'group_mappings', 'scim_groups')
+        'workspaces', 'guardrails', 'workspace_members', 'presets', 'credit_grants', 'sso_providers', 'group_mappings', 'scim_groups',
+        'invitations')
     GROUP BY list, scope;
 CREATE TRIGGER key_assignments_listed AFTER INSERT ON key_assignments REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
@@ -267,4 +277,10 @@ CREATE TRIGGER scim_groups_listed AFTER INSERT ON scim_groups REFERENCING NEW TA
 CREATE TRIGGER scim_groups_unlisted AFTER DELETE ON scim_groups REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
 CREATE TRIGGER scim_groups_relisted AFTER UPDATE ON scim_groups REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER invitations_listed AFTER INSERT ON invitations REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER invitations_unlisted AFTER DELETE ON invitations REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();
+CREATE TRIGGER invitations_relisted AFTER UPDATE ON invitations REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_rows_listed();

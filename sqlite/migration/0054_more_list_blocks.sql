@@ -7,6 +7,8 @@
 --   guardrails, workspace_members, presets     a workspace's
 --   credit_grants, sso_providers,
 --   group_mappings, scim_groups                an organization's
+--   invitations                                an organization's unused links
+--                                              (the usable ones are their newest)
 -- in the order (created_at, id), the presets' (updated_at, id) (listed
 -- newest first). A row changed so that its place in a list moves (an
 -- assignment moved to another guardrail rewrites its guardrail, time and
@@ -24,7 +26,8 @@ INSERT INTO list_bases VALUES ('key_assignments', 'key_assignments'),
     ('workspaces', 'workspaces'), ('guardrails', 'guardrails'),
     ('workspace_members', 'workspace_members'), ('presets', 'presets'),
     ('credit_grants', 'credit_grants'), ('sso_providers', 'sso_providers'),
-    ('group_mappings', 'group_mappings'), ('scim_groups', 'scim_groups');
+    ('group_mappings', 'group_mappings'), ('scim_groups', 'scim_groups'),
+    ('invitations', 'invitations');
 
 DROP VIEW list_rows;
 CREATE VIEW list_rows (list, scope, at, id) AS
@@ -46,7 +49,8 @@ CREATE VIEW list_rows (list, scope, at, id) AS
     UNION ALL SELECT 'credit_grants', organization_id, created_at, id FROM credit_grants
     UNION ALL SELECT 'sso_providers', organization_id, created_at, id FROM sso_providers
     UNION ALL SELECT 'group_mappings', organization_id, created_at, id FROM group_mappings
-    UNION ALL SELECT 'scim_groups', organization_id, created_at, id FROM scim_groups;
+    UNION ALL SELECT 'scim_groups', organization_id, created_at, id FROM scim_groups
+    UNION ALL SELECT 'invitations', organization_id, created_at, id FROM invitations WHERE used_at IS NULL;
 
 CREATE VIEW list_changes (list, scope, at, id, d) AS SELECT '', '', 0, '', 0 WHERE 0;
 CREATE TRIGGER list_changed INSTEAD OF INSERT ON list_changes BEGIN
@@ -64,7 +68,8 @@ DROP TRIGGER member_assignments_uncounted;
 DELETE FROM list_counts WHERE list IN ('key_assignments', 'member_assignments');
 INSERT INTO list_counts SELECT list, scope, 0, count(*) FROM list_rows
     WHERE list IN ('key_assignments', 'guardrail_key_assignments', 'member_assignments', 'guardrail_member_assignments',
-        'workspaces', 'guardrails', 'workspace_members', 'presets', 'credit_grants', 'sso_providers', 'group_mappings', 'scim_groups')
+        'workspaces', 'guardrails', 'workspace_members', 'presets', 'credit_grants', 'sso_providers', 'group_mappings', 'scim_groups',
+        'invitations')
     GROUP BY list, scope;
 
 CREATE TRIGGER key_assignments_listed AFTER INSERT ON key_assignments BEGIN
@@ -203,4 +208,18 @@ CREATE TRIGGER scim_groups_relisted AFTER UPDATE OF organization_id, created_at,
 WHEN (OLD.organization_id, OLD.created_at, OLD.id) IS NOT (NEW.organization_id, NEW.created_at, NEW.id) BEGIN
     INSERT INTO list_changes VALUES ('scim_groups', OLD.organization_id, OLD.created_at, OLD.id, -1),
         ('scim_groups', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+
+-- A link used leaves the list of unused links.
+CREATE TRIGGER invitations_listed AFTER INSERT ON invitations WHEN NEW.used_at IS NULL BEGIN
+    INSERT INTO list_changes VALUES ('invitations', NEW.organization_id, NEW.created_at, NEW.id, 1);
+END;
+CREATE TRIGGER invitations_unlisted AFTER DELETE ON invitations WHEN OLD.used_at IS NULL BEGIN
+    INSERT INTO list_changes VALUES ('invitations', OLD.organization_id, OLD.created_at, OLD.id, -1);
+END;
+CREATE TRIGGER invitations_relisted AFTER UPDATE OF organization_id, created_at, id, used_at ON invitations
+WHEN (OLD.used_at IS NULL) IS NOT (NEW.used_at IS NULL)
+    OR (OLD.used_at IS NULL AND (OLD.organization_id, OLD.created_at, OLD.id) IS NOT (NEW.organization_id, NEW.created_at, NEW.id)) BEGIN
+    INSERT INTO list_changes SELECT 'invitations', OLD.organization_id, OLD.created_at, OLD.id, -1 WHERE OLD.used_at IS NULL;
+    INSERT INTO list_changes SELECT 'invitations', NEW.organization_id, NEW.created_at, NEW.id, 1 WHERE NEW.used_at IS NULL;
 END;

@@ -231,6 +231,8 @@ func BlockLists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List 
 		must(err)
 		_, err = s.CreateSCIMGroup(ctx, org.ID, gatehouse.SCIMGroupWrite{DisplayName: fmt.Sprint("Group ", i)})
 		must(err)
+		_, _, err = s.CreateInvitation(ctx, org.ID, gatehouse.InvitationCreate{Email: fmt.Sprintf("invited%d@example.com", i)})
+		must(err)
 	}
 	_, _, err = s.AddWorkspaceMembers(ctx, org.ID, ws.ID, members)
 	must(err)
@@ -276,5 +278,6 @@ func BlockLists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog) []List 
 	wrap("credit grants")(s.FindCreditGrants(ctx, org.ID, page))
 	wrap("group mappings")(s.FindGroupMappings(ctx, org.ID, page))
 	wrap("scim groups")(s.FindSCIMGroups(ctx, org.ID, gatehouse.SCIMGroupFilter{StartIndex: 2, Count: 1}))
+	wrap("invitations")(s.FindInvitations(ctx, org.ID, page))
 	return lists
 }
