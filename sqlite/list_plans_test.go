@@ -42,8 +42,9 @@ func checkListPlan(plan []string) string {
 		switch {
 		case step == "SCAN page":
 			keysFound = true
-		case strings.HasPrefix(step, "CO-ROUTINE "), step == "SCAN page_keys", strings.HasPrefix(step, "SCAN (subquery-"):
-			// the page's keys, ranked (at most a page of them)
+		case strings.HasPrefix(step, "CO-ROUTINE "), step == "SCAN page_keys", strings.HasPrefix(step, "SCAN (subquery-"), step == "SCAN block":
+			// the page's keys, ranked (at most a page of them); a block's
+			// rows, counted (at most its size: sqlstore's rowsBefore)
 		case strings.HasPrefix(step, "USE TEMP B-TREE"):
 			if !keysFound {
 				return "sorts the rows before the page's keys are found: " + step

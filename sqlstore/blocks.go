@@ -346,12 +346,13 @@ INSERT INTO list_blocks (list, scope, at, id, part, n)
     GROUP BY list, scope, at, id;`
 
 // rowsBefore returns how many rows of a list that has blocks (list,
-// scope) were made before time at: the kept sizes of the blocks before the
-// one that holds at, and a count of that block's own rows before at (at
-// most about a block's entries, in the index of counted: the list's FROM
-// clause, with args). The list's order is (timeColumn, id), ascending.
-// When the blocks say less than none or more than total, it counts the
-// rows before at instead.
+// scope) of total rows were made before time at: the kept sizes of the
+// blocks before the one that holds at, and a count of that block's own
+// rows before at (at most its size, about a thousand entries, in the index
+// of counted: the list's FROM clause, with args; bounded by the block's
+// size, so that no planner expects more and reads in parallel). The list's
+// order is (timeColumn, id), ascending. When the blocks say less than none
+// or more than total, it counts the rows before at instead.
 func (tx *Tx) rowsBefore(ctx context.Context, list, scope string, total int, at int64, counted, timeColumn string, args []any) (int, error) {
 	anchor := block{at: -1}
 	err := tx.QueryRow(ctx, `SELECT at, id FROM list_anchors WHERE base = (SELECT base FROM list_bases WHERE list = ?) AND scope = ?
@@ -359,20 +360,26 @@ func (tx *Tx) rowsBefore(ctx context.Context, list, scope string, total int, at 
 	if err != nil && !errors.Is(err, ErrNoRows) {
 		return 0, err
 	}
-	before := 0
-	if anchor.at >= 0 {
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(n), 0) FROM list_blocks WHERE list = ? AND scope = ? AND (at, id) < (?, ?)`,
-			list, scope, anchor.at, anchor.id).Scan(&before); err != nil {
+	// The blocks before the anchor's, the anchor's (if kept) and all kept.
+	var before, size, kept, all int
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(CASE WHEN (at, id) < (?, ?) THEN n ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN at = ? AND id = ? THEN n ELSE 0 END), 0), count(CASE WHEN at = ? AND id = ? THEN 1 END), COALESCE(SUM(n), 0)
+		FROM list_blocks WHERE list = ? AND scope = ?`, anchor.at, anchor.id, anchor.at, anchor.id, anchor.at, anchor.id, list, scope).
+		Scan(&before, &size, &kept, &all); err != nil {
+		return 0, err
+	}
+	if kept == 0 { // the last block: what the kept ones leave
+		size = total - all
+	}
+	var within int
+	if size > 0 {
+		err = tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 AS one FROM `+counted+` AND (`+timeColumn+`, id) >= (?, ?) AND `+timeColumn+` < ?
+			LIMIT ?) block`, append(append([]any{}, args...), anchor.at, anchor.id, at, size)...).Scan(&within)
+		if err != nil {
 			return 0, err
 		}
 	}
-	var within int
-	err = tx.QueryRow(ctx, `SELECT count(*) FROM `+counted+` AND (`+timeColumn+`, id) >= (?, ?) AND `+timeColumn+` < ?`,
-		append(append([]any{}, args...), anchor.at, anchor.id, at)...).Scan(&within)
-	if err != nil {
-		return 0, err
-	}
-	if n := before + within; n >= 0 && n <= total {
+	if n := before + within; n >= 0 && n <= total && size >= 0 {
 		return n, nil
 	}
 	if tx.s.pageWalk == WalkBlocks {

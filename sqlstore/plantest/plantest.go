@@ -62,6 +62,8 @@ func Lists(t *testing.T, s *sqlstore.Store, log *sqlstore.QueryLog, walk sqlstor
 		_, _, err := s.CreateKey(ctx, org.ID, gatehouse.KeyCreate{Name: fmt.Sprint("k", i)})
 		must(err)
 	}
+	_, _, err = s.CreateInvitation(ctx, org.ID, gatehouse.InvitationCreate{Email: "invited@example.com"})
+	must(err)
 	since := time.UnixMilli(1)
 	page := gatehouse.Page{Offset: 100, Limit: 50}
 	log.Take()
