@@ -119,6 +119,10 @@ type Invitation struct {
 }
 
 // InvitationTTL is how long an invitation or reset link stays usable.
+// The list of usable links (the store's FindInvitations) counts them as
+// the unused links made less than InvitationTTL ago, by its blocks: were
+// it changed, links made before would be listed by the new length until
+// they expire, though they keep their own expires_at.
 const InvitationTTL = 7 * 24 * time.Hour
 
 // InvitationPath is the path under the public URL of the console's page of
