@@ -112,11 +112,11 @@ func (tx *Tx) keyBlockWalk(ctx context.Context, l keyList, total, offset, limit 
 }
 
 // blockPageQuery returns the query of a page of a list (list, scope) of
-// total rows by its blocks, as countAndPage would read it otherwise ("" when
-// the blocks do not add up: the caller walks as without them). The list's order is two terms,
-// (time, key), ascending or both descending: the page is read in the
-// ascending order from the anchor of the block its first row in that order
-// is in, and returned in the list's.
+// total rows by its blocks, as countAndPage would read it otherwise (""
+// when the blocks do not add up: the caller walks as without them). The
+// list's order is two terms, (time, key), ascending or both descending:
+// the page is read in the ascending order from the anchor of the block its
+// first row in that order is in, and returned in the list's.
 func (tx *Tx) blockPageQuery(ctx context.Context, list, scope string, total int, columns, from, counted, order string, scoped bool, args []any, page gatehouse.Page) (string, []any, error) {
 	offset := max(page.Offset, 0)
 	rows := min(page.Limit, total-offset) // the page's
