@@ -10,10 +10,13 @@ import (
 // HoldInstance names this process in the reservations it writes and holds,
 // while it lives, a session advisory lock on its name: the lock ends with
 // the process however it ends (PostgreSQL drops a dead client's session),
-// which is how the others learn it is gone (ChargeGoneInstances). The
-// returned function drops the lock. If the lock's connection breaks while
-// the process lives, others may charge its open reservations early, at
-// what they reserved; their settles then charge nothing more.
+// which is how the others learn it is gone (ChargeGoneInstances). The name
+// is registered (table instances) once the lock is held, so that no other
+// instance sees it unlocked. The returned function drops the lock. If the
+// lock's connection breaks while the process lives, others may charge its
+// open reservations early, at what they reserved (their settles then
+// charge nothing more), and forget it once none is left: what it reserves
+// after that is charged when it expires, as every reservation is.
 func (db *DB) HoldInstance(ctx context.Context) (release func(), err error) {
 	id := uuid.NewString()
 	pooled, err := db.pool.Acquire(ctx)
@@ -26,12 +29,16 @@ func (db *DB) HoldInstance(ctx context.Context) (release func(), err error) {
 		return nil, mapErr(err)
 	}
 	db.SetInstance(id)
+	if err := db.RegisterInstance(ctx); err != nil {
+		conn.Close(ctx)
+		return nil, err
+	}
 	return func() { conn.Close(context.Background()) }, nil
 }
 
-// ChargeGoneInstances charges the open reservations of every process that
-// wrote some and is gone (its instance lock is free), at what they
-// reserved, and returns how many it charged.
+// ChargeGoneInstances charges the open reservations of every registered
+// process that is gone (its instance lock is free), at what they reserved,
+// forgets the process once none is left, and returns how many it charged.
 func (db *DB) ChargeGoneInstances(ctx context.Context) (int, error) {
 	ids, err := db.OpenInstances(ctx)
 	if err != nil || len(ids) == 0 {
@@ -53,6 +60,9 @@ func (db *DB) ChargeGoneInstances(ctx context.Context) (int, error) {
 		}
 		n, err := db.ChargeInstance(ctx, id)
 		total += n
+		if err == nil {
+			_, err = db.ForgetInstance(ctx, id)
+		}
 		_, uerr := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, id)
 		if err := errors.Join(err, uerr); err != nil {
 			return total, err

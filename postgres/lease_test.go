@@ -377,3 +377,84 @@ func TestLedgerWritersKeepEveryCharge(t *testing.T) {
 		t.Errorf("%d leases and %d holds left open", l, h)
 	}
 }
+
+// TestChargeGoneInstances: instances register their names, and each looks
+// among the others for those whose lock is free. One that stopped with a
+// hold open has it charged and is forgotten; a live one keeps its hold
+// and its name, whoever looks.
+func TestChargeGoneInstances(t *testing.T) {
+	dbs := instances(t, 3)
+	ctx := context.Background()
+	k := leaseKey(t, dbs[0], gatehouse.USD(1))
+	hold := func(db *postgres.DB, amount gatehouse.Money) {
+		t.Helper()
+		ledger := db.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		defer ledger.Close(ctx)
+		r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: amount,
+			ExpiresAt: time.Now().Add(2 * time.Minute),
+			Generation: &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: k.OrganizationID,
+				KeyHash: k.Hash, Model: "acme/chat", Provider: "acme"}}
+		if err := <-ledger.Hold(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	registered := func() int {
+		t.Helper()
+		var n int
+		if err := dbs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM instances`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var releases []func()
+	for i, db := range dbs {
+		release, err := db.HoldInstance(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(release)
+		releases = append(releases, release)
+		hold(db, gatehouse.Money(100_000_000*(i+1))) // $0.10, $0.20, $0.30
+	}
+	if n := registered(); n != 3 {
+		t.Fatalf("%d instances registered, want 3", n)
+	}
+	// All alive: nothing to charge, from either side.
+	for _, db := range dbs {
+		if n, err := db.ChargeGoneInstances(ctx); err != nil || n != 0 {
+			t.Fatalf("ChargeGoneInstances with every instance alive: %d, %v; want 0", n, err)
+		}
+	}
+	releases[0]() // the first stops without settling its hold
+	if n, err := dbs[1].ChargeGoneInstances(ctx); err != nil || n != 1 {
+		t.Fatalf("ChargeGoneInstances after one stopped: %d, %v; want 1", n, err)
+	}
+	if n := registered(); n != 2 {
+		t.Errorf("%d instances registered after one was charged, want 2", n)
+	}
+	if _, h := reservationsLeft(t, dbs[0], k); h != 2 {
+		t.Errorf("%d holds left, want the two live instances'", h)
+	}
+	got, err := dbs[2].FindKey(ctx, k.OrganizationID, k.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Usage.Total != 100_000_000 {
+		t.Errorf("usage %s, want the gone instance's $0.10", got.Usage.Total)
+	}
+	// The one that looked is not charged by another, nor the gone one again.
+	if n, err := dbs[2].ChargeGoneInstances(ctx); err != nil || n != 0 {
+		t.Errorf("ChargeGoneInstances again: %d, %v; want 0", n, err)
+	}
+	// One that stops with nothing open is forgotten all the same.
+	releases[2]()
+	if _, err := dbs[2].Pool().Exec(ctx, `DELETE FROM reservations WHERE amount = 300000000`); err != nil { // its hold, settled
+		t.Fatal(err)
+	}
+	if n, err := dbs[1].ChargeGoneInstances(ctx); err != nil || n != 0 {
+		t.Errorf("ChargeGoneInstances of one with nothing open: %d, %v; want 0", n, err)
+	}
+	if n := registered(); n != 1 {
+		t.Errorf("%d instances registered, want the one alive", n)
+	}
+}

@@ -52,6 +52,12 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	if _, err := conn.Exec(ctx, data); err != nil {
 		t.Fatalf("the previous release's rows: %v", err)
 	}
+	// Its reservation held by a process that ran it: the upgrade registers
+	// the process among the instances (0055_instances), for the others
+	// to charge it once it is gone.
+	if _, err := conn.Exec(ctx, `UPDATE reservations SET instance_id = 'instance-of-the-release'`); err != nil {
+		t.Fatal(err)
+	}
 
 	db, err := postgres.Open(ctx, url, newBox(t), postgres.Options{})
 	if err != nil {
@@ -70,6 +76,11 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	}
 	if s := db.Schema(); !slices.Equal(s.Applied, want) || s.Version != want[len(want)-1] || s.Migrations != len(files) || s.From != strings.TrimSuffix(path.Base(released[len(released)-1]), ".sql") {
 		t.Errorf("Schema() = %+v, want the migrations %v applied", s, want)
+	}
+	var registered []string
+	rows, _ := db.Pool().Query(ctx, `SELECT id FROM instances`)
+	if registered, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || !slices.Equal(registered, []string{"instance-of-the-release"}) {
+		t.Errorf("instances after the upgrade: %v, %v; want the one holding a reservation", registered, err)
 	}
 	clock := storetest.NewClock(storetest.ReleaseTime)
 	db.Now = clock.Now

@@ -738,13 +738,35 @@ func (s *Store) ChargeInstance(ctx context.Context, instance string) (_ int, err
 	return s.chargeOpen(ctx, `instance_id = ?`, instance)
 }
 
-// OpenInstances returns the processes other than this one that hold open
-// reservations.
+// RegisterInstance writes this process's name (SetInstance) among the
+// instances, before it writes any reservation: the others look for the
+// gone ones there (OpenInstances).
+func (s *Store) RegisterInstance(ctx context.Context) (err error) {
+	defer wrap(&err, "RegisterInstance")
+	return s.exec(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO instances (id, started_at) VALUES (?, ?)`, tx.instance, ms(tx.now))
+		return err
+	})
+}
+
+// OpenInstances returns the registered processes other than this one:
+// those that may hold open reservations.
 func (s *Store) OpenInstances(ctx context.Context) (_ []string, err error) {
 	defer wrap(&err, "OpenInstances")
 	return read(ctx, s, func(tx *Tx) ([]string, error) {
-		rows, err := tx.Query(ctx, `SELECT DISTINCT instance_id FROM reservations WHERE instance_id IS NOT NULL AND instance_id <> ?`, tx.instance)
+		rows, err := tx.Query(ctx, `SELECT id FROM instances WHERE id <> ? ORDER BY id`, tx.instance)
 		return collect(rows, err, scanString)
+	})
+}
+
+// ForgetInstance deletes a gone process from the instances once none of
+// its reservations is left open, and says whether it did.
+func (s *Store) ForgetInstance(ctx context.Context, instance string) (_ bool, err error) {
+	defer wrap(&err, "ForgetInstance")
+	return update(ctx, s, func(tx *Tx) (bool, error) {
+		n, err := tx.Exec(ctx, `DELETE FROM instances WHERE id = ?
+			AND NOT EXISTS (SELECT 1 FROM reservations WHERE instance_id = ?)`, instance, instance)
+		return n > 0, err
 	})
 }
 

@@ -161,6 +161,11 @@ func fillSource(t *testing.T, src *sqlite.DB) *migrated {
 	f.live = newDest("live", "sk-lf-live-0123456789")
 	f.gone = newDest("gone", "sk-lf-gone-0123456789")
 	must(src.DeleteDestination(ctx, f.org.ID, f.gone.ID))
+	// An instance's name, as a process on PostgreSQL registers it (a SQLite
+	// database's process does not), for the copy of the table.
+	src.SetInstance("instance-registered")
+	must(src.RegisterInstance(ctx))
+	src.SetInstance("")
 	// A delivery waiting in the outbox, and the destination's status.
 	must(src.AddTraces(ctx, "instance-migrated", time.Now().Add(time.Hour), []gatehouse.OutboxEntry{{ID: "obx-migrated",
 		OrganizationID: f.org.ID, WorkspaceID: f.live.WorkspaceID, DestinationID: f.live.ID, Event: []byte(`{"KeyName":"k"}`)}}))
