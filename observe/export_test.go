@@ -3,8 +3,12 @@ package observe
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/pem"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -379,4 +383,48 @@ func TestUnreadableSecretsDeliverNothing(t *testing.T) {
 	if n := strings.Count(logs.String(), sealed.ID); n != 1 {
 		t.Errorf("the log names the destination %d times, want once:\n%s", n, logs.String())
 	}
+}
+
+// TestOTLPIgnoresTheProcessEnvironment: the OpenTelemetry SDK's exporter
+// reads the OTEL_EXPORTER_OTLP_* variables of the process, which an
+// operator may set for something else. None of them may change what a
+// destination receives or where: not the operator's headers (they would
+// leak to every destination), not its compression, not its certificate
+// (with an http:// endpoint the exporter refuses to run at all).
+func TestOTLPIgnoresTheProcessEnvironment(t *testing.T) {
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsSrv.Close()
+	certFile := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw})
+	if err := os.WriteFile(certFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"OTEL_EXPORTER_OTLP_HEADERS":            "x-operator-token=op-SECRET",
+		"OTEL_EXPORTER_OTLP_TRACES_HEADERS":     "x-operator-traces=op-SECRET",
+		"OTEL_EXPORTER_OTLP_COMPRESSION":        "gzip",
+		"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "gzip",
+		"OTEL_EXPORTER_OTLP_CERTIFICATE":        certFile,
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":    "http://127.0.0.1:1/elsewhere",
+	} {
+		t.Setenv(k, v)
+	}
+	rc := newReceiver(t, nil)
+	p, _ := start(t, newLister(testDest("otel-collector", map[string]string{"endpoint": rc.URL + "/otlp"})), fastOptions())
+	p.Publish(testEvent())
+	closeNow(t, p)
+	hits := rc.got()
+	if len(hits) != 1 || hits[0].Path != "/otlp/v1/traces" {
+		t.Fatalf("requests %v; want one to /otlp/v1/traces", rc.paths())
+	}
+	h := hits[0]
+	for name := range h.Header {
+		if strings.HasPrefix(strings.ToLower(name), "x-operator") {
+			t.Errorf("the operator's header %s reached a destination", name)
+		}
+	}
+	if enc := h.Header.Get("Content-Encoding"); enc != "" {
+		t.Errorf("Content-Encoding %q: the process's compression setting changed the request", enc)
+	}
+	spanOf(t, h.Body) // a plain protobuf export
 }

@@ -48,8 +48,14 @@ func exportOTLP(ctx context.Context, s *sender, d *gatehouse.Destination, evs []
 		headers[k] = v
 	}
 	ctx, rec := withRecording(ctx)
+	// The exporter also reads the process's OTEL_EXPORTER_OTLP_* variables,
+	// which are the operator's, not the destination's: every setting they
+	// could change is given here (the endpoint, the headers, no compression,
+	// no TLS configuration: our client's transport is used, and a
+	// certificate set there would make the exporter refuse http://).
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(u.String()), otlptracehttp.WithHeaders(headers),
-		otlptracehttp.WithHTTPClient(s.recording), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+		otlptracehttp.WithHTTPClient(s.recording), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}),
+		otlptracehttp.WithCompression(otlptracehttp.NoCompression), otlptracehttp.WithTLSClientConfig(nil))
 	if err != nil {
 		return failed(errBadURL)
 	}
