@@ -14,12 +14,14 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"gatehouse"
+	"gatehouse/egress"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
@@ -53,9 +55,27 @@ type discovered struct {
 	at       time.Time
 }
 
+// NewClient returns the HTTP client of the relying party's requests to
+// the providers (discovery, keys, the code's exchange) under the egress
+// policy that observability deliveries follow: an organization's admin
+// names the issuer, and its discovery document names the other addresses,
+// so without it an admin could make the server reach its own loopback, a
+// private network or a cloud metadata service (and read the start of their
+// answers in the error of a provider that cannot be saved). An identity
+// provider on such an address (a Keycloak on the company network) is
+// opened with GATEHOUSE_EGRESS_ALLOW. No proxy from the environment: the
+// policy checks the address actually dialed.
+func NewClient(policy *egress.Policy) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = policy.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
+	return &http.Client{Transport: t, Timeout: 10 * time.Second}
+}
+
 // New returns the relying party over store. client makes its requests to
-// the providers (nil: one with a 10 s timeout); now is the clock ID tokens'
-// expiry is checked against (nil: time.Now).
+// the providers (nil: one with a 10 s timeout and no egress policy, for
+// tests; the server gives NewClient's); now is the clock ID tokens' expiry
+// is checked against (nil: time.Now).
 func New(store Store, client *http.Client, now gatehouse.Clock) *RelyingParty {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}

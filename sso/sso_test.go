@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gatehouse"
+	"gatehouse/egress"
 	"gatehouse/sqlite"
 	"gatehouse/sso"
 	"gatehouse/sso/ssotest"
@@ -50,7 +51,9 @@ func newHarness(t *testing.T) *harness {
 		ssotest.User{ID: "u-ada", Username: "ada", Password: "correct horse", Email: "ada@example.com", EmailVerified: true,
 			FirstName: "Ada", LastName: "Lovelace", Groups: []string{"engineering"}},
 		ssotest.User{ID: "u-eve", Username: "eve", Password: "battery staple", Email: "eve@example.com", EmailVerified: false})
-	h.rp = sso.New(h.store, nil, func() time.Time { return h.now })
+	// The server's client, with the loopback opened as GATEHOUSE_EGRESS_ALLOW
+	// would open it for a provider on the company network.
+	h.rp = sso.New(h.store, sso.NewClient(egress.MustParse("127.0.0.0/8,::1/128")), func() time.Time { return h.now })
 	if h.org, err = h.store.CreateOrganization(h.ctx, "Acme"); err != nil {
 		t.Fatal(err)
 	}
@@ -251,5 +254,24 @@ func TestCheckIssuer(t *testing.T) {
 		if gatehouse.ErrorCode(err) != gatehouse.EINVALID || !strings.HasPrefix(gatehouse.ErrorMessage(err), "issuer_url: ") {
 			t.Errorf("CheckIssuer(%s) = %v, want EINVALID naming issuer_url", issuer, err)
 		}
+	}
+}
+
+// TestEgressPolicy: the relying party's requests follow the egress policy.
+// An organization's admin names the issuer; without the policy opening it,
+// one on the loopback (where this provider is) or at a cloud's metadata
+// address is refused before any request, with an error that names the
+// policy, and a sign-in through a provider saved before cannot start.
+func TestEgressPolicy(t *testing.T) {
+	h := newHarness(t)
+	closed := sso.New(h.store, sso.NewClient(&egress.Policy{}), nil)
+	for _, issuer := range []string{h.op.Issuer, "http://169.254.169.254/latest/meta-data", "http://[::1]:9/x", "http://10.0.0.1:9"} {
+		err := closed.CheckIssuer(h.ctx, issuer)
+		if gatehouse.ErrorCode(err) != gatehouse.EINVALID || !strings.Contains(gatehouse.ErrorMessage(err), "egress blocked") {
+			t.Errorf("CheckIssuer(%s) under the default policy = %v, want EINVALID naming the egress policy", issuer, err)
+		}
+	}
+	if _, _, err := closed.Start(h.ctx, h.provider.ID, redirectURI, "/keys"); gatehouse.ErrorCode(err) != gatehouse.EUNAVAILABLE {
+		t.Errorf("Start through a provider on the loopback under the default policy = %v, want EUNAVAILABLE", err)
 	}
 }

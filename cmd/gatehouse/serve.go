@@ -224,7 +224,7 @@ func newServeHandler(ctx context.Context, cfg Config, store gatehouse.Store, cat
 	handler.SetEgressPolicy(cfg.Egress)
 	handler.SetContentRetention(cfg.ContentRetention)
 	handler.SetPublicURL(cfg.PublicURL)
-	rp := sso.New(store, nil, time.Now)
+	rp := sso.New(store, sso.NewClient(cfg.Egress), time.Now)
 	handler.SetIssuerChecker(rp)
 	provisioning, err := scim.NewHandler(store, limiter, logger, cfg.TrustedProxies, cfg.PublicURL)
 	if err != nil {
