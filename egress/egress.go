@@ -1,8 +1,9 @@
 // Package egress decides where Gatehouse may connect on behalf of its
-// tenants: the observability destinations that management keys configure.
-// Without it, a management key could point a webhook at the server's own
-// loopback, a private network or a cloud metadata service, and use
-// Gatehouse to reach what only the server can reach.
+// tenants: the observability destinations that management keys configure,
+// and the identity providers that organizations' admins name for single
+// sign-on (package sso). Without it, a management key could point a webhook
+// at the server's own loopback, a private network or a cloud metadata
+// service, and use Gatehouse to reach what only the server can reach.
 //
 // A Policy is applied twice: when a destination is configured (a clear 400
 // for an address that can never work) and on every connection, to the
