@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -146,6 +147,20 @@ func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, a
 		}
 		return checked.DialContext(ctx, network, addr)
 	}
+}
+
+// Transport returns an HTTP transport that dials under the policy (the
+// address actually dialed, after every resolution) and uses no proxy from
+// the environment: the policy must see the address that receives what is
+// sent. Otherwise it is http.DefaultTransport's.
+func (p *Policy) Transport() *http.Transport {
+	t := &http.Transport{}
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = dt.Clone()
+	}
+	t.Proxy = nil
+	t.DialContext = p.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	return t
 }
 
 // CheckURL checks, at configuration time, a URL (or a bare host) that a

@@ -55,7 +55,6 @@ package observe
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -232,15 +231,10 @@ func New(store DestinationLister, reg prometheus.Registerer, logger *slog.Logger
 }
 
 // defaultClient follows no redirects, keeps a connection per worker, and
-// checks every address it dials against the egress policy. It uses no
-// proxy: the policy must see the address that receives the secrets.
+// checks every address it dials against the egress policy, through no
+// proxy (egress.Policy.Transport).
 func defaultClient(workers int, policy *egress.Policy) *http.Client {
-	t := &http.Transport{}
-	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = dt.Clone()
-	}
-	t.Proxy = nil
-	t.DialContext = policy.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	t := policy.Transport()
 	t.MaxIdleConnsPerHost = max(workers, 2)
 	return &http.Client{
 		Transport:     t,

@@ -49,10 +49,7 @@ func startLeaseInstance(t *testing.T, db *postgres.DB) *leaseInstance {
 // reserve admits a request of amount for key as the meter does: against a
 // lease, whose hold the ledger then writes, or alone.
 func (in *leaseInstance) reserve(ctx context.Context, key *gatehouse.Key, amount gatehouse.Money) (*gatehouse.Reservation, error) {
-	r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: key.Hash, Amount: amount,
-		ExpiresAt: time.Now().Add(2 * time.Minute),
-		Generation: &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: key.OrganizationID,
-			KeyHash: key.Hash, Model: "acme/chat", Provider: "acme"}}
+	r := callOf(key, amount)
 	alone, err := in.leases.Admit(ctx, r)
 	if err != nil {
 		return nil, err
@@ -63,6 +60,14 @@ func (in *leaseInstance) reserve(ctx context.Context, key *gatehouse.Key, amount
 		}
 	}
 	return r, nil
+}
+
+// callOf is the reservation of a model call of amount on key.
+func callOf(key *gatehouse.Key, amount gatehouse.Money) *gatehouse.Reservation {
+	return &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: key.Hash, Amount: amount,
+		ExpiresAt: time.Now().Add(2 * time.Minute),
+		Generation: &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: key.OrganizationID,
+			KeyHash: key.Hash, Model: "acme/chat", Provider: "acme"}}
 }
 
 // settle charges r at cost, as the meter does.
@@ -390,11 +395,7 @@ func TestChargeGoneInstances(t *testing.T) {
 		t.Helper()
 		ledger := db.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 		defer ledger.Close(ctx)
-		r := &gatehouse.Reservation{ID: uuid.NewString(), KeyHash: k.Hash, Amount: amount,
-			ExpiresAt: time.Now().Add(2 * time.Minute),
-			Generation: &gatehouse.Generation{ID: gatehouse.NewGenerationID(), OrganizationID: k.OrganizationID,
-				KeyHash: k.Hash, Model: "acme/chat", Provider: "acme"}}
-		if err := <-ledger.Hold(r); err != nil {
+		if err := <-ledger.Hold(callOf(k, amount)); err != nil {
 			t.Fatal(err)
 		}
 	}

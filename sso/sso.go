@@ -14,7 +14,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -63,13 +62,9 @@ type discovered struct {
 // private network or a cloud metadata service (and read the start of their
 // answers in the error of a provider that cannot be saved). An identity
 // provider on such an address (a Keycloak on the company network) is
-// opened with GATEHOUSE_EGRESS_ALLOW. No proxy from the environment: the
-// policy checks the address actually dialed.
+// opened with GATEHOUSE_EGRESS_ALLOW.
 func NewClient(policy *egress.Policy) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil
-	t.DialContext = policy.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
-	return &http.Client{Transport: t, Timeout: 10 * time.Second}
+	return &http.Client{Transport: policy.Transport(), Timeout: 10 * time.Second}
 }
 
 // New returns the relying party over store. client makes its requests to
