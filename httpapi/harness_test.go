@@ -397,11 +397,11 @@ func (e *testEnv) snapshot() string {
 func (e *testEnv) fingerprint() string {
 	e.t.Helper()
 	e.settled()
-	lines, err := rowLines(e.snapshots().whole.Query())
+	fp, err := e.snapshots().fingerprint()
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return strings.Join(lines, "\n")
+	return fp
 }
 
 // readDB returns the environment's connection to its database, for reads
@@ -471,6 +471,45 @@ type snapshotter struct {
 	// whole reads every table in one statement, each as one text value:
 	// what fingerprint compares.
 	whole *sql.Stmt
+	// version reads SQLite's data_version, which changes on this
+	// connection when any other commits a change to the database: while
+	// it stays, the last fingerprint (of version last) still holds.
+	version *sql.Stmt
+	mu      sync.Mutex
+	last    int64
+	lastFP  *string
+}
+
+// fingerprint reads the database's content in one statement, unless
+// (SQLite) nothing was committed since the last read.
+func (s *snapshotter) fingerprint() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var before, after int64
+	if s.version != nil {
+		if err := s.version.QueryRow().Scan(&before); err != nil {
+			return "", err
+		}
+		if s.lastFP != nil && before == s.last {
+			return *s.lastFP, nil
+		}
+	}
+	lines, err := rowLines(s.whole.Query())
+	if err != nil {
+		return "", err
+	}
+	fp := strings.Join(lines, "\n")
+	s.lastFP = nil
+	if s.version != nil {
+		// Kept only if nothing was committed while it was read.
+		if err := s.version.QueryRow().Scan(&after); err != nil {
+			return "", err
+		}
+		if after == before {
+			s.last, s.lastFP = before, &fp
+		}
+	}
+	return fp, nil
 }
 
 // open opens the connection and prepares the statements, once.
@@ -503,7 +542,12 @@ func (s *snapshotter) prepare() error {
 		}
 		whole = append(whole, "("+text+")")
 	}
-	s.whole, err = db.Prepare(`SELECT ` + strings.Join(whole, ", "))
+	if s.whole, err = db.Prepare(`SELECT ` + strings.Join(whole, ", ")); err != nil {
+		return err
+	}
+	if s.driver == "sqlite" {
+		s.version, err = db.Prepare(`PRAGMA data_version`)
+	}
 	return err
 }
 
@@ -720,4 +764,31 @@ func (b *logBuffer) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Reset()
+}
+
+// TestFingerprintSeesEveryCommit: the fingerprint that tells whether a
+// refused request changed anything reads the database again after every
+// commit (on SQLite it skips the read while data_version stays): a write
+// through the API, a write from another connection, and one that puts a
+// value back as it was are all seen; with no commit it is the same.
+func TestFingerprintSeesEveryCommit(t *testing.T) {
+	e := newEnv(t)
+	first := e.fingerprint()
+	if again := e.fingerprint(); again != first {
+		t.Fatal("the fingerprint changed with no commit")
+	}
+	hash, _ := e.createKey(e.mgmt, map[string]any{"name": "seen"})
+	afterCreate := e.fingerprint()
+	if afterCreate == first {
+		t.Fatal("a key created through the API left the fingerprint as it was")
+	}
+	e.exec(`UPDATE api_keys SET name = 'renamed' WHERE hash = $1`, hash)
+	renamed := e.fingerprint()
+	if renamed == afterCreate {
+		t.Fatal("a key renamed from another connection left the fingerprint as it was")
+	}
+	e.exec(`UPDATE api_keys SET name = 'seen' WHERE hash = $1`, hash)
+	if back := e.fingerprint(); back != afterCreate {
+		t.Fatal("the key's name put back does not give the fingerprint before the rename")
+	}
 }
