@@ -82,33 +82,81 @@ type browser struct {
 	problems []string
 }
 
-// newBrowser starts a browser for the test, at 1280×900 CSS pixels.
+// chromiumProcess is the one headless Chromium of the test binary: each
+// test's browser is a browser context of its own in it (newBrowser), with
+// its own cookies, storage and cache, as a fresh profile would have;
+// starting a Chromium for each of some thirty browsers took a third of the
+// package's time. TestMain stops it.
+var chromiumProcess struct {
+	once sync.Once
+	ctx  context.Context
+	stop func()
+	err  error
+}
+
+// sharedChromium returns the context of the test binary's Chromium,
+// started on first use at 1280×900 CSS pixels.
+func sharedChromium(t testing.TB) context.Context {
+	t.Helper()
+	path := chromium(t)
+	chromiumProcess.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gatehouse-chromium-")
+		if err != nil {
+			chromiumProcess.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
+			chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
+			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true), chromedp.Flag("hide-scrollbars", true),
+			chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900),
+		)
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(allocCtx)
+		chromiumProcess.ctx = ctx
+		chromiumProcess.stop = func() {
+			cancel()
+			cancelAlloc()
+			os.RemoveAll(dir)
+		}
+		chromiumProcess.err = chromedp.Do(ctx) // starts the browser, with no timeout
+	})
+	if chromiumProcess.err != nil {
+		t.Fatalf("start chromium: %v", chromiumProcess.err)
+	}
+	return chromiumProcess.ctx
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if chromiumProcess.stop != nil {
+		chromiumProcess.stop()
+	}
+	os.Exit(code)
+}
+
+// newBrowser gives the test a browser of its own, at 1280×900 CSS pixels:
+// a tab in a new browser context of the shared Chromium.
 func (e *env) newBrowser(t *testing.T) *browser {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
-		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	b := &browser{t: t, env: e, width: 1280}
-	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(b.watch))
+	ctx, cancel := chromedp.NewContext(sharedChromium(t), chromedp.WithNewBrowserContext(), chromedp.WithListener(b.watch))
 	b.ctx = ctx
 	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
+		cancel() // closes the tab and its browser context
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		for _, p := range b.problems {
 			t.Errorf("browser: %s", p)
 		}
 	})
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, with no timeout
-		t.Fatalf("start chromium: %v", err)
+	if err := chromedp.Do(ctx); err != nil { // opens the tab
+		t.Fatalf("open a tab in chromium: %v", err)
 	}
+	b.run(chromedp.EmulateViewport(1280, 900)) // a tab opened by the browser need not take the window's size
 	b.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
 			return err
