@@ -31,6 +31,7 @@ import (
 	"gatehouse/provider"
 	"gatehouse/ratelimit"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 	"gatehouse/sqlstore"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -130,7 +131,7 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t, "gatehouse.db"), box)
 	if err != nil {
 		t.Fatal(err)
 	}

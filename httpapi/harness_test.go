@@ -29,6 +29,7 @@ import (
 	"gatehouse/provider"
 	"gatehouse/ratelimit"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 	"gatehouse/sqlstore"
 	"os"
 	"sync"
@@ -203,7 +204,7 @@ func openTestStore(t testing.TB, c *clock) (gatehouse.Store, *snapshotter) {
 		db.Now = c.Now
 		return keycache.New(db, keycache.Options{}), &snapshotter{driver: "pgx", dsn: url}
 	default:
-		path := filepath.Join(t.TempDir(), "gatehouse.db")
+		path := sqlitetest.Path(t, "gatehouse.db")
 		db, err := sqlite.Open(ctx, path, box)
 		if err != nil {
 			t.Fatal(err)

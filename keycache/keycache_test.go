@@ -2,7 +2,6 @@ package keycache_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"gatehouse"
 	"gatehouse/keycache"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 )
 
 // counting counts the lookups that reach the real store underneath.
@@ -52,7 +52,7 @@ type fixture struct {
 func newFixture(t *testing.T, opts keycache.Options) *fixture {
 	t.Helper()
 	box, _ := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), box)
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t, "db"), box)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"gatehouse/meter"
 	"gatehouse/provider"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 	"gatehouse/sqlstore"
 )
 
@@ -48,7 +48,7 @@ func newMeterEnv(t *testing.T) *meterEnv {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	db, err := sqlite.Open(ctx, sqlitetest.Path(t, "gatehouse.db"), box)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 
 	"gatehouse"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 )
 
 // outboxStore opens a fresh SQLite store with an organization and a
@@ -26,7 +26,7 @@ func outboxStore(t *testing.T, url string) (*sqlite.DB, *gatehouse.Destination) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	db, err := sqlite.Open(ctx, sqlitetest.Path(t, "gatehouse.db"), box)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,12 @@ package observe
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"gatehouse"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 )
 
 // TestWithSQLiteStore runs the Publisher over the real store: destinations
@@ -20,7 +20,7 @@ func TestWithSQLiteStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	db, err := sqlite.Open(ctx, sqlitetest.Path(t, "gatehouse.db"), box)
 	if err != nil {
 		t.Fatal(err)
 	}

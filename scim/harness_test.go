@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,6 +16,7 @@ import (
 	"gatehouse/ratelimit"
 	"gatehouse/scim"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 )
 
 // env is the SCIM handler over a real store (SQLite in a temporary
@@ -36,7 +36,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), logs: &bytes.Buffer{}, path: filepath.Join(t.TempDir(), "gatehouse.db")}
+	e := &env{t: t, ctx: context.Background(), logs: &bytes.Buffer{}, path: sqlitetest.Path(t, "gatehouse.db")}
 	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
 	if err != nil {
 		t.Fatal(err)

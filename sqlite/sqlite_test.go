@@ -10,6 +10,7 @@ import (
 
 	"gatehouse"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 	"gatehouse/storetest"
 )
 
@@ -30,7 +31,7 @@ func openDB(t *testing.T, dir string, now gatehouse.Clock) *sqlite.DB {
 
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, now gatehouse.Clock) gatehouse.Store {
-		db := openDB(t, t.TempDir(), now)
+		db := openDB(t, filepath.Dir(sqlitetest.Path(t, "gatehouse.db")), now) // a migrated copy
 		t.Cleanup(func() { db.Close() })
 		return db
 	})

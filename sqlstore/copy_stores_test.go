@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"gatehouse/postgres"
 	"gatehouse/postgres/pgtest"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 	"gatehouse/sqlstore"
 
 	"github.com/google/go-cmp/cmp"
@@ -95,7 +95,7 @@ func box(t testing.TB) *gatehouse.SecretBox {
 
 func openSQLite(t testing.TB, name string) *sqlite.DB {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), name), box(t))
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t, name), box(t))
 	if err != nil {
 		t.Fatal(err)
 	}

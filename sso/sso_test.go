@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"gatehouse"
 	"gatehouse/egress"
 	"gatehouse/sqlite"
+	"gatehouse/sqlite/sqlitetest"
 	"gatehouse/sso"
 	"gatehouse/sso/ssotest"
 )
@@ -42,7 +42,7 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.store, err = sqlite.Open(h.ctx, filepath.Join(t.TempDir(), "gatehouse.db"), box)
+	h.store, err = sqlite.Open(h.ctx, sqlitetest.Path(t, "gatehouse.db"), box)
 	if err != nil {
 		t.Fatal(err)
 	}
