@@ -4,11 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -156,7 +159,9 @@ func (e *env) newBrowser(t *testing.T) *browser {
 	if err := chromedp.Do(ctx); err != nil { // opens the tab
 		t.Fatalf("open a tab in chromium: %v", err)
 	}
-	b.run(chromedp.EmulateViewport(1280, 900)) // a tab opened by the browser need not take the window's size
+	// A tab opened in a new browser context gets a 1280×757 viewport in the
+	// 1280×900 window; the first tab of a browser of its own had 1280×900.
+	b.run(chromedp.EmulateViewport(1280, 900))
 	b.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
 			return err
@@ -378,4 +383,43 @@ func (b *browser) must(ok bool, format string, args ...any) {
 	if !ok {
 		b.t.Fatalf("%s (at %s)", fmt.Sprintf(format, args...), b.location())
 	}
+}
+
+// TestBrowserWatchAndIsolation: a test's browser, a browser context of
+// the shared Chromium, still reports what fails a test (a console error,
+// an exception, a request that leaves the loopback), and two browsers of
+// one test share no cookies: the second is not signed in.
+func TestBrowserWatchAndIsolation(t *testing.T) {
+	e := newEnv(t)
+	b := e.newBrowser(t)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<!doctype html><main>page</main><script>
+			console.error("watched error");
+			fetch("http://192.0.2.1/away").catch(() => {});
+			setTimeout(() => { throw new Error("watched exception") }, 0);
+		</script>`))
+	}))
+	defer page.Close()
+	b.run(chromedp.Navigate(page.URL), chromedp.WaitReady(chromedp.CSS("main")), chromedp.Sleep(300*time.Millisecond))
+	b.mu.Lock()
+	seen := strings.Join(b.problems, "\n")
+	b.problems = nil // seen on purpose: they must not fail the test
+	b.mu.Unlock()
+	for _, want := range []string{`console.error: "watched error"`, "exception: ", "watched exception", "request to a non-loopback address: http://192.0.2.1/away"} {
+		if !strings.Contains(seen, want) {
+			t.Errorf("the browser's watch did not report %q; it reported:\n%s", want, seen)
+		}
+	}
+
+	b.signInWithKey()
+	other := e.newBrowser(t)
+	other.run(chromedp.Navigate(e.URL + "/keys"))
+	if p := other.path(); !strings.HasPrefix(p, "/sign-in") {
+		t.Errorf("a second browser opened /keys at %s: it shares the first one's session", p)
+	}
+	// The failed fetch's log entry may come after the check: it is expected too.
+	b.mu.Lock()
+	b.problems = slices.DeleteFunc(b.problems, func(p string) bool { return strings.Contains(p, "192.0.2.1") })
+	b.mu.Unlock()
 }
