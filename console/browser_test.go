@@ -160,7 +160,7 @@ func (e *env) newBrowser(t *testing.T) *browser {
 		t.Fatalf("open a tab in chromium: %v", err)
 	}
 	// A tab opened in a new browser context gets a 1280×757 viewport in the
-	// 1280×900 window; the first tab of a browser of its own had 1280×900.
+	// 1280×900 window (measured): the pages are tested at 1280×900.
 	b.run(chromedp.EmulateViewport(1280, 900))
 	b.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
