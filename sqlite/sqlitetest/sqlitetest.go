@@ -7,6 +7,7 @@ package sqlitetest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,7 +61,7 @@ func migrated() ([]byte, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(path + "-wal"); err == nil {
-		return nil, os.ErrExist // the WAL was not folded in: a copy of the file alone would lack it
+		return nil, errors.New("closing the template left its WAL beside it: a copy of the file alone would lack what the WAL holds")
 	}
 	return os.ReadFile(path)
 }
