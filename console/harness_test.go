@@ -33,6 +33,7 @@ import (
 	"gatehouse/sqlite"
 	"gatehouse/sqlite/sqlitetest"
 	"gatehouse/sqlstore"
+	"gatehouse/sso"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -157,7 +158,10 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	if o.publisher {
 		api.SetEgressPolicy(egress.MustParse("127.0.0.0/8"))
 	}
-	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns(c.Now), logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations(), Deliveries: deliveries, Router: api.Router(), Metrics: o.metrics})
+	web := console.New(store, gatehouse.NewAccounts(store, c.Now), o.signIns(c.Now), logger, c.Now, console.Options{Proxies: o.proxies, Destinations: api.Destinations(), Deliveries: deliveries, Router: api.Router(), Metrics: o.metrics,
+		// The identity providers of the tests are on the loopback, which
+		// GATEHOUSE_EGRESS_ALLOW opens for a server.
+		SSO: sso.New(store, sso.NewClient(egress.MustParse("127.0.0.0/8,::1/128")), c.Now)})
 	web.Routes(api.Handle)
 	api.HandleNotFound(web.NotFound())
 	srv := httptest.NewServer(api)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gatehouse"
+	"gatehouse/egress"
 	"gatehouse/httpapi"
 	"gatehouse/sso"
 	"gatehouse/sso/ssotest"
@@ -20,7 +21,7 @@ func TestSSOProviders(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	op := ssotest.Start(t, []string{httpapi.DefaultPublicURL + gatehouse.RedirectPath})
-	e.handler.(*httpapi.Server).SetIssuerChecker(sso.New(e.db, nil, nil))
+	e.handler.(*httpapi.Server).SetIssuerChecker(sso.New(e.db, sso.NewClient(egress.MustParse("127.0.0.0/8,::1/128")), nil)) // the provider is on the loopback
 
 	const secret = "the client secret of the matrix"
 	res := e.do("POST", "/api/v1/sso/providers", e.mgmt, map[string]any{"name": "Zitadel", "issuer_url": op.Issuer,

@@ -68,12 +68,12 @@ func NewClient(policy *egress.Policy) *http.Client {
 }
 
 // New returns the relying party over store. client makes its requests to
-// the providers (nil: one with a 10 s timeout and no egress policy, for
-// tests; the server gives NewClient's); now is the clock ID tokens' expiry
-// is checked against (nil: time.Now).
+// the providers (nil: NewClient's under the default egress policy, which
+// refuses the loopback and private networks); now is the clock ID tokens'
+// expiry is checked against (nil: time.Now).
 func New(store Store, client *http.Client, now gatehouse.Clock) *RelyingParty {
 	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+		client = NewClient(&egress.Policy{})
 	}
 	if now == nil {
 		now = time.Now

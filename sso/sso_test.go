@@ -271,6 +271,11 @@ func TestEgressPolicy(t *testing.T) {
 			t.Errorf("CheckIssuer(%s) under the default policy = %v, want EINVALID naming the egress policy", issuer, err)
 		}
 	}
+	// A relying party made without a client (the console's default) is
+	// under the default policy too.
+	if err := sso.New(h.store, nil, nil).CheckIssuer(h.ctx, h.op.Issuer); !strings.Contains(gatehouse.ErrorMessage(err), "egress blocked") {
+		t.Errorf("CheckIssuer through a relying party without a client = %v, want the egress policy's refusal", err)
+	}
 	if _, _, err := closed.Start(h.ctx, h.provider.ID, redirectURI, "/keys"); gatehouse.ErrorCode(err) != gatehouse.EUNAVAILABLE {
 		t.Errorf("Start through a provider on the loopback under the default policy = %v, want EUNAVAILABLE", err)
 	}
