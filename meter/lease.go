@@ -19,7 +19,8 @@ import (
 // and budgets are then admitted here against the lease's unused part, with
 // a few additions under one lock; each still has its hold written (behind,
 // by the ledger) before its answer is delivered, naming the lease, which
-// already counts it. A settle takes the cost off the lease as it adds it to
+// already counts it, or (a whole answer that came while its hold was
+// queued: Metering.Held) its charge. A settle takes the cost off the lease as it adds it to
 // the counters; the lease counts the hold at what it reserved until that
 // write commits, since an instance that dies leaves its open holds to be
 // charged at what they reserved.

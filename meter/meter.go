@@ -58,6 +58,13 @@ type Ledger interface {
 	// Hold writes a reservation admitted in memory; the channel receives
 	// nil once it is durable, or the error that kept it from being written.
 	Hold(r *gatehouse.Reservation) <-chan error
+	// HoldPatiently is Hold for a hold that may be taken back (Unhold):
+	// while a write is in flight it waits for the next, starting none.
+	HoldPatiently(r *gatehouse.Reservation) <-chan error
+	// Unhold takes r's hold back if it is not yet being written, and
+	// reports whether it did: its channel then never receives, and r must
+	// be charged as a reservation without a hold (Charge).
+	Unhold(r *gatehouse.Reservation) bool
 	// Settle charges a reservation as g, behind; result (may be nil)
 	// hears once it is written.
 	Settle(r *gatehouse.Reservation, g *gatehouse.Generation, result func(error))
@@ -128,6 +135,9 @@ type Metering struct {
 	call     MeteredCall
 	started  time.Time
 	held     <-chan error // the hold's write, when admitted in memory
+	// unhold takes the hold back if it is not yet being written (a whole
+	// answer's, admitted against a lease); nil: it cannot be.
+	unhold   func() bool
 	heldErr  error
 	heldDone bool
 }
@@ -135,10 +145,18 @@ type Metering struct {
 // Held waits until the reservation is durable: an answer may reach its
 // client only then, so that a crash after it cannot lose its charge (an
 // open reservation is charged in full when the next process starts, or
-// when it expires). It is immediate when the database admitted it.
+// when it expires). It is immediate when the database admitted it. A whole
+// answer that came while its hold was still queued behind other writes
+// (the database is busy) takes the hold back instead: Settle then waits
+// for its charge to be written before the answer is delivered, one write
+// in place of a hold, its end and the charge.
 func (mt *Metering) Held(ctx context.Context) error {
 	if mt.held == nil || mt.heldDone {
 		return mt.heldErr
+	}
+	if mt.unhold != nil && mt.unhold() {
+		mt.Reservation.Unheld, mt.heldDone = true, true
+		return nil
 	}
 	select {
 	case err := <-mt.held:
@@ -231,8 +249,16 @@ func (m *Meter) Reserve(ctx context.Context, c MeteredCall) (*Metering, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !alone {
-			mt.held = m.Ledger.Hold(mt.Reservation)
+		switch r := mt.Reservation; {
+		case alone: // the database wrote its hold
+		case c.Stream:
+			mt.held = m.Ledger.Hold(r)
+		default:
+			// A whole answer that comes while its hold is still queued
+			// takes it back (Held), and is delivered once its charge is
+			// written instead.
+			mt.held = m.Ledger.HoldPatiently(r)
+			mt.unhold = func() bool { return m.Ledger.Unhold(r) }
 		}
 		return mt, nil
 	}
@@ -354,8 +380,11 @@ func (m *Meter) Settle(ctx context.Context, mt *Metering, c provider.Completion,
 		r := mt.Reservation
 		if r.Unheld {
 			// Its charge survives a crash before its answer is delivered
-			// (record): memory takes its cost at once.
-			m.Accounts.Settle(r, gen.Cost)
+			// (record): the accountant takes its cost at once (a lease,
+			// once it is written).
+			if m.Accounts != nil {
+				m.Accounts.Settle(r, gen.Cost)
+			}
 			if err := m.record(ctx, r, gen); err != nil {
 				return err
 			}
@@ -386,7 +415,8 @@ func usageFinal(callErr error) bool {
 func (m *Meter) record(ctx context.Context, r *gatehouse.Reservation, gen *gatehouse.Generation) error {
 	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
 	defer cancel()
-	return m.Ledger.Charge(ctx, r, gen, m.holdContent(gen, m.written(r, nil)))
+	cost := gen.Cost
+	return m.Ledger.Charge(ctx, r, gen, m.holdContent(gen, m.written(r, &cost)))
 }
 
 // recordTimeout bounds the wait for a charge to be written before its answer
@@ -401,12 +431,13 @@ const recordTimeout = 10 * time.Second
 // could take a key or budget past its limit. A write that failed leaves
 // the hold open in the database, and so in memory too (the accountant
 // keeps its accounts; a lease counts it until it is dropped, and the
-// database on its own after). An unheld reservation's memory was settled
-// at once (its charge is durable first): its accounts may go once it is
-// written.
+// database on its own after). An unheld reservation's accounts were
+// settled at once (its charge is durable first): they may go once it is
+// written. An unheld reservation of a lease is a hold of the lease until
+// its charge is written, like any other.
 func (m *Meter) written(r *gatehouse.Reservation, cost *gatehouse.Money) func(error) {
 	switch {
-	case r.Unheld:
+	case r.Unheld && m.Accounts != nil:
 		return func(error) { m.Accounts.Written(r) }
 	case m.Accounts != nil:
 		return func(err error) {
@@ -458,8 +489,13 @@ func (m *Meter) trace(mt *Metering, c provider.Completion, ended time.Time) {
 // once it expires.
 func (m *Meter) Release(ctx context.Context, mt *Metering) error {
 	if r := mt.Reservation; r.Unheld {
-		m.Accounts.Release(r) // nothing of it was written
-		m.Accounts.Written(r)
+		// Nothing of it was written.
+		if m.Accounts != nil {
+			m.Accounts.Release(r)
+			m.Accounts.Written(r)
+		} else if m.Leases != nil {
+			m.Leases.Written(r, nil, nil)
+		}
 		return nil
 	}
 	if m.Ledger != nil {

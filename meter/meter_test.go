@@ -413,8 +413,10 @@ func TestMeterLeaseCoversWhatACrashCharges(t *testing.T) {
 	limit := 4 * reserved // the first lease: four calls' worth, the whole limit
 	k := e.key(&limit)
 	var calls []*meter.Metering
+	call := e.call(k, new(100))
+	call.Stream = true // its hold is written at once; a whole answer's may be taken back (TestMeterWholeAnswerTakesBackItsQueuedHold)
 	for range 4 {
-		m := e.reserve(e.call(k, new(100)))
+		m := e.reserve(call)
 		if err := m.Held(e.ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -435,5 +437,115 @@ func TestMeterLeaseCoversWhatACrashCharges(t *testing.T) {
 	}
 	if got, err := e.store.FindKey(e.ctx, e.org.ID, k.Hash); err != nil || got.Usage.Total > limit {
 		t.Fatalf("after the crash: usage %v of a limit of %s (%v)", got.Usage.Total, limit, err)
+	}
+}
+
+// busyLedger is a real ledger that is always busy for patient holds: each
+// waits, as behind a batch in flight, until flush writes it, and may be
+// taken back (Unhold) meanwhile.
+type busyLedger struct {
+	*sqlstore.Ledger
+	mu      sync.Mutex
+	pending map[*gatehouse.Reservation]chan error
+}
+
+func (b *busyLedger) HoldPatiently(r *gatehouse.Reservation) <-chan error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch := make(chan error, 1)
+	b.pending[r] = ch
+	return ch
+}
+
+func (b *busyLedger) Unhold(r *gatehouse.Reservation) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.pending[r]
+	delete(b.pending, r)
+	return ok
+}
+
+// busy gives e's meter a busy ledger and leases of the database's grant.
+func (e *meterEnv) busy() *busyLedger {
+	e.t.Helper()
+	l := e.store.NewLedger(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	e.t.Cleanup(func() { l.Close(context.Background()) })
+	b := &busyLedger{Ledger: l, pending: map[*gatehouse.Reservation]chan error{}}
+	e.meter.Ledger = b
+	e.meter.Leases = meter.NewLeases(e.store, b, nil)
+	return b
+}
+
+// TestMeterWholeAnswerTakesBackItsQueuedHold: admitting against a lease,
+// a whole answer that comes while its hold is still queued takes the hold
+// back (Held), and Settle returns once its charge is written: the key's
+// usage has it, no hold of it is open, and its lease has room again for
+// what the charge freed (four calls' worth of limit: three more calls and
+// a small one fit). A crash before the charge is written charges nothing:
+// the answer was not delivered. A call taken back and then released gives
+// its room back to the lease.
+func TestMeterWholeAnswerTakesBackItsQueuedHold(t *testing.T) {
+	usage := provider.Completion{UsageKnown: true, PromptTokens: 1, CompletionTokens: 1}
+	setup := func() (*meterEnv, *busyLedger, *gatehouse.Key, gatehouse.Money) {
+		e := newMeterEnv(t)
+		b := e.busy()
+		reserved := meter.Estimate(e.model, len(meterRequest), 100)
+		limit := 4 * reserved // the first lease: four calls' worth, the whole limit
+		return e, b, e.key(&limit), reserved
+	}
+	taken := func(e *meterEnv, b *busyLedger, c meter.MeteredCall) *meter.Metering {
+		t.Helper()
+		m := e.reserve(c)
+		if m.Reservation.LeaseID == "" {
+			t.Fatal("the call was not admitted against a lease")
+		}
+		if err := m.Held(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !m.Reservation.Unheld || len(b.pending) != 0 {
+			t.Fatalf("Held with the hold queued: unheld %v, %d holds still queued; want it taken back", m.Reservation.Unheld, len(b.pending))
+		}
+		return m
+	}
+
+	e, b, k, reserved := setup()
+	m := taken(e, b, e.call(k, new(100)))
+	if err := e.meter.Settle(e.ctx, m, usage, nil); err != nil {
+		t.Fatal(err)
+	}
+	g, total := e.recorded(m)
+	if cost := e.model.Cost(1, 1); g.Cost != cost || total != cost {
+		t.Fatalf("once Settle returned: generation cost %s, key usage %s; want %s written", g.Cost, total, cost)
+	}
+	for range 3 {
+		if m := e.reserve(e.call(k, new(100))); m.Reservation.LeaseID == "" {
+			t.Fatal("a call that fits the lease was admitted alone")
+		}
+	}
+	if _, err := e.meter.Reserve(e.ctx, e.call(k, new(50))); err != nil {
+		t.Fatalf("a small call in what the charge freed: %v (the lease still counts the call at what it reserved, %s)", err, reserved)
+	}
+	if n, err := e.store.ChargeOpen(e.ctx, time.Time{}); err != nil || n != 0 {
+		t.Fatalf("a crash charged %d holds (%v), want none: the others' holds are queued, the first one's never written", n, err)
+	}
+
+	e, b, k, _ = setup()
+	m = taken(e, b, e.call(k, new(100)))
+	if n, err := e.store.ChargeOpen(e.ctx, time.Time{}); err != nil || n != 0 {
+		t.Fatalf("a crash before the charge was written charged %d holds (%v), want none", n, err)
+	}
+	if got, err := e.store.FindKey(e.ctx, e.org.ID, k.Hash); err != nil || got.Usage.Total != 0 {
+		t.Fatalf("after the crash: usage %v (%v), want nothing: the answer was never delivered", got.Usage.Total, err)
+	}
+
+	e, b, k, _ = setup()
+	m = taken(e, b, e.call(k, new(100)))
+	if err := e.meter.Release(e.ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if m := e.reserve(e.call(k, new(100))); m.Reservation.LeaseID == "" {
+			t.Fatal("a call that fits the lease once the released one left it was admitted alone")
+		}
 	}
 }

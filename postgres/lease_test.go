@@ -383,6 +383,157 @@ func TestLedgerWritersKeepEveryCharge(t *testing.T) {
 	}
 }
 
+// TestLeasesWholeAnswerTakenBack: a whole answer's hold is written
+// patiently: while a batch is in flight (here a settle held up on the
+// key's row by another transaction) it waits, and the answer that comes
+// meanwhile takes it back and is charged instead. No hold of it is ever
+// written; its charge takes its cost off the lease as it adds it to the
+// key, and waits, as the answer does, for the batch in flight. A patient
+// hold goes at once when nothing is in flight (and is then not taken
+// back), and beside the batch in flight when Sync waits. Once the leases
+// are retired nothing is left open, and the key's usage is what the calls
+// cost.
+func TestLeasesWholeAnswerTakenBack(t *testing.T) {
+	db := instances(t, 1)[0]
+	in := startLeaseInstance(t, db)
+	k := leaseKey(t, db, gatehouse.USD(1))
+	ctx := context.Background()
+	const amount = 10_000_000 // $0.01 reserved a call
+	cost := gatehouse.Money(4_000_000)
+	admit := func() *gatehouse.Reservation {
+		t.Helper()
+		r := callOf(k, amount)
+		if alone, err := in.leases.Admit(ctx, r); err != nil || alone {
+			t.Fatalf("admit: alone %v, %v; want admitted against a lease", alone, err)
+		}
+		return r
+	}
+	// lockKeyAndSettle holds the key's row in another transaction until
+	// the returned func is called, and settles r meanwhile: that batch is then in flight,
+	// waiting for the row.
+	lockKeyAndSettle := func(r *gatehouse.Reservation) (unlock func()) {
+		t.Helper()
+		tx, err := db.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tx.Rollback(ctx) }) // before the ledger's close, which waits for the batch
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM api_keys WHERE hash = $1 FOR UPDATE`, k.Hash); err != nil {
+			t.Fatal(err)
+		}
+		in.settle(r, cost)
+		for waiting := 0; waiting == 0; time.Sleep(5 * time.Millisecond) {
+			if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+				WHERE NOT l.granted AND a.datname = current_database()`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return func() { tx.Rollback(ctx) }
+	}
+	leaseAmount := func(id string) (amount gatehouse.Money) {
+		t.Helper()
+		if err := db.Pool().QueryRow(ctx, `SELECT amount FROM reservations WHERE id = $1`, id).Scan(&amount); err != nil {
+			t.Fatal(err)
+		}
+		return amount
+	}
+
+	first, err := in.reserve(ctx, k, amount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := admit() // before the key's row is locked: a grant would wait for it
+	granted := leaseAmount(r.LeaseID)
+	unlock := lockKeyAndSettle(first)
+	held := in.ledger.HoldPatiently(r)
+	time.Sleep(50 * time.Millisecond) // time enough for the idle writer to take a hold that was not patient
+	if !in.ledger.Unhold(r) {
+		t.Fatal("a whole answer's hold queued behind a batch in flight was not taken back")
+	}
+	g := *r.Generation
+	g.Status, g.Cost = gatehouse.GenerationCompleted, cost
+	r.Unheld = true
+	charged := make(chan error, 1)
+	go func() {
+		charged <- in.ledger.Charge(ctx, r, &g, func(err error) { in.leases.Written(r, &cost, err) })
+	}()
+	select {
+	case err := <-charged:
+		t.Fatalf("the charge returned (%v) while the batch before it waited for the key's row", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if _, holds := reservationsLeft(t, db, k); holds != 1 {
+		t.Fatalf("%d holds written, want the first call's only", holds)
+	}
+	unlock()
+	if err := <-charged; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-held:
+		t.Fatalf("the hold taken back reported %v: it is never written", err)
+	default:
+	}
+	if err := in.ledger.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := leaseAmount(r.LeaseID); got != granted-2*cost {
+		t.Errorf("the lease holds %s after two charges of %s from %s, want %s", got, cost, granted, granted-2*cost)
+	}
+	var gens int
+	if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM generations WHERE id IN ($1, $2) AND cost = $3`,
+		first.Generation.ID, r.Generation.ID, int64(cost)).Scan(&gens); err != nil || gens != 2 {
+		t.Fatalf("%d of the two calls in the ledger at their cost (%v)", gens, err)
+	}
+
+	// Nothing in flight: a patient hold goes at once, and once written it
+	// is not taken back.
+	second := admit()
+	third := admit()
+	if err := <-in.ledger.HoldPatiently(second); err != nil {
+		t.Fatal(err)
+	}
+	if in.ledger.Unhold(second) {
+		t.Fatal("a written hold was taken back")
+	}
+	// Sync waits: the patient hold goes beside the batch in flight.
+	unlock = lockKeyAndSettle(second)
+	held = in.ledger.HoldPatiently(third)
+	synced := make(chan error, 1)
+	go func() { synced <- in.ledger.Sync(ctx) }()
+	select {
+	case err := <-held:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a patient hold was not written beside the batch in flight while Sync waited")
+	}
+	unlock()
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	in.settle(third, cost)
+	// Once every settle is written, Close drops the leases.
+	if err := in.ledger.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in.leases.Close()
+	if err := in.ledger.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, h := reservationsLeft(t, db, k); l != 0 || h != 0 {
+		t.Errorf("%d leases and %d holds left open", l, h)
+	}
+	got, err := db.FindKey(ctx, k.OrganizationID, k.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 4 * cost; got.Usage.Total != want {
+		t.Errorf("usage %s after four calls of %s, want %s", got.Usage.Total, cost, want)
+	}
+}
+
 // TestChargeGoneInstances: instances register their names, and each looks
 // among the others for those whose lock is free. One that stopped with a
 // hold open has it charged and is forgotten; a live one keeps its hold

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,7 @@ type ledgerOp struct {
 	hold    *gatehouse.Reservation
 	settle  Settlement
 	waited  bool               // someone waits for it: a hold, or the settle of an unheld reservation
+	patient bool               // a hold that starts no batch while one is in flight (HoldPatiently)
 	seq     uint64             // its place in the order ops were queued
 	keys    []string           // the keys it touches
 	budgets []gatehouse.Budget // the budgets it touches
@@ -109,9 +111,22 @@ func (l *Ledger) LingerSettles() {
 // Hold writes a reservation admitted in memory; the channel receives nil
 // once it is durable, or the error that kept it from being written.
 func (l *Ledger) Hold(r *gatehouse.Reservation) <-chan error {
+	return l.hold(r, false)
+}
+
+// HoldPatiently is Hold for a hold that its caller may take back (Unhold):
+// it goes at once when no batch is being written, else with the next
+// batch, but starts none of its own beside the one in flight. While the
+// database is busy, the answer it was reserved for may come before it is
+// written, and then it never is.
+func (l *Ledger) HoldPatiently(r *gatehouse.Reservation) <-chan error {
+	return l.hold(r, true)
+}
+
+func (l *Ledger) hold(r *gatehouse.Reservation, patient bool) <-chan error {
 	ch := make(chan error, 1)
 	op := opOf(r, func(err error) { ch <- err })
-	op.hold, op.waited = r, true
+	op.hold, op.waited, op.patient = r, true, patient
 	l.submit(op)
 	return ch
 }
@@ -341,7 +356,14 @@ func (l *Ledger) poke() {
 // finished counts a batch's operations as done, and wakes the Sync calls.
 func (l *Ledger) finished(batch []ledgerOp) {
 	l.mu.Lock()
-	for _, op := range batch {
+	l.endLocked(batch...)
+	l.mu.Unlock()
+}
+
+// endLocked counts ops as done, and wakes the Sync calls. Call it with
+// l.mu held.
+func (l *Ledger) endLocked(ops ...ledgerOp) {
+	for _, op := range ops {
 		l.ended[op.seq] = true
 	}
 	for l.ended[l.done] {
@@ -350,7 +372,28 @@ func (l *Ledger) finished(batch []ledgerOp) {
 	}
 	close(l.flushed)
 	l.flushed = make(chan struct{})
-	l.mu.Unlock()
+}
+
+// Unhold takes r's hold back if it is still queued (no batch has taken
+// it), and reports whether it did: the hold is then never written, and
+// Hold's channel never receives. The caller must then charge r as a
+// reservation without a hold (Charge), and wait for that, before the
+// answer it reserved for is delivered. So a whole answer that comes back
+// while the database is busy costs one write, its charge, in place of
+// three: its hold, the hold's end, and the charge.
+func (l *Ledger) Unhold(r *gatehouse.Reservation) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// A hold taken back is one that came recently: search from the end.
+	for i := len(l.queue) - 1; i >= 0; i-- {
+		if op := l.queue[i]; op.hold == r {
+			l.queue = slices.Delete(l.queue, i, i+1)
+			l.waited--
+			l.endLocked(op)
+			return true
+		}
+	}
+	return false
 }
 
 // run is a writer: it writes batches of the queue until the ledger is
@@ -416,11 +459,16 @@ func (l *Ledger) landed(batch []ledgerOp, ends bool) {
 // it charges, and the holds beside them); and a settle or release of a
 // hold in a batch in flight is never taken (its transaction would not see
 // the hold yet, end nothing, and leave the hold open once it commits).
-// The batch is then in flight until landed; ends says it ends
-// reservations. Call it with l.mu held.
+// Patient holds start no batch beside one in flight (unless Sync waits or
+// the ledger is closing): they go with the next batch taken. The batch is
+// then in flight until landed; ends says it ends reservations. Call it
+// with l.mu held.
 func (l *Ledger) take() (batch []ledgerOp, ends bool) {
 	if len(l.queue) == 0 || l.writing >= l.writers {
 		return nil, false
+	}
+	if l.writing > 0 && l.syncing == 0 && !l.closed && !slices.ContainsFunc(l.queue, l.urgent) {
+		return nil, false // only patient holds: they wait for the batch in flight
 	}
 	left := l.queue[:0:0]
 	for i, op := range l.queue {
@@ -450,6 +498,16 @@ func (l *Ledger) take() (batch []ledgerOp, ends bool) {
 		}
 	}
 	return batch, ends
+}
+
+// urgent reports whether op would start a batch of its own beside one in
+// flight: it is not a patient hold, and take would take it. Call it with
+// l.mu held.
+func (l *Ledger) urgent(op ledgerOp) bool {
+	if op.hold != nil {
+		return !op.patient
+	}
+	return !l.settling && (op.settle.Unheld != nil || !l.inflight[op.settle.ReservationID])
 }
 
 // write writes a batch in one transaction, retrying while the database is

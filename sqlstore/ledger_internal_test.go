@@ -108,3 +108,93 @@ func TestSyncWaitsForEveryOpBeforeIt(t *testing.T) {
 		t.Fatalf("done = %d, %d ended beyond it, once all four are written: want 4 and none", l.done, len(l.ended))
 	}
 }
+
+// TestTakeLeavesPatientHoldsForTheNextBatch: a patient hold (a whole
+// answer's, which may be taken back when its answer comes first) starts no
+// batch beside one in flight; it goes with the next batch taken, with
+// anything that does start one, when Sync waits, when the ledger closes,
+// and at once when no batch is in flight.
+func TestTakeLeavesPatientHoldsForTheNextBatch(t *testing.T) {
+	patient := func(id string) ledgerOp {
+		return ledgerOp{hold: &gatehouse.Reservation{ID: id}, waited: true, patient: true, settle: Settlement{ReservationID: id}}
+	}
+	busy := func() *Ledger {
+		return &Ledger{writers: 2, writing: 1, inflight: map[string]bool{}, waited: 2, queue: []ledgerOp{patient("p1"), patient("p2")}}
+	}
+	l := busy()
+	if batch, _ := l.take(); batch != nil {
+		t.Fatalf("took %d patient holds beside a batch in flight, want none", len(batch))
+	}
+	if len(l.queue) != 2 || l.waited != 2 || l.writing != 1 {
+		t.Fatalf("after taking nothing: %d queued, waited %d, writing %d; want 2, 2, 1", len(l.queue), l.waited, l.writing)
+	}
+
+	for _, c := range []struct {
+		name string
+		set  func(l *Ledger)
+	}{
+		{"no batch in flight", func(l *Ledger) { l.writing = 0 }},
+		{"a settle starts a batch", func(l *Ledger) { l.queue = append(l.queue, ledgerOp{settle: Settlement{ReservationID: "r0"}}) }},
+		{"a hold that is not patient starts a batch", func(l *Ledger) {
+			l.queue = append(l.queue, ledgerOp{hold: &gatehouse.Reservation{ID: "h0"}, waited: true})
+			l.waited++
+		}},
+		{"Sync waits", func(l *Ledger) { l.syncing = 1 }},
+		{"the ledger closes", func(l *Ledger) { l.closed = true }},
+	} {
+		l := busy()
+		c.set(l)
+		batch, _ := l.take()
+		if len(batch) < 2 || batch[0].hold == nil || batch[0].hold.ID != "p1" || batch[1].hold.ID != "p2" {
+			t.Errorf("%s: took %d ops, want the two patient holds first", c.name, len(batch))
+		}
+		if len(l.queue) != 0 || l.waited != 0 {
+			t.Errorf("%s: left %d queued, waited %d; want none", c.name, len(l.queue), l.waited)
+		}
+	}
+
+	// A settle that cannot be taken (a batch that ends reservations is in
+	// flight) starts nothing, so the patient holds still wait.
+	l = busy()
+	l.settling = true
+	l.queue = append(l.queue, ledgerOp{settle: Settlement{ReservationID: "r0"}})
+	if batch, _ := l.take(); batch != nil {
+		t.Errorf("took %d ops beside a batch of settles with only patient holds and a settle queued, want none", len(batch))
+	}
+}
+
+// TestUnholdTakesBackAQueuedHold: a hold still queued is taken back (never
+// written) and counts as done, so Sync does not wait for it; one that a
+// batch took is not, and its writer waits for it as usual.
+func TestUnholdTakesBackAQueuedHold(t *testing.T) {
+	l := &Ledger{flushed: make(chan struct{}), ended: map[uint64]bool{}, inflight: map[string]bool{}, writers: 1}
+	r1, r2 := &gatehouse.Reservation{ID: "r1"}, &gatehouse.Reservation{ID: "r2"}
+	l.submit(ledgerOp{settle: Settlement{ReservationID: "r0"}})
+	held1 := l.HoldPatiently(r1)
+	l.HoldPatiently(r2)
+	if !l.Unhold(r1) {
+		t.Fatal("a queued hold was not taken back")
+	}
+	if l.Unhold(r1) {
+		t.Fatal("a hold was taken back twice")
+	}
+	if len(l.queue) != 2 || l.queue[0].hold != nil || l.queue[1].hold != r2 || l.waited != 1 {
+		t.Fatalf("left %d queued (waited %d), want the settle and r2's hold (waited 1)", len(l.queue), l.waited)
+	}
+	batch, _ := l.take()
+	if len(batch) != 2 {
+		t.Fatalf("took %d ops, want 2", len(batch))
+	}
+	if l.Unhold(r2) {
+		t.Fatal("a hold in a batch in flight was taken back")
+	}
+	l.landed(batch, true)
+	if l.done != 3 || len(l.ended) != 0 {
+		t.Fatalf("done = %d (%d ended beyond it) once the batch is written, want 3: Sync would wait for the hold taken back", l.done, len(l.ended))
+	}
+	select {
+	case err := <-held1:
+		t.Fatalf("the hold taken back reported %v: it is never written", err)
+	default:
+	}
+}

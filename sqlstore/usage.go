@@ -630,7 +630,7 @@ func (tx *Tx) endHoldsInOne(ctx context.Context, ids []string, e *ended) (*ended
 }
 
 // endUnheld adds to e the reservations that were never written, with the
-// chains and budgets they carry. The ledger keeps a call whose key was
+// chains, budgets and leases they carry. The ledger keeps a call whose key was
 // deleted while it ran (it was served); the counters of a deleted key or
 // budget are not charged.
 func endUnheld(rs []*gatehouse.Reservation, e *ended) {
@@ -639,6 +639,9 @@ func endUnheld(rs []*gatehouse.Reservation, e *ended) {
 			continue
 		}
 		e.done[r.ID], e.keyOf[r.ID] = true, r.KeyHash
+		if r.LeaseID != "" {
+			e.leaseOf[r.ID] = r.LeaseID // its cost leaves the lease that admitted it
+		}
 		for _, h := range r.Chain {
 			e.holds = append(e.holds, [2]string{r.ID, h})
 		}
