@@ -19,11 +19,11 @@ import (
 // and budgets are then admitted here against the lease's unused part, with
 // a few additions under one lock; each still has its hold written (behind,
 // by the ledger) before its answer is delivered, naming the lease, which
-// already counts it, or (a whole answer that came while its hold was
-// queued: Metering.Held) its charge. A settle takes the cost off the lease as it adds it to
-// the counters; the lease counts the hold at what it reserved until that
-// write commits, since an instance that dies leaves its open holds to be
-// charged at what they reserved.
+// already counts it (or, for a whole answer that came while its hold was
+// still queued, its charge: Metering.Held). A settle takes the cost off the
+// lease as it adds it to the counters; the lease counts the hold at what it
+// reserved until that write commits, since an instance that dies leaves its
+// open holds to be charged at what they reserved.
 //
 // A lease admits for LeaseLife, sized from what its group admitted in the
 // last LeaseLife; then, or when a request does not fit, its unused part is
