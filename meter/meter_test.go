@@ -530,7 +530,7 @@ func TestMeterWholeAnswerTakesBackItsQueuedHold(t *testing.T) {
 	}
 
 	e, b, k, _ = setup()
-	m = taken(e, b, e.call(k, new(100)))
+	taken(e, b, e.call(k, new(100)))
 	if n, err := e.store.ChargeOpen(e.ctx, time.Time{}); err != nil || n != 0 {
 		t.Fatalf("a crash before the charge was written charged %d holds (%v), want none", n, err)
 	}
