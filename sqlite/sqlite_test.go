@@ -17,11 +17,17 @@ import (
 // openDB opens a new database in dir with a fresh secret key.
 func openDB(t *testing.T, dir string, now gatehouse.Clock) *sqlite.DB {
 	t.Helper()
+	return openPath(t, filepath.Join(dir, "gatehouse.db"), now)
+}
+
+// openPath opens the database at path with a fresh secret key.
+func openPath(t *testing.T, path string, now gatehouse.Clock) *sqlite.DB {
+	t.Helper()
 	box, err := gatehouse.NewSecretBox(gatehouse.NewSecretKey())
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sqlite.Open(context.Background(), filepath.Join(dir, "gatehouse.db"), box)
+	db, err := sqlite.Open(context.Background(), path, box)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -31,7 +37,7 @@ func openDB(t *testing.T, dir string, now gatehouse.Clock) *sqlite.DB {
 
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, now gatehouse.Clock) gatehouse.Store {
-		db := openDB(t, filepath.Dir(sqlitetest.Path(t, "gatehouse.db")), now) // a migrated copy
+		db := openPath(t, sqlitetest.Path(t, "gatehouse.db"), now) // a migrated copy
 		t.Cleanup(func() { db.Close() })
 		return db
 	})

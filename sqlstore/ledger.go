@@ -477,7 +477,7 @@ func (l *Ledger) take() (batch []ledgerOp, ends bool) {
 			break
 		}
 		settle := op.hold == nil
-		if settle && (l.settling || op.settle.Unheld == nil && l.inflight[op.settle.ReservationID]) {
+		if settle && l.settleWaits(op) {
 			left = append(left, op)
 			continue
 		}
@@ -500,6 +500,13 @@ func (l *Ledger) take() (batch []ledgerOp, ends bool) {
 	return batch, ends
 }
 
+// settleWaits reports whether take leaves the settle or release op for a
+// later batch: one that ends reservations is in flight, or the hold it
+// ends is. Call it with l.mu held.
+func (l *Ledger) settleWaits(op ledgerOp) bool {
+	return l.settling || op.settle.Unheld == nil && l.inflight[op.settle.ReservationID]
+}
+
 // urgent reports whether op would start a batch of its own beside one in
 // flight: it is not a patient hold, and take would take it. Call it with
 // l.mu held.
@@ -507,7 +514,7 @@ func (l *Ledger) urgent(op ledgerOp) bool {
 	if op.hold != nil {
 		return !op.patient
 	}
-	return !l.settling && (op.settle.Unheld != nil || !l.inflight[op.settle.ReservationID])
+	return !l.settleWaits(op)
 }
 
 // write writes a batch in one transaction, retrying while the database is
